@@ -1,0 +1,217 @@
+"""Event models: the single source of the MQTT contract.
+
+Flows and the runtime build events from these models; the journal stores them; the bus publishes them;
+`tablectl schema` generates the JSON Schemas and the AsyncAPI document from them. Add a game's result by
+adding its model to `RESULT_MODELS` and nothing else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+def iso_ms(epoch_seconds: float) -> str:
+    """UTC timestamp with millisecond precision, as in the envelope's `time` and `recordedtime`."""
+    return datetime.fromtimestamp(epoch_seconds, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class EventData(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# --- round lifecycle --------------------------------------------------------------------------------
+
+
+class RoundOpened(EventData):
+    game: str
+    round_id: str
+    round_number_in_shoe: int | None = Field(None, description="1-based; null for games without a shoe")
+    betting_closes_at: str | None = Field(None, description="UTC time betting closes; null if the dealer/device decides")
+    last_round_of_shoe: bool = False
+
+
+class BettingClosed(EventData):
+    round_id: str
+    reason: str = Field(description="timer | first_card | dealer | wheel | input")
+
+
+class CardDealt(EventData):
+    round_id: str
+    card: str = Field(description="card code, rank + suit, e.g. 'TD'")
+    position: str = Field(description="where the card went, e.g. 'player', 'banker', 'andar', 'box3', 'dealer'")
+    index: int = Field(description="0-based position of the card within that hand")
+    rescan: bool = Field(False, description="the card was read on a re-scan after a no-read")
+    raw: str = Field("", description="the device line(s) this card came from")
+
+
+class CardRejected(EventData):
+    round_id: str | None
+    card: str | None
+    reason: str
+    raw: str = ""
+
+
+class CardUnreadable(EventData):
+    round_id: str | None
+    ref: str
+    prompt: str = Field(description="what the dealer was told to do")
+
+
+class CutCardSeen(EventData):
+    round_id: str | None
+    shoe_id: str
+
+
+class ShoeStarted(EventData):
+    shoe_id: str
+    decks: int
+
+
+class BaccaratHand(EventData):
+    cards: list[str]
+    total: int
+
+
+class BaccaratResult(EventData):
+    game: Literal["baccarat"] = "baccarat"
+    round_id: str
+    player: BaccaratHand
+    banker: BaccaratHand
+    winner: Literal["player", "banker", "tie"]
+    player_pair: bool
+    banker_pair: bool
+    natural: bool = Field(description="either hand has a two-card 8 or 9")
+    player_natural: bool
+    banker_natural: bool
+    round_number_in_shoe: int
+    last_round_of_shoe: bool
+
+
+class RouletteResult(EventData):
+    game: Literal["roulette"] = "roulette"
+    round_id: str
+    number: int = Field(ge=0, le=36)
+    color: Literal["red", "black", "green"]
+    parity: Literal["odd", "even"] | None = Field(description="null for zero")
+    range: Literal["low", "high"] | None = Field(description="low 1-18, high 19-36; null for zero")
+    dozen: int | None = Field(description="1, 2 or 3; null for zero")
+    column: int | None = Field(description="1, 2 or 3; null for zero")
+    spin: int = Field(description="the wheel's own spin number (not unique)")
+    rotor_rpm: float
+    direction: Literal["clockwise", "anticlockwise"]
+    raw: str = Field("", description="the wheel lines that produced the result")
+
+
+RESULT_MODELS: tuple[type[EventData], ...] = (BaccaratResult, RouletteResult)
+
+RoundResult = Annotated[BaccaratResult | RouletteResult, Field(discriminator="game")]
+
+
+class RoundClosed(EventData):
+    round_id: str
+
+
+class RoundPaused(EventData):
+    round_id: str | None
+    reason: str
+    device: str | None = None
+    by: str = Field(description="device | supervisor | dealer | system")
+
+
+class RoundResumed(EventData):
+    round_id: str | None
+    by: str
+
+
+class RoundVoided(EventData):
+    round_id: str
+    reason: str
+    refund: Literal[True] = True
+    by: str = Field(description="device | supervisor | system")
+
+
+class DeviceChanged(EventData):
+    device: str
+    status: Literal["online", "offline", "fault"]
+    detail: str = ""
+    code: str | None = None
+
+
+class RawRejected(EventData):
+    device: str
+    reason: str
+    raw: str = ""
+
+
+# event type -> data model. The bus publishes on events/<type>; the schema command documents each.
+EVENT_MODELS: dict[str, Any] = {
+    "round.opened": RoundOpened,
+    "round.betting_closed": BettingClosed,
+    "card.dealt": CardDealt,
+    "card.rejected": CardRejected,
+    "card.unreadable": CardUnreadable,
+    "shoe.started": ShoeStarted,
+    "shoe.cut_card": CutCardSeen,
+    "round.result": RoundResult,
+    "round.closed": RoundClosed,
+    "round.paused": RoundPaused,
+    "round.resumed": RoundResumed,
+    "round.voided": RoundVoided,
+    "device.online": DeviceChanged,
+    "device.offline": DeviceChanged,
+    "device.fault": DeviceChanged,
+    "reading.rejected": RawRejected,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """An event as a flow or the runtime produced it, before the journal gives it a sequence and an id."""
+
+    type: str
+    time: float  # when the device reported it (epoch seconds)
+    subject: str | None  # round id
+    data: dict[str, Any]
+
+
+def make_event(type_: str, data: EventData, time: float, subject: str | None = None) -> Event:
+    """Build an event, checking its data model is the one the contract names for `type_`."""
+    model = EVENT_MODELS.get(type_)
+    if model is None:
+        raise KeyError(f"unknown event type {type_!r}")
+    if model is RoundResult:
+        if not isinstance(data, RESULT_MODELS):
+            raise TypeError(f"{type_} takes a result model, not {type(data).__name__}")
+    elif not isinstance(data, model):
+        raise TypeError(f"{type_} takes {model.__name__}, not {type(data).__name__}")
+    if subject is None:
+        subject = getattr(data, "round_id", None)
+    return Event(type=type_, time=time, subject=subject, data=data.model_dump(mode="json"))
+
+
+class Envelope(BaseModel):
+    """CloudEvents-style envelope, exactly as published on `<root>/events/<type>`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    specversion: Literal["1.0"] = "1.0"
+    id: str = Field(description="unique per table, stable across restarts and re-sends: the de-duplication key")
+    source: str = Field(description="the table's topic root, studio/<studio>/table/<table>")
+    type: str
+    time: str = Field(description="when the device reported it, UTC, ms")
+    recordedtime: str = Field(description="when the controller journaled it, UTC, ms")
+    sequence: str = Field(description="per-table, gap-free, monotonic, zero-padded")
+    subject: str | None = Field(description="round id")
+    historical: bool = Field(False, description="true when published late (after an outage or on replay)")
+    data: dict[str, Any]
+
+
+SEQUENCE_DIGITS = 12
+
+
+def format_sequence(n: int) -> str:
+    return str(n).zfill(SEQUENCE_DIGITS)

@@ -1,0 +1,146 @@
+"""Readings: what a device tells the table, normalised and independent of any protocol or game.
+
+Drivers produce readings; the controller consumes them. Every reading carries the device name it came
+from (its name in the table config), the host time it was observed at (epoch seconds: the wall clock in
+the live service, the capture's clock in a replay) and the raw device text that produced it, so every
+event can be traced back to the bytes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Reading:
+    device: str
+    time: float
+    raw: str = ""
+
+
+# --- link and health (any device) -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeviceOnline(Reading):
+    """The link is up and the device introduced itself (or answered)."""
+
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeviceOffline(Reading):
+    """The link is down: port gone, or the device stayed silent past its heartbeat window."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeviceFault(Reading):
+    """The device reports a fault that needs the dealer or a technician (jam, broken sensor...)."""
+
+    code: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeviceFaultCleared(Reading):
+    """The device reports it is operational again after a fault."""
+
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeviceStatus(Reading):
+    """An informational state report (e.g. shoe READY / LOCKED / EMPTY). Flows may ignore it."""
+
+    state: str
+
+
+# --- card scanners -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CardSeen(Reading):
+    """A card left the shoe and was read. `code` is a syntactically valid card code like 'TD'.
+
+    `rescan_of` is set when this is the re-read of a card previously reported unread.
+    """
+
+    code: str
+    ref: str = ""
+    rescan_of: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CardUnread(Reading):
+    """A card left the shoe but could not be read: the dealer must pass it over the reader again."""
+
+    ref: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CutCardSeen(Reading):
+    """The cut card came out: the current round is the last of the shoe."""
+
+    ref: str = ""
+
+
+# --- roulette wheel ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WheelGameStarted(Reading):
+    """A new game began on the wheel (place your bets; the ball is about to be launched)."""
+
+    spin: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WheelBallLaunched(Reading):
+    """The ball is in the rim: the spin has started (a fault from now on pauses, not cancels)."""
+
+    spin: int
+    rotor_rpm: float
+    direction: str  # "clockwise" | "anticlockwise"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WheelNoMoreBets(Reading):
+    spin: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WheelResult(Reading):
+    """The ball rests in a pocket; the driver already checked the single line against the status."""
+
+    number: str  # "0".."36", or "00"/"000"/"0000" on wheels with extra zeros
+    spin: int
+    rotor_rpm: float
+    direction: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WheelGameVoided(Reading):
+    """The wheel cannot complete this game (miss-spin, ball lost): bets are refunded, the wheel re-spins."""
+
+    reason: str
+    spin: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WheelIdle(Reading):
+    """The wheel is powered down / closed (state 6) or waiting before a game (state 1)."""
+
+    state: int
+    during_game: bool = False
+
+
+# --- dice ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DiceRead(Reading):
+    values: tuple[int, ...]
+    frame_ref: str = ""
+    extra: dict[str, object] = field(default_factory=dict)

@@ -1,0 +1,45 @@
+"""Protocol registry: config says `protocol = "shoe-line"`, this finds the session and simulator classes.
+
+A vendor's real protocol is one more entry here (like python-can's interface registry). Imports are lazy so
+that a table running a shoe never imports OpenCV or the wheel code.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from drivers.session import DeviceSession
+
+# protocol -> (session class path, simulator class path)
+PROTOCOLS: dict[str, tuple[str, str]] = {
+    "shoe-line": ("drivers.shoe.session:ShoeSession", "drivers.shoe.simulator:ShoeSimulator"),
+    "cammegh-ss2": ("drivers.wheel.session:WheelSession", "drivers.wheel.simulator:WheelSimulator"),
+}
+
+
+class UnknownProtocol(KeyError):
+    def __str__(self) -> str:
+        return f"unknown protocol {self.args[0]!r}; known: {', '.join(sorted(PROTOCOLS))}"
+
+
+def _load(path: str) -> Any:
+    module, _, attr = path.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def session_class(protocol: str) -> type[DeviceSession]:
+    try:
+        path = PROTOCOLS[protocol][0]
+    except KeyError:
+        raise UnknownProtocol(protocol) from None
+    cls: type[DeviceSession] = _load(path)
+    return cls
+
+
+def simulator_class(protocol: str) -> Any:
+    try:
+        path = PROTOCOLS[protocol][1]
+    except KeyError:
+        raise UnknownProtocol(protocol) from None
+    return _load(path)
