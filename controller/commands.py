@@ -17,11 +17,12 @@ class CommandError(ValueError):
 
 
 class Command(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # strict: a payload that follows the published JSON Schema is accepted, and nothing else ("5" is not 5)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     #: echoed in the reply so a sender can match it (Zigbee2MQTT style)
     transaction: str | int | None = None
-    #: who sent it, for the audit trail ("supervisor:anna", "panel", "rules-engine")
+    #: who sent it, for the audit trail ("supervisor:desk-2", "panel", "rules-engine")
     by: str = Field("supervisor", max_length=64)
 
 
