@@ -1,0 +1,541 @@
+"""Baccarat (punto banco) as a pure state machine.
+
+The dealer deals by hand from a scanning shoe; this flow decides where every card goes (Player, Banker,
+Player, Banker, then the third-card rule), tells the dealer in plain words, and refuses any card that breaks
+the procedure or that the shoe cannot hold. Rounds follow `RoundBook`'s lifecycle; a shoe ends with the
+round in which the cut card comes out.
+
+Time only comes in as `now`: the flow never reads a clock, so a replay of the same readings and ticks
+produces the same events, and a pickled flow resumes exactly where it was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from controller.cards import Card, InvalidCard, ShoeComposition, ShoeExhausted
+from controller.events import (
+    BaccaratHand,
+    BaccaratResult,
+    CardDealt,
+    CardRejected,
+    CardUnreadable,
+    ShoeStarted,
+    iso_ms,
+)
+from controller.events import CutCardSeen as CutCardEvent
+from controller.flow import DeviceRequest, FlowOutput, GameFlow, InputRejected, Phase
+from drivers.readings import CardSeen, CardUnread, CutCardSeen, Reading
+from drivers.session import DeviceCommand
+
+Position = Literal["player", "banker"]
+
+PROMPT_RESCAN = "Re-scan the card"
+PROMPT_SHOE_FINISHED = "Shoe finished: load a new shoe"
+PROMPT_BETTING_OPEN = "Betting open — do not deal yet"
+PROMPT_BETTING_OPEN_FIRST_CARD = "Betting open — the first card dealt to Player closes betting"
+PROMPT_VOIDED = "Round voided — set the dealt cards aside"
+PROMPT_NEW_SHOE = "New shoe loaded — wait for betting to open"
+
+_PROMPT_DEAL = {"player": "Deal to Player", "banker": "Deal to Banker"}
+
+
+class BaccaratSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    decks: int = Field(default=8, ge=1, le=8)
+    betting_seconds: float = Field(default=15.0, gt=0)
+    round_gap_seconds: float = Field(
+        default=3.0, ge=0, description="pause between a round's close and the next opening"
+    )
+    betting_closes_on_first_card: bool = Field(
+        default=False,
+        description="replay mode: no betting timer; a round's betting closes when its first card arrives",
+    )
+    auto_new_shoe: bool = Field(
+        default=True,
+        description="after the cut-card round, start a new shoe by itself; else wait for input new_shoe",
+    )
+    shoe_device: str = Field(
+        default="shoe", min_length=1, description="the configured device name of the shoe"
+    )
+
+
+# --- the rules of punto banco ---------------------------------------------------------------------------
+
+
+def card_points(card: Card) -> int:
+    """Ace 1, two to nine at face value, ten and court cards 0."""
+    return card.rank_index if card.rank_index <= 9 else 0
+
+
+def hand_total(cards: Sequence[Card]) -> int:
+    return sum(card_points(card) for card in cards) % 10
+
+
+def banker_draws(banker_total: int, player_third: int | None) -> bool:
+    """The banker's third-card rule; `player_third` is the points of the player's third card, None if the
+    player stood."""
+    if player_third is None:
+        return banker_total <= 5
+    if banker_total <= 2:
+        return True
+    if banker_total == 3:
+        return player_third != 8
+    if banker_total == 4:
+        return 2 <= player_third <= 7
+    if banker_total == 5:
+        return 4 <= player_third <= 7
+    if banker_total == 6:
+        return player_third in (6, 7)
+    return False
+
+
+def next_position(player: Sequence[Card], banker: Sequence[Card]) -> Position | None:
+    """Where the next card goes, or None when the hand is complete."""
+    if len(banker) < 2:
+        return "player" if len(player) == len(banker) else "banker"
+    player_total, banker_total = hand_total(player[:2]), hand_total(banker[:2])
+    if player_total >= 8 or banker_total >= 8 or len(banker) == 3:
+        return None
+    if len(player) == 2:
+        if player_total <= 5:
+            return "player"
+        return "banker" if banker_draws(banker_total, None) else None
+    return "banker" if banker_draws(banker_total, card_points(player[2])) else None
+
+
+def is_natural(hand: Sequence[Card]) -> bool:
+    return len(hand) >= 2 and hand_total(hand[:2]) >= 8
+
+
+def is_pair(hand: Sequence[Card]) -> bool:
+    """The first two cards have the same rank (suits may differ)."""
+    return len(hand) >= 2 and hand[0].rank == hand[1].rank
+
+
+# --- the flow ---------------------------------------------------------------------------------------------
+
+
+class BaccaratFlow(GameFlow):
+    game = "baccarat"
+
+    def __init__(self, table_id: str, settings: BaccaratSettings) -> None:
+        super().__init__(table_id)
+        self.table_id = table_id
+        self.settings = settings
+        self.composition = ShoeComposition(settings.decks)
+        self.shoe_number = 0
+        self.shoe_id: str | None = None
+        # The cut-card round is over: no round opens until a new shoe starts (by itself or by input).
+        self.shoe_finished = False
+        self.cut_card_seen = False
+        self.last_close_time: float | None = None
+        self.betting_closes_at: float | None = None
+        self.player: list[Card] = []
+        self.banker: list[Card] = []
+        # A card came out unread: nothing advances until its re-scan (or a hand-entered card) arrives.
+        self.unread_ref: str | None = None
+        self.unread_raw = ""
+        self.idle_reason = "no round is open yet"
+
+    # -- time ------------------------------------------------------------------------------------------
+
+    def on_tick(self, now: float) -> FlowOutput:
+        out = FlowOutput()
+        if self.shoe_id is None:
+            self._start_shoe(now, out)
+        if not self.rounds.in_round:
+            if self._may_open_round(now):
+                if self.shoe_finished:
+                    self._start_shoe(now, out)
+                self._open_round(now, out)
+        elif (
+            self.rounds.phase == Phase.BETTING_OPEN
+            and self.betting_closes_at is not None
+            and now >= self.betting_closes_at
+        ):
+            self._close_betting(now, out, "timer")
+        return out
+
+    def _may_open_round(self, now: float) -> bool:
+        if self.shoe_finished and not self.settings.auto_new_shoe:
+            return False
+        if self.last_close_time is None:
+            return True
+        return now - self.last_close_time >= self.settings.round_gap_seconds
+
+    # -- readings --------------------------------------------------------------------------------------
+
+    def on_reading(self, reading: Reading, now: float) -> FlowOutput:
+        # Device health belongs to the runtime; the flow only cares about what came out of its shoe.
+        if reading.device != self.settings.shoe_device:
+            return FlowOutput()
+        if isinstance(reading, CardSeen):
+            return self._on_card_seen(reading, now)
+        if isinstance(reading, CardUnread):
+            return self._on_card_unread(reading, now)
+        if isinstance(reading, CutCardSeen):
+            return self._on_cut_card(now)
+        return FlowOutput()
+
+    def _on_card_seen(self, reading: CardSeen, now: float) -> FlowOutput:
+        out = FlowOutput()
+        if self.unread_ref is not None:
+            if reading.rescan_of != self.unread_ref:
+                self._reject(
+                    out, now, reading.code, reading.raw,
+                    f"re-scan the unread card first (card {self.unread_ref} could not be read)",
+                )
+                return out
+            checked = self._check_card(reading.code)
+            if isinstance(checked, str):
+                # The re-scan itself is impossible: the card stays unread and the dealer tries again.
+                self._reject(out, now, reading.code, reading.raw, checked)
+                return out
+            raw = "\n".join(part for part in (self.unread_raw, reading.raw) if part)
+            self._clear_unread()
+            self._deal(checked, now, out, raw=raw, rescan=True)
+            return out
+        if reading.rescan_of is not None:
+            self._reject(
+                out, now, reading.code, reading.raw,
+                f"re-scan of card {reading.rescan_of}, but no unread card is waiting for a re-scan",
+            )
+            return out
+        refusal = self._why_no_card_now()
+        if refusal is not None:
+            self._reject(out, now, reading.code, reading.raw, refusal)
+            return out
+        checked = self._check_card(reading.code)
+        if isinstance(checked, str):
+            self._reject(out, now, reading.code, reading.raw, checked)
+            return out
+        self._deal(checked, now, out, raw=reading.raw, rescan=False)
+        return out
+
+    def _on_card_unread(self, reading: CardUnread, now: float) -> FlowOutput:
+        out = FlowOutput()
+        if self.unread_ref is not None:
+            if reading.ref == self.unread_ref:
+                # The re-scan failed too: the dealer passes the same card over the reader again.
+                self._announce_unread(now, out)
+            else:
+                self._reject(
+                    out, now, None, reading.raw,
+                    f"another card came out unread: re-scan the unread card first "
+                    f"(card {self.unread_ref} could not be read)",
+                )
+            return out
+        refusal = self._why_no_card_now()
+        if refusal is not None:
+            self._reject(out, now, None, reading.raw, f"unreadable card: {refusal}")
+            return out
+        if self.rounds.phase == Phase.BETTING_OPEN:
+            self._close_betting(now, out, "first_card")
+        # A card is physically out: from now a fault pauses the round instead of cancelling it.
+        self.rounds.start_play()
+        self.unread_ref = reading.ref
+        self.unread_raw = reading.raw
+        self._announce_unread(now, out)
+        return out
+
+    def _announce_unread(self, now: float, out: FlowOutput) -> None:
+        assert self.unread_ref is not None
+        self.prompt = PROMPT_RESCAN
+        out.emit(
+            "card.unreadable",
+            CardUnreadable(round_id=self.rounds.round_id, ref=self.unread_ref, prompt=PROMPT_RESCAN),
+            now,
+        )
+
+    def _on_cut_card(self, now: float) -> FlowOutput:
+        out = FlowOutput()
+        if self.shoe_id is None or (self.shoe_finished and self.settings.auto_new_shoe):
+            # The finished shoe already gave its cut card: this one belongs to the shoe that comes next.
+            self._start_shoe(now, out)
+        assert self.shoe_id is not None
+        self.cut_card_seen = True
+        if not self.shoe_finished:
+            # The round in progress is the shoe's last; between rounds, the next one is.
+            self.rounds.last_of_shoe = True
+            if not self.rounds.in_round:
+                self.prompt = "Cut card out — the next round is the last of this shoe"
+        out.emit("shoe.cut_card", CutCardEvent(round_id=self.rounds.round_id, shoe_id=self.shoe_id), now)
+        return out
+
+    # -- inputs ----------------------------------------------------------------------------------------
+
+    def on_input(self, name: str, payload: dict[str, Any], now: float) -> FlowOutput:
+        # `transaction` and `by` may ride along in any payload: they are the runtime's business.
+        if name == "manual_card":
+            return self._manual_card(payload, now)
+        if name == "new_shoe":
+            return self._new_shoe_input(now)
+        if name == "close_betting":
+            return self._close_betting_input(now)
+        raise InputRejected(
+            f"baccarat takes no input {name!r}; it takes manual_card, new_shoe, close_betting"
+        )
+
+    def _manual_card(self, payload: dict[str, Any], now: float) -> FlowOutput:
+        code = payload.get("card")
+        if not isinstance(code, str):
+            raise InputRejected("manual_card needs the card code, e.g. {\"card\": \"TD\"}")
+        refusal = self._why_no_card_now()
+        if refusal is not None:
+            raise InputRejected(f"no card is expected now: {refusal}")
+        checked = self._check_card(code)
+        if isinstance(checked, str):
+            raise InputRejected(checked)
+        out = FlowOutput()
+        raw = "\n".join(part for part in (self.unread_raw, f"manual_card {checked.code}") if part)
+        self._clear_unread()
+        self._deal(checked, now, out, raw=raw, rescan=False)
+        return out
+
+    def _new_shoe_input(self, now: float) -> FlowOutput:
+        if self.rounds.in_round:
+            raise InputRejected(
+                "a new shoe can be loaded only between rounds: "
+                f"finish or void round {self.rounds.round_id} first"
+            )
+        out = FlowOutput()
+        self._start_shoe(now, out)
+        self.prompt = PROMPT_NEW_SHOE
+        self.idle_reason = "a new shoe was loaded: no card is expected until the next round's betting closes"
+        return out
+
+    def _close_betting_input(self, now: float) -> FlowOutput:
+        if not self.rounds.in_round or self.rounds.phase != Phase.BETTING_OPEN:
+            raise InputRejected("betting is not open")
+        out = FlowOutput()
+        self._close_betting(now, out, "input")
+        return out
+
+    # -- interruptions -----------------------------------------------------------------------------------
+
+    def void_round(self, now: float, reason: str, by: str) -> FlowOutput:
+        if not self.rounds.in_round:
+            raise InputRejected("there is no round to void")
+        out = FlowOutput()
+        self.rounds.void(now, out, reason, by)
+        self._request(out, "lock")
+        # Cards already out stay counted in the composition: they left the shoe whatever happens to bets.
+        # A voided last round does not finish the shoe: the next round is the last one again.
+        self.player, self.banker = [], []
+        self._after_round(now)
+        self.prompt = PROMPT_VOIDED
+        self.idle_reason = "the round was voided: no card is expected until the next round's betting closes"
+        return out
+
+    def on_pause(self, now: float) -> FlowOutput:
+        out = FlowOutput()
+        self._request(out, "lock")
+        return out
+
+    def on_resume(self, now: float) -> FlowOutput:
+        out = FlowOutput()
+        if self._gate_should_be_open():
+            self._request(out, "unlock")
+        return out
+
+    def _gate_should_be_open(self) -> bool:
+        if not self.rounds.in_round:
+            return False
+        if self.rounds.phase in (Phase.BETTING_CLOSED, Phase.IN_PLAY):
+            return True
+        # In first-card mode the first card itself closes betting, so the gate is open while bets are taken.
+        return self.rounds.phase == Phase.BETTING_OPEN and self.settings.betting_closes_on_first_card
+
+    # -- state ---------------------------------------------------------------------------------------------
+
+    def public_state(self) -> dict[str, Any]:
+        position = self._next_position_if_dealing()
+        closes = self.betting_closes_at
+        return {
+            "game": self.game,
+            "phase": str(self.rounds.phase),
+            "round_id": self.rounds.round_id,
+            "round_number_in_shoe": self.rounds.number_in_shoe or None,
+            "shoe_id": self.shoe_id,
+            "last_round_of_shoe": self.rounds.last_of_shoe,
+            "shoe_finished": self.shoe_finished,
+            "betting_closes_at": iso_ms(closes) if closes is not None else None,
+            "player": [card.code for card in self.player],
+            "banker": [card.code for card in self.banker],
+            "player_total": hand_total(self.player) if self.player else None,
+            "banker_total": hand_total(self.banker) if self.banker else None,
+            "next_position": position,
+            "awaiting_rescan": self.unread_ref is not None,
+            "cards_dealt_in_shoe": self.composition.cards_dealt,
+            "cards_left_in_shoe": self.composition.cards_left,
+            "prompt": self.prompt,
+        }
+
+    # -- internals -----------------------------------------------------------------------------------------
+
+    def _start_shoe(self, now: float, out: FlowOutput) -> None:
+        self.shoe_number += 1
+        self.shoe_id = f"{self.table_id}-shoe{self.shoe_number:04d}"
+        self.composition.reset()
+        self.rounds.new_shoe()
+        self.shoe_finished = False
+        self.cut_card_seen = False
+        out.emit("shoe.started", ShoeStarted(shoe_id=self.shoe_id, decks=self.settings.decks), now)
+
+    def _open_round(self, now: float, out: FlowOutput) -> None:
+        self.player, self.banker = [], []
+        self._clear_unread()
+        if self.settings.betting_closes_on_first_card:
+            self.rounds.open(now, out, betting_seconds=None)
+            self.betting_closes_at = None
+            self._request(out, "unlock")
+            self.prompt = PROMPT_BETTING_OPEN_FIRST_CARD
+        else:
+            self.rounds.open(now, out, betting_seconds=self.settings.betting_seconds)
+            self.betting_closes_at = now + self.settings.betting_seconds
+            # The gate stays closed while bets are taken: no card can come out early.
+            self._request(out, "lock")
+            self.prompt = PROMPT_BETTING_OPEN
+
+    def _close_betting(self, now: float, out: FlowOutput, reason: str) -> None:
+        self.rounds.close_betting(now, out, reason)
+        self.betting_closes_at = None
+        if reason != "first_card":  # the gate is already open when a card closed betting
+            self._request(out, "unlock")
+        self.prompt = _PROMPT_DEAL["player"]
+
+    def _why_no_card_now(self) -> str | None:
+        """Why no card may come out now, or None while the round expects one."""
+        if not self.rounds.in_round:
+            if self.shoe_finished and not self.settings.auto_new_shoe:
+                return "the shoe is finished: load a new shoe"
+            return self.idle_reason
+        if self.rounds.phase == Phase.BETTING_OPEN and not self.settings.betting_closes_on_first_card:
+            return "betting is still open: deal only after betting closes"
+        return None
+
+    def _check_card(self, code: str) -> Card | str:
+        """The card, or why it cannot be dealt (not a card, or more than the shoe holds)."""
+        try:
+            card = Card.parse(code)
+            self.composition.check(card)
+        except (InvalidCard, ShoeExhausted) as exc:
+            return str(exc)
+        return card
+
+    def _deal(self, card: Card, now: float, out: FlowOutput, raw: str, rescan: bool) -> None:
+        if self.rounds.phase == Phase.BETTING_OPEN:
+            self._close_betting(now, out, "first_card")
+        position = next_position(self.player, self.banker)
+        assert position is not None, "a card was dealt to a complete hand"
+        assert self.rounds.round_id is not None
+        self.composition.take(card)
+        self.rounds.start_play()
+        hand = self.player if position == "player" else self.banker
+        hand.append(card)
+        out.emit(
+            "card.dealt",
+            CardDealt(
+                round_id=self.rounds.round_id,
+                card=card.code,
+                position=position,
+                index=len(hand) - 1,
+                rescan=rescan,
+                raw=raw,
+            ),
+            now,
+        )
+        following = next_position(self.player, self.banker)
+        if following is None:
+            self._finish_round(now, out)
+        else:
+            self.prompt = self._dealing_prompt(following)
+
+    def _dealing_prompt(self, position: Position) -> str:
+        """What the dealer does next; after the first four cards, say which third-card rule applies."""
+        if len(self.banker) < 2:
+            return _PROMPT_DEAL[position]
+        if position == "player":
+            return "Player draws"
+        if len(self.player) == 2:
+            return "Player stands — Banker draws"
+        return "Banker draws"
+
+    def _finish_round(self, now: float, out: FlowOutput) -> None:
+        round_id = self.rounds.round_id
+        assert round_id is not None
+        player_total, banker_total = hand_total(self.player), hand_total(self.banker)
+        winner: Literal["player", "banker", "tie"]
+        if player_total > banker_total:
+            winner = "player"
+        elif banker_total > player_total:
+            winner = "banker"
+        else:
+            winner = "tie"
+        result = BaccaratResult(
+            round_id=round_id,
+            player=BaccaratHand(cards=[c.code for c in self.player], total=player_total),
+            banker=BaccaratHand(cards=[c.code for c in self.banker], total=banker_total),
+            winner=winner,
+            player_pair=is_pair(self.player),
+            banker_pair=is_pair(self.banker),
+            natural=is_natural(self.player) or is_natural(self.banker),
+            player_natural=is_natural(self.player),
+            banker_natural=is_natural(self.banker),
+            round_number_in_shoe=self.rounds.number_in_shoe,
+            last_round_of_shoe=self.rounds.last_of_shoe,
+        )
+        out.emit("round.result", result, now)
+        self.rounds.close(now, out)
+        last_of_shoe = result.last_round_of_shoe
+        self._after_round(now)
+        if last_of_shoe:
+            self.shoe_finished = True
+        self.idle_reason = "the hand is complete: no card is expected until the next round's betting closes"
+        self.prompt = self._result_prompt(result)
+        if self.shoe_finished and not self.settings.auto_new_shoe:
+            self.prompt = f"{self.prompt}. {PROMPT_SHOE_FINISHED}"
+
+    def _result_prompt(self, result: BaccaratResult) -> str:
+        if result.natural:
+            how = "Natural"
+        elif len(self.banker) == 3:
+            how = "Banker drew"
+        elif len(self.player) == 3:
+            how = "Banker stands"
+        else:
+            how = "Player stands, Banker stands"
+        player, banker = result.player.total, result.banker.total
+        if result.winner == "tie":
+            outcome = f"Tie {player} to {banker}"
+        elif result.winner == "player":
+            outcome = f"Player wins {player} to {banker}"
+        else:
+            outcome = f"Banker wins {banker} to {player}"
+        return f"{how} — {outcome}"
+
+    def _after_round(self, now: float) -> None:
+        self.last_close_time = now
+        self.betting_closes_at = None
+        self._clear_unread()
+
+    def _clear_unread(self) -> None:
+        self.unread_ref = None
+        self.unread_raw = ""
+
+    def _next_position_if_dealing(self) -> Position | None:
+        if not self.rounds.in_round:
+            return None
+        return next_position(self.player, self.banker)
+
+    def _reject(self, out: FlowOutput, now: float, code: str | None, raw: str, reason: str) -> None:
+        rejection = CardRejected(round_id=self.rounds.round_id, card=code, reason=reason, raw=raw)
+        out.emit("card.rejected", rejection, now)
+
+    def _request(self, out: FlowOutput, command: str) -> None:
+        out.requests.append(DeviceRequest(self.settings.shoe_device, DeviceCommand(command)))
