@@ -1,0 +1,167 @@
+"""`tablectl` command line: run the service, the demo, replays, schemas and calibration tools.
+
+Operator errors (bad config, unknown protocol, missing serial port, unreadable capture) print one line
+starting with `tablectl: error:` and exit 2; no traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import signal
+import sys
+from pathlib import Path
+
+from controller import __version__
+
+EXIT_USAGE = 2
+
+
+class OperatorError(Exception):
+    """An error worded for the operator; printed as one line."""
+
+
+def _port_is_path(port: str) -> bool:
+    return "://" not in port
+
+
+def check_ports(config: object) -> None:
+    from controller.config import TableConfig
+
+    assert isinstance(config, TableConfig)
+    for name, device in config.devices.items():
+        if _port_is_path(device.port) and not os.path.exists(device.port):
+            raise OperatorError(
+                f"devices.{name}: serial port {device.port} not found (is the {name} plugged in? "
+                f"check `ls /dev/serial/by-id/` and the udev rules)"
+            )
+
+
+async def _run_service(config_path: str) -> int:
+    from controller.config import load_config
+    from controller.service import TableService
+
+    config = load_config(config_path)
+    check_ports(config)
+    service = TableService(config)
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, service.stop)
+    await service.run()
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    return asyncio.run(_run_service(args.config))
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from controller.demo import run_demo
+
+    return asyncio.run(
+        run_demo(args.game, args.rounds, as_json=args.json, mqtt_url=args.mqtt_url, seed=args.seed,
+                 faults=not args.no_faults)
+    )
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from controller.config import load_config
+    from controller.replay import replay_file
+    from drivers.capture import CaptureError
+
+    base = load_config(args.config) if args.config else None
+    try:
+        for envelope in replay_file(args.game, args.protocol, args.capture, base):
+            print(envelope.model_dump_json(), flush=True)
+    except FileNotFoundError:
+        raise OperatorError(f"capture {args.capture} not found") from None
+    except CaptureError as exc:
+        raise OperatorError(f"capture {args.capture}: {exc}") from None
+    return 0
+
+
+def cmd_check_config(args: argparse.Namespace) -> int:
+    from controller.config import load_config
+
+    config = load_config(args.config)
+    print(json.dumps(config.model_dump(mode="json"), indent=2, default=str))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from controller.games import GAMES
+    from drivers.registry import PROTOCOLS
+
+    parser = argparse.ArgumentParser(prog="tablectl", description="Live-casino table hardware controller")
+    parser.add_argument("--version", action="version", version=f"tablectl {__version__}")
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-vv: debug)")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("run", help="run the table service")
+    p.add_argument("--config", required=True, help="the table's TOML file")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("demo", help="a whole simulated table: simulator on a pty, service, broker, virtual dealer")
+    p.add_argument("--game", choices=sorted(GAMES), default="baccarat")
+    p.add_argument("--rounds", type=int, default=3, help="stop after this many rounds (closed or voided)")
+    p.add_argument("--json", action="store_true", help="print each event envelope exactly as published")
+    p.add_argument("--mqtt-url", help="use this broker instead of the embedded one (mqtt://host:port)")
+    p.add_argument("--seed", type=int, default=7, help="shuffle / wheel seed")
+    p.add_argument("--no-faults", action="store_true", help="no injected no-reads, noise or bad checksums")
+    p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("replay", help="feed a device capture through the live parser, driver and game flow")
+    p.add_argument("--game", choices=sorted(GAMES), required=True)
+    p.add_argument("--protocol", choices=sorted(PROTOCOLS), required=True)
+    p.add_argument("--config", help="take the table's settings (ids, game options) from this TOML file")
+    p.add_argument("capture", help="raw device bytes, or JSON Lines {t, dir, data}")
+    p.set_defaults(func=cmd_replay)
+
+    p = sub.add_parser("check-config", help="validate a table's TOML file and print the effective settings")
+    p.add_argument("--config", required=True)
+    p.set_defaults(func=cmd_check_config)
+
+    with contextlib.suppress(ImportError):
+        from controller.schema import register as register_schema
+
+        register_schema(sub)
+
+    cal = sub.add_parser("calibrate", help="calibration tools (wheel sensors, firing position, bias, dice camera)")
+    cal_sub = cal.add_subparsers(dest="calibration", required=True, metavar="TOOL")
+    for module in ("calibration.wheel_cli", "calibration.bias_cli"):
+        with contextlib.suppress(ImportError):
+            import importlib
+
+            importlib.import_module(module).register(cal_sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    level = logging.WARNING - 10 * min(args.verbose, 2)
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from controller.config import ConfigError
+    from controller.games import UnknownGame
+    from drivers.registry import UnknownProtocol
+
+    try:
+        result: int = args.func(args)
+        return result
+    except (OperatorError, ConfigError) as exc:
+        print(f"tablectl: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except (UnknownProtocol, UnknownGame) as exc:
+        print(f"tablectl: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,154 @@
+"""Table configuration: one TOML file per table, overridable from the environment, validated with pydantic.
+
+Environment overrides use `TABLECTL__<SECTION>__<KEY>=value` (double underscores separate levels), e.g.
+`TABLECTL__BROKER__URL=mqtts://broker:8883` or `TABLECTL__BROKER__PASSWORD=...` (keep secrets out of the file).
+An invalid file gives one `ConfigError` line naming the bad key; the CLI prints it and exits non-zero.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from controller.bus import BrokerSettings
+from controller.games import GAMES, game_spec
+from drivers.registry import PROTOCOLS
+
+ENV_PREFIX = "TABLECTL__"
+_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+
+
+class ConfigError(ValueError):
+    """A configuration problem, worded for the operator (one line)."""
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class TableSettings(Strict):
+    studio_id: str = "studio"
+    table_id: str
+    game: str
+    data_dir: Path = Path("/var/lib/tablectl")
+
+    @field_validator("studio_id", "table_id")
+    @classmethod
+    def _topic_safe(cls, value: str) -> str:
+        # ids become MQTT topic levels: no '/', '+', '#', spaces
+        if not _ID.match(value):
+            raise ValueError("use letters, digits, '-' or '_' (max 64), starting with a letter or digit")
+        return value
+
+    @field_validator("game")
+    @classmethod
+    def _known_game(cls, value: str) -> str:
+        if value not in GAMES:
+            raise ValueError(f"unknown game {value!r}; known: {', '.join(sorted(GAMES))}")
+        return value
+
+
+class DeviceSettings(Strict):
+    protocol: str
+    port: str = Field(description="serial device path, or a pyserial URL: socket://host:port, rfc2217://host:port")
+    baudrate: int | None = Field(None, gt=0, description="default: the protocol's (115200 line devices, 9600 SS2)")
+    capture: Path | None = Field(None, description="record the raw traffic to this JSON Lines file")
+    options: dict[str, Any] = Field(default_factory=dict, description="protocol-specific session options")
+
+    @field_validator("protocol")
+    @classmethod
+    def _known_protocol(cls, value: str) -> str:
+        if value not in PROTOCOLS:
+            raise ValueError(f"unknown protocol {value!r}; known: {', '.join(sorted(PROTOCOLS))}")
+        return value
+
+
+class TableConfig(Strict):
+    table: TableSettings
+    broker: BrokerSettings = BrokerSettings()
+    devices: dict[str, DeviceSettings]
+    game: dict[str, Any] = Field(default_factory=dict, description="the game's own settings (validated by the game)")
+
+    @model_validator(mode="after")
+    def _devices_fit_the_game(self) -> TableConfig:
+        spec = game_spec(self.table.game)
+        for name, protocols in spec.devices.items():
+            device = self.devices.get(name)
+            if device is None:
+                raise ValueError(f"devices.{name} is missing: a {self.table.game} table needs it")
+            if device.protocol not in protocols:
+                raise ValueError(
+                    f"devices.{name}.protocol {device.protocol!r} cannot serve {self.table.game}; "
+                    f"use one of: {', '.join(protocols)}"
+                )
+        # validate the game section now, so a typo fails at start-up, not mid-shoe
+        spec.settings_class().model_validate(self.game)
+        return self
+
+    @property
+    def topic_root(self) -> str:
+        return f"studio/{self.table.studio_id}/table/{self.table.table_id}"
+
+    def game_settings(self) -> BaseModel:
+        return game_spec(self.table.game).settings_class().model_validate(self.game)
+
+
+def _env_overrides(environ: Mapping[str, str]) -> dict[str, Any]:
+    overrides: dict[str, Any] = {}
+    for key, value in environ.items():
+        if not key.startswith(ENV_PREFIX):
+            continue
+        path = [part.lower() for part in key[len(ENV_PREFIX) :].split("__") if part]
+        if not path:
+            continue
+        node = overrides
+        for part in path[:-1]:
+            node = node.setdefault(part, {})
+        node[path[-1]] = value
+    return overrides
+
+
+def _merge(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in extra.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _describe(exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    where = ".".join(str(p) for p in err["loc"])
+    msg = err["msg"].removeprefix("Value error, ")
+    more = f" (and {len(exc.errors()) - 1} more problem(s))" if len(exc.errors()) > 1 else ""
+    return f"{where}: {msg}{more}" if where else f"{msg}{more}"
+
+
+def config_from_dict(raw: Mapping[str, Any], *, environ: Mapping[str, str] | None = None,
+                     source: str = "config") -> TableConfig:
+    merged = _merge(dict(raw), _env_overrides(os.environ if environ is None else environ))
+    try:
+        return TableConfig.model_validate(merged)
+    except ValidationError as exc:
+        raise ConfigError(f"{source}: {_describe(exc)}") from None
+
+
+def load_config(path: str | Path, *, environ: Mapping[str, str] | None = None) -> TableConfig:
+    path = Path(path)
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such config file") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    return config_from_dict(raw, environ=environ, source=str(path))

@@ -1,0 +1,292 @@
+"""The table runtime: the pure core around a game flow.
+
+It owns what every game shares — device health, pause / resume / void, the snapshot a late subscriber sees —
+and feeds the flow. Like the flows it is pure: readings, ticks and validated commands come in with the time;
+a `Step` (events to journal, device requests, what changed) comes out. The async service does the I/O.
+
+Fault policy (seeds 002 / 003, GAMES.md "Common to every game"):
+- a device fault or link loss pauses the table;
+- if the round had not started (no card dealt, no ball launched), it is voided at once and bets are refunded;
+- a started round stays paused until a supervisor resumes it (it then continues) or voids it (refund);
+- a resume is refused while any device is still offline or in fault.
+Devices that have not yet come online since start-up do not pause anything: the table simply waits for them.
+After a crash, a round that was in progress is paused ("controller restarted") until a supervisor resumes it.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from controller.commands import (
+    CloseBetting,
+    Command,
+    CommandError,
+    ManualCard,
+    NewShoe,
+    Pause,
+    Resume,
+    VoidRound,
+)
+from controller.events import DeviceChanged, Event, RawRejected, RoundPaused, RoundResumed, iso_ms, make_event
+from controller.flow import DeviceRequest, FlowOutput, GameFlow, InputRejected
+from drivers.readings import (
+    DeviceFault,
+    DeviceFaultCleared,
+    DeviceOffline,
+    DeviceOnline,
+    DeviceStatus,
+    Reading,
+)
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class DeviceHealth:
+    status: str = "offline"  # online | offline | fault
+    detail: str = "not connected yet"
+    code: str | None = None
+    since: float = 0.0
+    seen_online: bool = False  # has it been online since start-up?
+    state: str | None = None  # last informational state (e.g. shoe READY)
+
+    def public(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "detail": self.detail,
+            "code": self.code,
+            "since": iso_ms(self.since) if self.since else None,
+            "state": self.state,
+        }
+
+
+@dataclass(slots=True)
+class Step:
+    events: list[Event] = field(default_factory=list)
+    requests: list[DeviceRequest] = field(default_factory=list)
+    devices_changed: set[str] = field(default_factory=set)
+
+    def add(self, out: FlowOutput) -> None:
+        self.events += out.events
+        self.requests += out.requests
+
+    def merge(self, other: Step) -> Step:
+        self.events += other.events
+        self.requests += other.requests
+        self.devices_changed |= other.devices_changed
+        return self
+
+
+@dataclass(slots=True)
+class PauseInfo:
+    reason: str
+    by: str
+    device: str | None
+    since: float
+
+
+class TableCore:
+    def __init__(self, *, table_id: str, game: str, flow: GameFlow, devices: list[str]) -> None:
+        self.table_id = table_id
+        self.game = game
+        self.flow = flow
+        self.devices: dict[str, DeviceHealth] = {name: DeviceHealth() for name in devices}
+        self.pause: PauseInfo | None = None
+        self.rejected: dict[str, int] = {}
+
+    # -- queries ---------------------------------------------------------------------------------------
+    @property
+    def paused(self) -> bool:
+        return self.pause is not None
+
+    @property
+    def devices_ready(self) -> bool:
+        return all(d.status == "online" for d in self.devices.values())
+
+    def state(self) -> dict[str, Any]:
+        """The retained snapshot: everything a late subscriber needs. No secrets (flows guarantee theirs)."""
+        rounds = self.flow.rounds
+        waiting_for = [name for name, d in self.devices.items() if not d.seen_online]
+        return {
+            "table_id": self.table_id,
+            "game": self.game,
+            "phase": "paused" if self.paused else rounds.phase.value,
+            "round_phase": rounds.phase.value,
+            "round_id": rounds.round_id,
+            "round_number_in_shoe": rounds.number_in_shoe if rounds.in_round else None,
+            "paused": self.paused,
+            "pause": None
+            if self.pause is None
+            else {
+                "reason": self.pause.reason,
+                "by": self.pause.by,
+                "device": self.pause.device,
+                "since": iso_ms(self.pause.since),
+            },
+            "waiting_for_devices": waiting_for,
+            "prompt": self._prompt(),
+            "devices": {name: d.public() for name, d in self.devices.items()},
+            "game_state": self.flow.public_state(),
+            "rejected": dict(self.rejected),
+        }
+
+    def _prompt(self) -> str:
+        if self.pause is not None:
+            return f"PAUSED: {self.pause.reason} — call the supervisor"
+        waiting = [name for name, d in self.devices.items() if d.status != "online"]
+        if waiting:
+            return f"Waiting for {', '.join(waiting)}"
+        return self.flow.prompt
+
+    # -- inputs ----------------------------------------------------------------------------------------
+    def on_reading(self, reading: Reading, now: float) -> Step:
+        step = Step()
+        health = self.devices.get(reading.device)
+        if health is None:
+            self._reject(step, reading, f"reading from unconfigured device {reading.device!r}", now)
+            return step
+        if isinstance(reading, DeviceOnline | DeviceOffline | DeviceFault | DeviceFaultCleared | DeviceStatus):
+            self._on_health(step, health, reading, now)
+            return step
+        if self.paused:
+            self._reject(step, reading, f"table paused ({self.pause.reason if self.pause else ''})", now)
+            return step
+        if health.status != "online":
+            # the link is flaky but bytes still came: readings from a device we consider down are not trusted
+            self._reject(step, reading, f"device {reading.device} is {health.status}", now)
+            return step
+        try:
+            step.add(self.flow.on_reading(reading, now))
+        except Exception:  # a bug must not stop the table silently nor crash it: pause and tell
+            log.exception("game flow failed on %r", reading)
+            self._reject(step, reading, "internal error in the game flow", now)
+            self._pause(step, now, "internal error in the game flow", by="system", device=None)
+        return step
+
+    def on_tick(self, now: float) -> Step:
+        step = Step()
+        if self.paused or not self.devices_ready:
+            return step
+        try:
+            step.add(self.flow.on_tick(now))
+        except Exception:
+            log.exception("game flow failed on tick")
+            self._pause(step, now, "internal error in the game flow", by="system", device=None)
+        return step
+
+    def on_command(self, command: Command, now: float) -> tuple[Step, dict[str, Any]]:
+        """Apply a validated table command. Raises CommandError (nothing changed) when it does not apply now."""
+        step = Step()
+        by = command.by
+        if isinstance(command, Pause):
+            if self.paused:
+                raise CommandError("the table is already paused")
+            self._pause(step, now, command.reason, by=by, device=None)
+        elif isinstance(command, Resume):
+            if not self.paused:
+                raise CommandError("the table is not paused")
+            bad = {n: d.status for n, d in self.devices.items() if d.status != "online"}
+            if bad:
+                raise CommandError(
+                    "cannot resume: " + ", ".join(f"device {n} is {s}" for n, s in bad.items())
+                )
+            self.pause = None
+            rounds = self.flow.rounds
+            step.events.append(make_event("round.resumed", RoundResumed(round_id=rounds.round_id, by=by), now))
+            step.add(self.flow.on_resume(now))
+        elif isinstance(command, VoidRound):
+            round_id = self.flow.rounds.round_id
+            if round_id is None:
+                raise CommandError("no round in progress")
+            if command.round_id is not None and command.round_id != round_id:
+                raise CommandError(f"round {command.round_id} is not the current round ({round_id})")
+            step.add(self.flow.void_round(now, command.reason, by))
+        elif isinstance(command, ManualCard | NewShoe | CloseBetting):
+            if self.paused:
+                raise CommandError("the table is paused")
+            name = {ManualCard: "manual_card", NewShoe: "new_shoe", CloseBetting: "close_betting"}[type(command)]
+            payload = command.model_dump(exclude={"transaction", "by"})
+            try:
+                step.add(self.flow.on_input(name, payload, now))
+            except InputRejected as exc:
+                raise CommandError(str(exc)) from None
+        else:
+            raise CommandError(f"{type(command).__name__} is not a table command")
+        return step, {"state": self.state()}
+
+    def recovered(self, now: float) -> Step:
+        """Called once after restoring a snapshot: a round in progress waits for a supervisor."""
+        step = Step()
+        # links are re-established from scratch after a restart
+        for health in self.devices.values():
+            health.status, health.detail, health.code, health.since = "offline", "controller restarted", None, now
+            health.seen_online = False
+        if self.flow.rounds.in_round and not self.paused:
+            self._pause(step, now, "controller restarted mid-round", by="system", device=None)
+        return step
+
+    # -- internals -------------------------------------------------------------------------------------
+    def _on_health(self, step: Step, health: DeviceHealth, reading: Reading, now: float) -> None:
+        name = reading.device
+        if isinstance(reading, DeviceStatus):
+            health.state = reading.state
+            step.devices_changed.add(name)
+            return
+        if isinstance(reading, DeviceOnline):
+            if health.status == "fault":
+                # the link came back but the fault was not reported cleared: stay in fault
+                health.seen_online = True
+                return
+            new_status, detail, code = "online", reading.detail or "online", None
+            health.seen_online = True
+        elif isinstance(reading, DeviceFaultCleared):
+            new_status, detail, code = "online", reading.detail or "fault cleared", None
+        elif isinstance(reading, DeviceOffline):
+            new_status, detail, code = "offline", reading.reason, None
+        else:
+            assert isinstance(reading, DeviceFault)
+            new_status, detail, code = "fault", reading.reason, reading.code
+        if (health.status, health.detail, health.code) == (new_status, detail, code):
+            return
+        was_seen = health.seen_online
+        health.status, health.detail, health.code, health.since = new_status, detail, code, now
+        step.devices_changed.add(name)
+        step.events.append(
+            make_event(
+                f"device.{new_status}",
+                DeviceChanged(device=name, status=new_status, detail=detail, code=code),  # type: ignore[arg-type]
+                now,
+                subject=self.flow.rounds.round_id,
+            )
+        )
+        if new_status != "online" and was_seen and not self.paused:
+            what = f"{name} {'fault' if new_status == 'fault' else 'offline'}: {detail}"
+            self._pause(step, now, what, by="device", device=name)
+
+    def _pause(self, step: Step, now: float, reason: str, *, by: str, device: str | None) -> None:
+        rounds = self.flow.rounds
+        self.pause = PauseInfo(reason=reason, by=by, device=device, since=now)
+        step.events.append(
+            make_event(
+                "round.paused",
+                RoundPaused(round_id=rounds.round_id, reason=reason, device=device, by=by),
+                now,
+            )
+        )
+        step.add(self.flow.on_pause(now))
+        if rounds.in_round and not rounds.started and by in ("device", "system"):
+            # seeds 002/003: a round that had not started is cancelled and every bet refunded
+            step.add(self.flow.void_round(now, f"{reason} before the round started", "system"))
+
+    def _reject(self, step: Step, reading: Reading, reason: str, now: float) -> None:
+        self.rejected[reason.split(" (")[0]] = self.rejected.get(reason.split(" (")[0], 0) + 1
+        step.events.append(
+            make_event(
+                "reading.rejected",
+                RawRejected(device=reading.device, reason=reason, raw=reading.raw),
+                now,
+                subject=self.flow.rounds.round_id,
+            )
+        )

@@ -1,0 +1,70 @@
+"""The CLI's operator errors: one line on stderr, non-zero exit, never a traceback."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def tablectl(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "controller.cli", *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def write(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "table.toml"
+    path.write_text(text)
+    return str(path)
+
+
+GOOD = """
+[table]
+table_id = "bac-01"
+game = "baccarat"
+data_dir = "{data}"
+[devices.shoe]
+protocol = "{protocol}"
+port = "{port}"
+"""
+
+
+@pytest.mark.parametrize(
+    ("protocol", "port", "expected"),
+    [
+        ("shoe-xml", "/dev/null", "devices.shoe.protocol: unknown protocol 'shoe-xml'"),
+        ("shoe-line", "/dev/tablectl-no-such-shoe", "serial port /dev/tablectl-no-such-shoe not found"),
+    ],
+)
+def test_run_fails_with_one_clear_line(tmp_path: Path, protocol: str, port: str, expected: str) -> None:
+    config = write(tmp_path, GOOD.format(data=tmp_path, protocol=protocol, port=port))
+    result = tablectl("run", "--config", config)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("tablectl: error: ")
+    assert expected in lines[0]
+    assert "Traceback" not in result.stderr
+
+
+def test_invalid_toml_and_missing_file(tmp_path: Path) -> None:
+    result = tablectl("run", "--config", write(tmp_path, "[table\n"))
+    assert result.returncode == 2 and "not valid TOML" in result.stderr and "Traceback" not in result.stderr
+    result = tablectl("run", "--config", str(tmp_path / "nope.toml"))
+    assert result.returncode == 2 and "no such config file" in result.stderr
+
+
+def test_replay_missing_capture(tmp_path: Path) -> None:
+    result = tablectl("replay", "--game", "baccarat", "--protocol", "shoe-line", str(tmp_path / "none.jsonl"))
+    assert result.returncode == 2
+    assert result.stderr.strip() == f"tablectl: error: capture {tmp_path / 'none.jsonl'} not found"
+
+
+def test_unknown_protocol_on_replay_is_a_usage_error() -> None:
+    result = tablectl("replay", "--game", "baccarat", "--protocol", "nope", "x")
+    assert result.returncode == 2 and "invalid choice" in result.stderr

@@ -1,0 +1,165 @@
+"""The table runtime's policy (pure): device health, pause / resume / void, recovery — with the real baccarat flow."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+from controller.commands import CommandError, ManualCard, Pause, Resume, VoidRound, parse_command
+from controller.games.baccarat import BaccaratFlow, BaccaratSettings
+from controller.runtime import Step, TableCore
+from drivers.readings import CardSeen, DeviceFault, DeviceFaultCleared, DeviceOffline, DeviceOnline
+
+
+def make_core(**settings: object) -> TableCore:
+    flow = BaccaratFlow("t1", BaccaratSettings(betting_seconds=5, round_gap_seconds=1, **settings))  # type: ignore[arg-type]
+    return TableCore(table_id="t1", game="baccarat", flow=flow, devices=["shoe"])
+
+
+def types(step: Step) -> list[str]:
+    return [e.type for e in step.events]
+
+
+def online(core: TableCore, now: float = 0.0) -> Step:
+    return core.on_reading(DeviceOnline(device="shoe", time=now, detail="SIM 1.0 1"), now)
+
+
+def card(code: str, now: float) -> CardSeen:
+    return CardSeen(device="shoe", time=now, code=code, raw=f"CARD {code}")
+
+
+def open_and_close_betting(core: TableCore, now: float = 0.0) -> float:
+    online(core, now)
+    step = core.on_tick(now)
+    assert "round.opened" in types(step)
+    step = core.on_tick(now + 5)
+    assert "round.betting_closed" in types(step)
+    return now + 5
+
+
+def test_waits_for_devices_without_pausing() -> None:
+    core = make_core()
+    assert core.on_tick(0).events == []
+    assert core.state()["waiting_for_devices"] == ["shoe"]
+    assert not core.paused
+    step = online(core)
+    assert types(step) == ["device.online"]
+    assert "round.opened" in types(core.on_tick(0.1))
+
+
+def test_fault_before_any_card_voids_the_round_and_pauses() -> None:
+    core = make_core()
+    online(core)
+    core.on_tick(0)  # round opened, betting open
+    round_id = core.flow.rounds.round_id
+    step = core.on_reading(DeviceFault(device="shoe", time=1, code="F03", reason="JAM"), 1)
+    assert types(step) == ["device.fault", "round.paused", "round.voided"]
+    voided = step.events[-1]
+    assert voided.data["round_id"] == round_id and voided.data["refund"] is True and voided.data["by"] == "system"
+    assert core.paused and core.state()["phase"] == "paused"
+    with pytest.raises(CommandError, match="device shoe is fault"):
+        core.on_command(Resume(), 2)
+    core.on_reading(DeviceFaultCleared(device="shoe", time=3), 3)
+    step, _ = core.on_command(Resume(by="supervisor:desk-2"), 4)
+    assert types(step) == ["round.resumed"]
+    assert step.events[0].data["by"] == "supervisor:desk-2"
+    assert "round.opened" in types(core.on_tick(10))
+
+
+def test_fault_mid_round_pauses_then_resume_continues_the_same_round() -> None:
+    core = make_core()
+    now = open_and_close_betting(core)
+    round_id = core.flow.rounds.round_id
+    assert types(core.on_reading(card("9S", now + 1), now + 1)) == ["card.dealt"]
+    step = core.on_reading(DeviceOffline(device="shoe", time=now + 2, reason="no data from device for 3 s"), now + 2)
+    assert types(step) == ["device.offline", "round.paused"]
+    assert core.flow.rounds.round_id == round_id  # not voided: the round had started
+    # a card that arrives while paused is never dealt
+    step = core.on_reading(card("2H", now + 3), now + 3)
+    assert types(step) == ["reading.rejected"]
+    assert core.state()["game_state"]["player"] == ["9S"]
+    online(core, now + 4)
+    core.on_command(Resume(), now + 5)
+    events = []
+    for i, code in enumerate(["8D", "KC", "5H"]):
+        events += core.on_reading(card(code, now + 6 + i), now + 6 + i).events
+    result = next(e for e in events if e.type == "round.result")
+    assert result.subject == round_id
+    assert result.data["player"]["cards"] == ["9S", "KC"]
+    assert result.data["banker"]["cards"] == ["8D", "5H"]
+    assert result.data["winner"] == "player"
+
+
+def test_void_command_refunds_the_round_and_bad_commands_change_nothing() -> None:
+    core = make_core()
+    now = open_and_close_betting(core)
+    core.on_reading(card("AS", now), now)
+    round_id = core.flow.rounds.round_id
+    before = pickle.dumps(core)
+    for bad in (Resume(), VoidRound(round_id="t1-9999999")):
+        with pytest.raises(CommandError):
+            core.on_command(bad, now + 1)
+        assert pickle.dumps(core) == before, f"{bad!r} changed the table"
+    step, reply = core.on_command(VoidRound(reason="dealer error", round_id=round_id), now + 1)
+    assert types(step) == ["round.voided"]
+    assert step.events[0].data == {"round_id": round_id, "reason": "dealer error", "refund": True, "by": "supervisor"}
+    assert reply["state"]["round_id"] is None
+    with pytest.raises(CommandError, match="no round in progress"):
+        core.on_command(VoidRound(), now + 2)
+
+
+def test_supervisor_pause_and_double_pause() -> None:
+    core = make_core()
+    now = open_and_close_betting(core)
+    core.on_reading(card("AS", now), now)
+    step, _ = core.on_command(Pause(reason="checking the shoe"), now)
+    assert types(step) == ["round.paused"]
+    assert core.flow.rounds.round_id is not None  # supervisor pause never voids by itself
+    with pytest.raises(CommandError, match="already paused"):
+        core.on_command(Pause(), now)
+    with pytest.raises(CommandError, match="paused"):
+        core.on_command(ManualCard(card="KD"), now)
+
+
+def test_manual_card_goes_through_the_flow_checks() -> None:
+    core = make_core(decks=1)
+    now = open_and_close_betting(core)
+    core.on_command(parse_command("commands", "manual_card", {"card": "QS"}), now)
+    assert core.state()["game_state"]["player"] == ["QS"]
+    with pytest.raises(CommandError):
+        core.on_command(ManualCard(card="QS"), now)  # a 1-deck shoe holds QS once
+    with pytest.raises(CommandError):
+        core.on_command(ManualCard(card="ZZ"), now)
+
+
+def test_reading_from_an_unconfigured_device_is_rejected_not_applied() -> None:
+    core = make_core()
+    now = open_and_close_betting(core)
+    step = core.on_reading(CardSeen(device="other", time=now, code="AS"), now)
+    assert types(step) == ["reading.rejected"]
+    assert core.state()["game_state"]["player"] == []
+
+
+def test_recovery_mid_round_pauses_until_a_supervisor_resumes() -> None:
+    core = make_core()
+    now = open_and_close_betting(core)
+    core.on_reading(card("4C", now), now)
+    restored: TableCore = pickle.loads(pickle.dumps(core))
+    step = restored.recovered(now + 30)
+    assert types(step) == ["round.paused"]
+    assert step.events[0].data["reason"] == "controller restarted mid-round"
+    assert restored.state()["devices"]["shoe"]["status"] == "offline"
+    online(restored, now + 31)  # a device coming back after a restart does not re-pause
+    restored.on_command(Resume(), now + 32)
+    restored.on_reading(card("5D", now + 33), now + 33)
+    assert restored.state()["game_state"]["player"] == ["4C"]
+    assert restored.state()["game_state"]["banker"] == ["5D"]
+
+
+def test_recovery_between_rounds_does_not_pause() -> None:
+    core = make_core()
+    online(core)
+    restored: TableCore = pickle.loads(pickle.dumps(core))
+    assert restored.recovered(1).events == []
+    assert not restored.paused
