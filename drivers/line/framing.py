@@ -1,0 +1,205 @@
+"""Framing shared by the line devices (shoe, shuffler, shaker): `<BODY>*<CK>\\r\\n`, NMEA-style XOR checksum.
+
+Also the messages every line device speaks (`HELLO`, `HB`, host `ACK`), so each device protocol only adds
+its own table. Everything here is pure: bytes in, lines/messages out; bad input is returned as a value,
+never raised.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+#: A real message is a few dozen bytes; anything this long without a line end is garbage, not a message.
+MAX_LINE_BYTES = 256
+#: Sequence numbers are four digits and wrap from 9999 to 0000.
+SEQ_MODULO = 10_000
+
+_PRINTABLE = frozenset(range(0x20, 0x7F))
+_HEX_UPPER = frozenset(b"0123456789ABCDEF")
+
+
+def checksum(body: bytes) -> str:
+    """XOR of every byte of BODY as two upper-case hex digits (the NMEA 0183 checksum)."""
+    value = 0
+    for byte in body:
+        value ^= byte
+    return f"{value:02X}"
+
+
+def encode_line(body: str) -> bytes:
+    """`BODY*CK\\r\\n` for a body of printable ASCII (a `*` would make the frame ambiguous)."""
+    raw = body.encode("ascii")
+    if not raw or any(byte not in _PRINTABLE for byte in raw) or b"*" in raw:
+        raise ValueError(f"a line body must be non-empty printable ASCII without '*': {body!r}")
+    return raw + b"*" + checksum(raw).encode("ascii") + b"\r\n"
+
+
+def seq_text(seq: int) -> str:
+    return f"{seq:04d}"
+
+
+def parse_seq(field: str) -> int | None:
+    """A four-digit sequence number, or None if the field is not one."""
+    if len(field) == 4 and field.isascii() and field.isdigit():
+        return int(field)
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class FrameError:
+    """Why a line was discarded. `reason` is the operator-facing counter name (SessionStats.reject)."""
+
+    reason: str
+    line: bytes
+
+
+def parse_frame(line: bytes) -> str | FrameError:
+    """Check one line (without its line end) and return its BODY, or why it is not a frame."""
+    if not line:
+        return FrameError("noise", line)
+    if any(byte not in _PRINTABLE for byte in line):
+        # Control or 8-bit bytes do not occur in a frame: electrical noise or a baud-rate mismatch.
+        return FrameError("noise", line)
+    body, star, ck = line.rpartition(b"*")
+    if not star:
+        return FrameError("missing checksum", line)
+    if len(ck) != 2 or any(byte not in _HEX_UPPER for byte in ck):
+        return FrameError("bad checksum", line)
+    if checksum(body) != ck.decode("ascii"):
+        return FrameError("bad checksum", line)
+    return body.decode("ascii")
+
+
+class LineFramer:
+    """Split a byte stream into lines at `\\n` (a trailing `\\r` is dropped), whatever the chunking.
+
+    A line longer than `max_line` is discarded up to the next line end and counted in `too_long`: the
+    framer then resynchronises on the next line, so one burst of garbage costs at most one message.
+    """
+
+    def __init__(self, max_line: int = MAX_LINE_BYTES) -> None:
+        self.max_line = max_line
+        self.too_long = 0
+        self._buffer = bytearray()
+        self._discarding = False
+
+    def reset(self) -> None:
+        """Forget a partial line (the link dropped: its first half will never be completed)."""
+        self._buffer.clear()
+        self._discarding = False
+
+    def feed(self, data: bytes) -> list[bytes]:
+        lines: list[bytes] = []
+        start = 0
+        while start < len(data):
+            end = data.find(b"\n", start)
+            if end < 0:
+                self._append(data[start:])
+                break
+            self._append(data[start:end])
+            if self._discarding:
+                self._discarding = False
+            else:
+                line = bytes(self._buffer)
+                line = line[:-1] if line.endswith(b"\r") else line
+                if len(line) > self.max_line:
+                    self.too_long += 1
+                else:
+                    lines.append(line)
+            self._buffer.clear()
+            start = end + 1
+        return lines
+
+    def _append(self, chunk: bytes) -> None:
+        if self._discarding:
+            return
+        self._buffer += chunk
+        # +1 leaves room for the `\r` of a line exactly max_line long.
+        if len(self._buffer) > self.max_line + 1:
+            self._buffer.clear()
+            self._discarding = True
+            self.too_long += 1
+
+
+# --- messages common to every line device ---------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Hello:
+    """`HELLO <model> <firmware> <serial>`: sent on power-up and on every reconnect."""
+
+    model: str
+    firmware: str
+    serial: str
+
+    def encode(self) -> bytes:
+        return encode_line(f"HELLO {self.model} {self.firmware} {self.serial}")
+
+
+@dataclass(frozen=True, slots=True)
+class Heartbeat:
+    """`HB <uptime_s>`: sent every second so a silent link is noticed even when the OS sees no error."""
+
+    uptime_s: int
+
+    def encode(self) -> bytes:
+        return encode_line(f"HB {self.uptime_s}")
+
+
+@dataclass(frozen=True, slots=True)
+class Ack:
+    """Host `ACK <seq>`: stops the device retransmitting the message with that seq."""
+
+    seq: int
+
+    def encode(self) -> bytes:
+        return encode_line(f"ACK {seq_text(self.seq)}")
+
+
+@dataclass(frozen=True, slots=True)
+class ParseFailure:
+    """A well-framed line that is not a valid message; `reason` is the rejection counter name."""
+
+    reason: str
+
+
+UNKNOWN_MESSAGE = ParseFailure("unknown message")
+MALFORMED_FIELDS = ParseFailure("malformed fields")
+
+
+def split_fields(body: str) -> list[str] | None:
+    """Fields separated by single spaces; None if any field is empty (double/leading/trailing space)."""
+    fields = body.split(" ")
+    if any(not field for field in fields):
+        return None
+    return fields
+
+
+def parse_common(body: str) -> Hello | Heartbeat | ParseFailure | None:
+    """Parse HELLO/HB; None when the body is some other message (the device protocol's business)."""
+    fields = split_fields(body)
+    if fields is None:
+        return MALFORMED_FIELDS
+    name, args = fields[0], fields[1:]
+    if name == "HELLO":
+        if len(args) != 3:
+            return MALFORMED_FIELDS
+        return Hello(*args)
+    if name == "HB":
+        if len(args) != 1 or not args[0].isascii() or not args[0].isdigit():
+            return MALFORMED_FIELDS
+        return Heartbeat(int(args[0]))
+    return None
+
+
+def parse_ack(body: str) -> Ack | ParseFailure | None:
+    """Parse a host `ACK <seq>` (used by simulators); None when the body is another message."""
+    fields = split_fields(body)
+    if fields is None:
+        return MALFORMED_FIELDS
+    if fields[0] != "ACK":
+        return None
+    seq = parse_seq(fields[1]) if len(fields) == 2 else None
+    if seq is None:
+        return MALFORMED_FIELDS
+    return Ack(seq)
