@@ -1,0 +1,278 @@
+"""A real Mosquitto broker for tests, and a recording MQTT client to watch what the table publishes.
+
+`MosquittoBroker` runs the system's mosquitto on a free 127.0.0.1 port with its own config and persistence
+directory. `stop()` shuts it down cleanly (it saves retained messages and durable sessions, like a broker
+restart in production), `kill()` crashes it, `start()` brings it back on the same port.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import getpass
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal
+
+import paho.mqtt.client as paho
+import pytest
+from paho.mqtt.enums import CallbackAPIVersion
+from paho.mqtt.properties import Properties
+
+HOST = "127.0.0.1"
+
+
+def find_binary(name: str, *extra_dirs: str) -> str | None:
+    found = shutil.which(name)
+    if found:
+        return found
+    for directory in extra_dirs:
+        candidate = Path(directory) / name
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+    return None
+
+
+def require_binary(name: str, *extra_dirs: str) -> str:
+    """The binary's path; a missing one skips the test locally but fails it in CI."""
+    found = find_binary(name, *extra_dirs)
+    if found is None:
+        message = f"{name} is not installed (Debian: apt-get install {name})"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    return found
+
+
+def require_mosquitto() -> str:
+    return require_binary("mosquitto", "/usr/sbin")
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((HOST, 0))
+        return int(sock.getsockname()[1])
+
+
+class MosquittoBroker:
+    def __init__(
+        self, binary: str, workdir: Path, *, extra_config: str = "", persistence: bool = True
+    ) -> None:
+        self.binary = binary
+        self.workdir = workdir
+        self.port = free_port()
+        self.extra_config = extra_config
+        self.persistence = persistence
+        self.config_path = workdir / "mosquitto.conf"
+        self.log_path = workdir / "mosquitto.log"
+        self._process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"mqtt://{HOST}:{self.port}"
+
+    @property
+    def running(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
+    def _write_config(self) -> None:
+        lines = [f"listener {self.port} {HOST}", "allow_anonymous true"]
+        if os.geteuid() == 0:
+            # As root mosquitto drops to the `mosquitto` user, who cannot read our private temp directory.
+            lines.append(f"user {getpass.getuser()}")
+        if self.persistence:
+            lines += ["persistence true", f"persistence_location {self.workdir}/"]
+        lines.append(self.extra_config)
+        self.config_path.write_text("\n".join(lines) + "\n")
+
+    def start(self, timeout: float = 10.0) -> None:
+        assert not self.running, "broker already running"
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self._write_config()
+        with self.log_path.open("ab") as log:
+            self._process = subprocess.Popen(
+                [self.binary, "-c", str(self.config_path)], stdout=log, stderr=subprocess.STDOUT
+            )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self._process.poll() is not None:
+                raise RuntimeError(f"mosquitto exited with {self._process.returncode}:\n{self.log()}")
+            try:
+                with socket.create_connection((HOST, self.port), timeout=0.2):
+                    return
+            except OSError:
+                time.sleep(0.02)
+        self.kill()
+        raise RuntimeError(
+            f"mosquitto did not listen on {HOST}:{self.port} within {timeout} s:\n{self.log()}"
+        )
+
+    def stop(self) -> None:
+        """Clean shutdown: closes every connection, saves the persistence database."""
+        self._end(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self._end(signal.SIGKILL)
+
+    def _end(self, sig: signal.Signals) -> None:
+        if self._process is None:
+            return
+        if self._process.poll() is None:
+            self._process.send_signal(sig)
+            try:
+                self._process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait()
+        self._process = None
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+
+@dataclass(frozen=True)
+class Received:
+    topic: str
+    payload: bytes
+    retain: bool
+    properties: Properties | None
+
+    def json(self) -> Any:
+        return json.loads(self.payload)
+
+
+class MqttRecorder:
+    """A paho client on its own thread that records every message on its subscriptions.
+
+    Async tests await `wait_for(...)` while the code under test keeps running on the event loop.
+    `persistent=True` keeps a durable session (clean session off, QoS 1), so the broker queues messages
+    for it while it is disconnected, e.g. across a broker restart.
+    """
+
+    def __init__(
+        self,
+        broker: MosquittoBroker,
+        topics: Sequence[str],
+        *,
+        protocol: Literal["5", "3.1.1"] = "3.1.1",
+        client_id: str = "",
+        persistent: bool = False,
+        username: str | None = None,
+        password: str | None = None,
+        port: int | None = None,
+    ) -> None:
+        self.broker = broker
+        self.topics = list(topics)
+        self.messages: list[Received] = []
+        self._lock = threading.Lock()
+        self._subscribed = threading.Event()
+        v5 = protocol == "5"
+        self._client = paho.Client(
+            callback_api_version=CallbackAPIVersion.VERSION2,
+            client_id=client_id,
+            protocol=paho.MQTTv5 if v5 else paho.MQTTv311,
+            clean_session=None if v5 else not persistent,
+        )
+        self._v5 = v5
+        self._persistent = persistent
+        self._port = port or broker.port
+        if username is not None:
+            self._client.username_pw_set(username, password)
+        self._client.reconnect_delay_set(min_delay=1, max_delay=1)
+        self._client.on_connect = self._on_connect
+        self._client.on_subscribe = self._on_subscribe
+        self._client.on_message = self._on_message
+
+    async def __aenter__(self) -> MqttRecorder:
+        connect_kwargs: dict[str, Any] = {}
+        if self._v5:
+            connect_kwargs["clean_start"] = not self._persistent
+        self._client.connect(HOST, self._port, keepalive=5, **connect_kwargs)
+        self._client.loop_start()
+        await wait_until(self._subscribed.is_set, what="the recorder's subscription")
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._client.disconnect()
+        self._client.loop_stop()
+
+    def _on_connect(self, client: paho.Client, userdata: Any, flags: Any, reason: Any, props: Any) -> None:
+        if self.topics:
+            client.subscribe([(topic, 1) for topic in self.topics])
+        else:
+            self._subscribed.set()
+
+    def _on_subscribe(self, client: paho.Client, userdata: Any, mid: int, codes: Any, props: Any) -> None:
+        self._subscribed.set()
+
+    def _on_message(self, client: paho.Client, userdata: Any, message: paho.MQTTMessage) -> None:
+        received = Received(
+            topic=message.topic,
+            payload=bytes(message.payload),
+            retain=bool(message.retain),
+            properties=getattr(message, "properties", None),
+        )
+        with self._lock:
+            self.messages.append(received)
+
+    def on(self, topic_filter: str) -> list[Received]:
+        with self._lock:
+            return [m for m in self.messages if paho.topic_matches_sub(topic_filter, m.topic)]
+
+    def clear(self) -> None:
+        with self._lock:
+            self.messages.clear()
+
+    async def wait_for_count(self, topic_filter: str, count: int, timeout: float = 5.0) -> list[Received]:
+        await wait_until(
+            lambda: len(self.on(topic_filter)) >= count,
+            timeout=timeout,
+            what=lambda: f"{count} message(s) on {topic_filter}; got {self.on(topic_filter)}",
+        )
+        return self.on(topic_filter)
+
+    async def wait_for_message(
+        self, topic_filter: str, predicate: Callable[[Received], bool], timeout: float = 5.0
+    ) -> Received:
+        def matching() -> list[Received]:
+            return [m for m in self.on(topic_filter) if predicate(m)]
+
+        await wait_until(
+            lambda: bool(matching()), timeout=timeout, what=f"a matching message on {topic_filter}"
+        )
+        return matching()[0]
+
+    def publish(
+        self,
+        topic: str,
+        payload: bytes | str | dict[str, Any],
+        *,
+        properties: Properties | None = None,
+        retain: bool = False,
+    ) -> None:
+        body = json.dumps(payload) if isinstance(payload, dict) else payload
+        info = self._client.publish(topic, body, qos=1, retain=retain, properties=properties)
+        assert info.rc == paho.MQTT_ERR_SUCCESS, f"publish failed: {info.rc}"
+
+
+async def wait_until(
+    condition: Callable[[], bool], *, timeout: float = 5.0, what: str | Callable[[], str] = "condition"
+) -> None:
+    """Poll without blocking the event loop (the code under test runs on it)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            description = what() if callable(what) else what
+            raise AssertionError(f"timed out after {timeout} s waiting for {description}")
+        await asyncio.sleep(0.01)

@@ -1,0 +1,244 @@
+"""The journal: gap-free sequences across restarts, stable ids, outbox semantics, atomic snapshot, WAL."""
+
+from __future__ import annotations
+
+import sqlite3
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from controller.events import (
+    CardDealt,
+    Envelope,
+    Event,
+    RoundOpened,
+    RoundPaused,
+    format_sequence,
+    iso_ms,
+    make_event,
+)
+from controller.journal import Journal, JournalError
+
+SOURCE = "studio/s1/table/t1"
+
+
+class FakeClock:
+    def __init__(self, start: float = 1_700_000_100.0) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def opened(n: int, time: float = 1_700_000_000.0) -> Event:
+    data = RoundOpened(game="baccarat", round_id=f"r{n}", round_number_in_shoe=n, betting_closes_at=None)
+    return make_event("round.opened", data, time=time)
+
+
+def dealt(card: str) -> Event:
+    data = CardDealt(round_id="r1", card=card, position="player", index=0, rescan=False, raw=f"CARD 1 {card}")
+    return make_event("card.dealt", data, time=1_700_000_000.123456)
+
+
+def sequences(envelopes: list[Envelope]) -> list[int]:
+    return [int(e.sequence) for e in envelopes]
+
+
+@pytest.fixture
+def path(tmp_path: Path) -> Path:
+    return tmp_path / "journal.sqlite"
+
+
+@pytest.fixture
+def journal(path: Path) -> Iterator[Journal]:
+    journal = Journal(path, SOURCE, clock=FakeClock())
+    yield journal
+    journal.close()
+
+
+def test_append_builds_the_envelope_the_contract_names(path: Path) -> None:
+    clock = FakeClock(1_700_000_100.5)
+    journal = Journal(path, SOURCE, clock=clock)
+    (envelope,) = journal.append([dealt("TD")])
+    assert envelope.specversion == "1.0"
+    assert envelope.source == SOURCE
+    assert envelope.type == "card.dealt"
+    assert envelope.time == "2023-11-14T22:13:20.123Z"  # the device's time, ms
+    assert envelope.recordedtime == iso_ms(1_700_000_100.5) == "2023-11-14T22:15:00.500Z"
+    assert envelope.sequence == format_sequence(1) == "000000000001"
+    assert envelope.subject == "r1"
+    assert envelope.historical is False
+    expected = {"round_id": "r1", "card": "TD", "position": "player", "index": 0, "rescan": False}
+    assert envelope.data == {**expected, "raw": "CARD 1 TD"}
+    assert len(envelope.id) == 32 and int(envelope.id, 16) >= 0
+    journal.close()
+
+
+def test_sequences_are_gap_free_and_continue_after_reopening(path: Path) -> None:
+    first = Journal(path, SOURCE)
+    assert first.last_sequence == 0
+    batch_a = first.append([opened(1), opened(2), opened(3)])
+    batch_b = first.append([opened(4)])
+    assert first.append([]) == []  # an empty batch takes no number
+    assert sequences(batch_a + batch_b) == [1, 2, 3, 4]
+    first.close()
+
+    second = Journal(path, SOURCE)
+    assert second.last_sequence == 4
+    assert sequences(second.append([opened(5), opened(6)])) == [5, 6]
+    assert sequences(second.read(1)) == [1, 2, 3, 4, 5, 6]
+    second.close()
+
+
+def test_ids_are_unique_and_stable_across_reopening(path: Path) -> None:
+    journal = Journal(path, SOURCE)
+    written = journal.append([opened(n) for n in range(1, 51)])
+    journal.close()
+    assert len({e.id for e in written}) == 50
+
+    reopened = Journal(path, SOURCE)
+    stored = reopened.read(1)
+    # Byte-identical envelopes: a re-send after a restart carries the same id and content.
+    assert [e.model_dump_json() for e in stored] == [e.model_dump_json() for e in written]
+    assert [e.model_dump_json() for e in reopened.outbox(limit=1000)] == [
+        e.model_dump_json() for e in written
+    ]
+    reopened.close()
+
+
+def test_boot_counts_every_opening(path: Path) -> None:
+    boots = []
+    for _ in range(3):
+        journal = Journal(path, SOURCE)
+        boots.append(journal.boot)
+        journal.close()
+    assert boots == [1, 2, 3]
+
+
+def test_outbox_keeps_events_until_acknowledged(path: Path) -> None:
+    journal = Journal(path, SOURCE)
+    journal.append([opened(n) for n in range(1, 6)])
+    assert sequences(journal.outbox()) == [1, 2, 3, 4, 5]
+    assert sequences(journal.outbox(limit=2)) == [1, 2]
+    journal.acknowledge(1)
+    journal.acknowledge(3)
+    journal.acknowledge(3)  # a duplicate PUBACK changes nothing
+    assert sequences(journal.outbox()) == [2, 4, 5]
+    journal.close()
+
+    # Unacknowledged events survive a restart; acknowledged ones stay in the journal for replay.
+    reopened = Journal(path, SOURCE)
+    assert sequences(reopened.outbox()) == [2, 4, 5]
+    assert sequences(reopened.read(1)) == [1, 2, 3, 4, 5]
+    reopened.close()
+
+
+def test_read_takes_an_inclusive_range_and_a_limit(journal: Journal) -> None:
+    journal.append([opened(n) for n in range(1, 11)])
+    assert sequences(journal.read(3, 5)) == [3, 4, 5]
+    assert sequences(journal.read(8)) == [8, 9, 10]
+    assert sequences(journal.read(2, limit=3)) == [2, 3, 4]
+    assert journal.read(11) == []
+    assert journal.read(5, 4) == []
+
+
+def test_snapshot_is_the_latest_and_committed_with_its_events(path: Path) -> None:
+    journal = Journal(path, SOURCE)
+    assert journal.snapshot() is None
+    journal.append([opened(1)], snapshot=b'{"phase":"betting"}')
+    journal.append([opened(2)])  # no snapshot: the previous one stays
+    assert journal.snapshot() == b'{"phase":"betting"}'
+    journal.append([opened(3)], snapshot=b'{"phase":"dealing"}')
+    assert journal.snapshot() == b'{"phase":"dealing"}'
+
+    # A batch that fails part-way (here: an unstorable snapshot) leaves nothing behind, and takes no number.
+    with pytest.raises(sqlite3.Error):
+        journal.append([opened(4), opened(5)], snapshot=object())  # type: ignore[arg-type]
+    assert journal.last_sequence == 3
+    assert sequences(journal.read(1)) == [1, 2, 3]
+    assert sequences(journal.outbox()) == [1, 2, 3]
+    assert journal.snapshot() == b'{"phase":"dealing"}'
+    assert sequences(journal.append([opened(4)])) == [4]
+    journal.close()
+
+    reopened = Journal(path, SOURCE)
+    assert reopened.snapshot() == b'{"phase":"dealing"}'
+    assert reopened.last_sequence == 4
+    reopened.close()
+
+
+def test_snapshot_can_be_stored_without_events(journal: Journal) -> None:
+    assert journal.append([], snapshot=b"state") == []
+    assert journal.snapshot() == b"state"
+    assert journal.last_sequence == 0
+
+
+def test_the_file_is_in_wal_mode_with_full_sync(path: Path, journal: Journal) -> None:
+    journal.append([opened(1)])
+    with sqlite3.connect(path) as other:
+        assert other.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert Path(f"{path}-wal").exists()
+    # synchronous is per connection: ask the journal's own (FULL = 2).
+    assert journal._db.execute("PRAGMA synchronous").fetchone()[0] == 2
+
+
+def test_a_journal_file_belongs_to_one_table(path: Path) -> None:
+    Journal(path, SOURCE).close()
+    with pytest.raises(JournalError, match="belongs to 'studio/s1/table/t1'"):
+        Journal(path, "studio/s1/table/t2")
+    # The refused opening did not count as a boot.
+    journal = Journal(path, SOURCE)
+    assert journal.boot == 2
+    journal.close()
+
+
+def test_in_memory_journal_for_replays() -> None:
+    journal = Journal(":memory:", SOURCE)
+    assert journal.boot == 1
+    paused = RoundPaused(round_id=None, reason="shoe offline", device="shoe", by="device")
+    (envelope,) = journal.append([make_event("round.paused", paused, time=1_700_000_000.0)])
+    assert envelope.subject is None
+    assert sequences(journal.outbox()) == [1]
+    journal.close()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 4), st.booleans(), st.integers(0, 3)),
+        min_size=1,
+        max_size=8,
+    )
+)
+def test_any_mix_of_batches_restarts_and_acks_keeps_the_contract(steps: list[tuple[int, bool, int]]) -> None:
+    """(batch size, reopen afterwards, how many of the oldest unacknowledged to acknowledge)."""
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / "journal.sqlite"
+        journal = Journal(path, SOURCE)
+        expected_unacked: list[int] = []
+        total = 0
+        opens = 1
+        for size, reopen, acks in steps:
+            written = journal.append([opened(total + i + 1) for i in range(size)])
+            assert sequences(written) == list(range(total + 1, total + size + 1))
+            total += size
+            expected_unacked += sequences(written)
+            for sequence in expected_unacked[:acks]:
+                journal.acknowledge(sequence)
+            expected_unacked = expected_unacked[acks:]
+            if reopen:
+                journal.close()
+                journal = Journal(path, SOURCE)
+                opens += 1
+            assert journal.last_sequence == total
+            assert sequences(journal.outbox(limit=1000)) == expected_unacked
+        stored = journal.read(1)
+        assert sequences(stored) == list(range(1, total + 1))
+        assert [e.data["round_id"] for e in stored] == [f"r{n}" for n in range(1, total + 1)]
+        assert len({e.id for e in stored}) == total
+        assert journal.boot == opens
+        journal.close()
