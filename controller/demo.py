@@ -1,0 +1,184 @@
+"""`tablectl demo`: a whole simulated table on this machine.
+
+A device simulator speaking the real bytes on a pseudo-terminal, the real service reading it, an embedded
+MQTT broker (amqtt, demo only) unless `--mqtt-url` is given, and a virtual dealer who follows the prompts.
+What is printed is what an MQTT subscriber receives on `<root>/events/#`, so the demo shows the contract
+itself, not an internal shortcut.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import random
+import socket
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TextIO
+
+import aiomqtt
+
+from controller.config import TableConfig, config_from_dict
+from controller.games import game_spec
+from controller.service import TableService
+from drivers.registry import simulator_class
+
+log = logging.getLogger(__name__)
+
+DEMO_GAME_SETTINGS: dict[str, dict[str, Any]] = {
+    "baccarat": {"betting_seconds": 2.0, "round_gap_seconds": 1.0},
+    "roulette": {"round_gap_seconds": 1.0},
+}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+async def start_embedded_broker(port: int) -> Any:
+    """amqtt, only for the demo: a real studio runs Mosquitto or another production broker."""
+    from amqtt.broker import Broker
+
+    for name in ("amqtt", "transitions"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+    broker = Broker(
+        {
+            "listeners": {"default": {"type": "tcp", "bind": f"127.0.0.1:{port}"}},
+            "sys_interval": 0,
+            "auth": {"allow-anonymous": True},
+            "topic-check": {"enabled": False},
+        }
+    )
+    await broker.start()
+    return broker
+
+
+def make_simulator(game: str, seed: int, faults: bool) -> Any:
+    protocol = next(iter(game_spec(game).devices.values()))[0]
+    cls = simulator_class(protocol)
+    if protocol == "shoe-line":
+        from drivers.shoe.simulator import ShoeFaults
+
+        shoe_faults = ShoeFaults(noread_rate=0.05, noise_rate=0.02, bad_checksum_rate=0.02, seed=seed) if faults \
+            else ShoeFaults()
+        return cls(decks=8, seed=seed, faults=shoe_faults)
+    if protocol == "cammegh-ss2":
+        return cls(seed=seed, speed=8.0)
+    raise ValueError(f"no demo simulator for {protocol}")
+
+
+class VirtualDealer:
+    """Follows the table's prompts like a dealer at the table would: draws when a card is wanted."""
+
+    def __init__(self, service: TableService, simulator: Any, seed: int) -> None:
+        self.service = service
+        self.simulator = simulator
+        self.rng = random.Random(seed)
+
+    async def run(self) -> None:
+        if self.service.config.table.game != "baccarat":
+            return  # the wheel needs no hands: the controller starts each game itself
+        while True:
+            await asyncio.sleep(0.15 + self.rng.random() * 0.25)
+            state = self.service.core.state()
+            game_state = state["game_state"]
+            if state["paused"] or state["waiting_for_devices"]:
+                continue
+            if game_state.get("awaiting_rescan"):
+                self.simulator.rescan()
+            elif state["round_phase"] in ("betting_closed", "in_play") and game_state.get("next_position"):
+                self.simulator.draw()
+
+
+def describe(envelope: dict[str, Any]) -> str:
+    data = envelope["data"]
+    kind = envelope["type"]
+    if kind == "round.result" and data.get("game") == "baccarat":
+        p, b = data["player"], data["banker"]
+        extras = [k for k in ("player_pair", "banker_pair", "natural") if data.get(k)]
+        return (f"Player {' '.join(p['cards'])} ({p['total']}) vs Banker {' '.join(b['cards'])} ({b['total']})"
+                f" -> {data['winner'].upper()}{' ' + ', '.join(extras) if extras else ''}")
+    if kind == "round.result" and data.get("game") == "roulette":
+        return f"{data['number']} {data['color']} (spin {data['spin']}, {data['rotor_rpm']} rpm {data['direction']})"
+    if kind == "card.dealt":
+        return f"{data['card']} to {data['position']}{' (re-scan)' if data.get('rescan') else ''}"
+    skip = {"round_id"}
+    return ", ".join(f"{k}={v}" for k, v in data.items() if k not in skip and v not in (None, "", False))
+
+
+async def run_demo(game: str, rounds: int, *, as_json: bool, mqtt_url: str | None, seed: int = 7,
+                   faults: bool = True, out: TextIO = sys.stdout,
+                   on_ready: Callable[[TableService], None] | None = None) -> int:
+    spec = game_spec(game)
+    with tempfile.TemporaryDirectory(prefix="tablectl-demo-") as tmp:
+        broker = None
+        if mqtt_url is None:
+            port = free_port()
+            broker = await start_embedded_broker(port)
+            mqtt_url = f"mqtt://127.0.0.1:{port}"
+        simulator = make_simulator(game, seed, faults)
+        device_name = next(iter(spec.devices))
+        port_path = await simulator.start_pty(str(Path(tmp) / f"{device_name}.pty"))
+        config: TableConfig = config_from_dict(
+            {
+                "table": {"studio_id": "demo", "table_id": f"demo-{game}", "game": game, "data_dir": tmp},
+                "broker": {"url": mqtt_url, "protocol": "3.1.1" if broker is not None else "5"},
+                "devices": {device_name: {"protocol": spec.devices[device_name][0], "port": port_path}},
+                "game": DEMO_GAME_SETTINGS.get(game, {}),
+            },
+            environ={},
+            source="demo",
+        )
+        service = TableService(config)
+        if on_ready is not None:
+            on_ready(service)
+        dealer = VirtualDealer(service, simulator, seed)
+        done = asyncio.Event()
+        host, _, port_s = mqtt_url.split("://", 1)[1].partition(":")
+
+        async def watch() -> None:
+            closed = 0
+            async with aiomqtt.Client(host, int(port_s or 1883), identifier=f"demo-watch-{seed}") as client:
+                await client.subscribe(f"{config.topic_root}/events/#", qos=1)
+                subscribed.set()
+                async for message in client.messages:
+                    payload = message.payload
+                    text = payload.decode() if isinstance(payload, bytes | bytearray) else str(payload)
+                    envelope = json.loads(text)
+                    if as_json:
+                        print(text, file=out, flush=True)
+                    else:
+                        print(f"{envelope['sequence'][-6:]} {envelope['time'][11:23]} {envelope['type']:<20} "
+                              f"{describe(envelope)}", file=out, flush=True)
+                    if envelope["type"] in ("round.closed", "round.voided"):
+                        closed += 1
+                        if closed >= rounds:
+                            done.set()
+                            return
+
+        subscribed = asyncio.Event()
+        try:
+            watcher = asyncio.create_task(watch())
+            await asyncio.wait_for(subscribed.wait(), 10)
+            runner = asyncio.create_task(service.run())
+            dealing = asyncio.create_task(dealer.run())
+            await asyncio.wait({watcher, runner}, return_when=asyncio.FIRST_COMPLETED)
+            if runner.done() and runner.exception() is not None:
+                raise runner.exception()  # type: ignore[misc]
+            service.stop()
+            dealing.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await asyncio.wait_for(runner, 10)
+        finally:
+            await simulator.stop()
+            if broker is not None:
+                with contextlib.suppress(Exception):
+                    await broker.shutdown()
+    return 0 if done.is_set() else 1

@@ -1,0 +1,207 @@
+"""The table service: the async shell around the pure core.
+
+device runners --readings--> TableCore --events--> Journal (commit) --> TableBus (MQTT) and local listeners
+commands (MQTT, panel) ----------------> TableCore.on_command (the one validated entry point)
+
+Everything runs on one event loop and the core is called synchronously, so there is no interleaving inside it:
+each reading, tick or command is applied, journaled with a snapshot of the core in the same SQLite transaction,
+and only then published.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import pickle
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from controller.bus import TableBus
+from controller.commands import Command
+from controller.config import TableConfig
+from controller.events import Envelope
+from controller.games import game_spec, make_flow
+from controller.journal import Journal
+from controller.runtime import Step, TableCore
+from drivers.capture import CaptureWriter
+from drivers.readings import Reading
+from drivers.registry import session_class
+from drivers.runner import DeviceRunner
+from drivers.session import DeviceSession
+
+log = logging.getLogger(__name__)
+
+#: bumped when TableCore's pickled shape changes incompatibly; an older snapshot is then not restored
+SNAPSHOT_VERSION = 1
+DEFAULT_BAUDRATE = {"cammegh-ss2": 9600}
+
+EnvelopeListener = Callable[[Envelope], None]
+
+
+def build_core(config: TableConfig) -> TableCore:
+    flow = make_flow(config.table.game, config.table.table_id, config.game_settings())
+    return TableCore(
+        table_id=config.table.table_id, game=config.table.game, flow=flow, devices=list(config.devices)
+    )
+
+
+def build_session(name: str, protocol: str, options: dict[str, Any]) -> DeviceSession:
+    cls: Any = session_class(protocol)
+    session: DeviceSession = cls(name, **options)
+    return session
+
+
+def dump_snapshot(core: TableCore) -> bytes:
+    return pickle.dumps((SNAPSHOT_VERSION, core), protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def load_snapshot(blob: bytes | None) -> TableCore | None:
+    if blob is None:
+        return None
+    try:
+        version, core = pickle.loads(blob)
+    except Exception:
+        log.exception("the journal's snapshot cannot be read; starting from a fresh table state")
+        return None
+    if version != SNAPSHOT_VERSION or not isinstance(core, TableCore):
+        log.error("the journal's snapshot is of another version (%s); starting fresh", version)
+        return None
+    return core
+
+
+class TableService:
+    def __init__(
+        self,
+        config: TableConfig,
+        *,
+        clock: Callable[[], float] = time.time,
+        tick_interval: float = 0.1,
+        journal_path: Path | None = None,
+    ) -> None:
+        self.config = config
+        self.clock = clock
+        self.tick_interval = tick_interval
+        data_dir = config.table.data_dir
+        self.journal_path = journal_path or data_dir / f"{config.table.table_id}-journal.sqlite3"
+        self.journal_path.parent.mkdir(parents=True, exist_ok=True)
+        self.journal = Journal(self.journal_path, source=config.topic_root, clock=clock)
+        restored = load_snapshot(self.journal.snapshot())
+        self.core = restored if restored is not None else build_core(config)
+        self.restored = restored is not None
+        self.listeners: list[EnvelopeListener] = []
+        self.bus = TableBus(
+            config.broker,
+            root=config.topic_root,
+            journal=self.journal,
+            handle_command=self.handle_command,
+            client_id=config.broker.client_id or f"tablectl-{config.table.studio_id}-{config.table.table_id}",
+        )
+        self.runners: dict[str, DeviceRunner] = {}
+        for name, device in config.devices.items():
+            session = build_session(name, device.protocol, device.options)
+            capture = CaptureWriter(device.capture) if device.capture else None
+            self.runners[name] = DeviceRunner(
+                session,
+                device.port,
+                baudrate=device.baudrate or DEFAULT_BAUDRATE.get(device.protocol, 115200),
+                on_readings=self.on_readings,
+                clock=clock,
+                capture=capture,
+            )
+        self._lock = asyncio.Lock()
+        self._stopped = asyncio.Event()
+
+    # -- the one path from the core to the world ---------------------------------------------------------
+    async def _apply(self, step: Step) -> list[Envelope]:
+        envelopes: list[Envelope] = []
+        if step.events:
+            envelopes = self.journal.append(step.events, snapshot=dump_snapshot(self.core))
+            self.bus.events_committed()
+            for envelope in envelopes:
+                for listener in self.listeners:
+                    listener(envelope)
+        if step.events or step.devices_changed:
+            self.bus.set_state(self.public_state())
+        for name in step.devices_changed:
+            self.bus.set_device(name, self.core.devices[name].public())
+        for request in step.requests:
+            runner = self.runners.get(request.device)
+            if runner is None:
+                log.error("the game asked for unknown device %r", request.device)
+                continue
+            try:
+                await runner.send(request.command)
+            except Exception:
+                log.exception("could not send %s to %s", request.command.name, request.device)
+        return envelopes
+
+    def public_state(self) -> dict[str, Any]:
+        state = self.core.state()
+        state["last_sequence"] = self.journal.last_sequence
+        return state
+
+    async def on_readings(self, readings: list[Reading]) -> None:
+        async with self._lock:
+            for reading in readings:
+                await self._apply(self.core.on_reading(reading, reading.time))
+
+    async def handle_command(self, command: Command) -> dict[str, Any]:
+        """The single entry point for validated commands (from MQTT or the panel). CommandError propagates."""
+        async with self._lock:
+            step, reply = self.core.on_command(command, self.clock())
+            await self._apply(step)
+            reply["state"] = self.public_state()
+            return reply
+
+    async def _tick_loop(self) -> None:
+        while True:
+            async with self._lock:
+                await self._apply(self.core.on_tick(self.clock()))
+            await asyncio.sleep(self.tick_interval)
+
+    # -- lifecycle ----------------------------------------------------------------------------------------
+    async def run(self, ready: Callable[[], Awaitable[None] | None] | None = None) -> None:
+        log.info(
+            "table %s (%s) boot %d, journal %s%s",
+            self.config.table.table_id,
+            self.config.table.game,
+            self.journal.boot,
+            self.journal_path,
+            ", state restored after a restart" if self.restored else "",
+        )
+        if self.restored:
+            await self._apply(self.core.recovered(self.clock()))
+        self.bus.set_state(self.public_state())
+        for name in self.core.devices:
+            self.bus.set_device(name, self.core.devices[name].public())
+        try:
+            async with asyncio.TaskGroup() as group:
+                group.create_task(self.bus.run(), name="mqtt-bus")
+                for name, runner in self.runners.items():
+                    group.create_task(runner.run(), name=f"device-{name}")
+                group.create_task(self._tick_loop(), name="tick")
+                if ready is not None:
+                    result = ready()
+                    if result is not None:
+                        await result
+                group.create_task(self._wait_stopped())
+        except* _Stop:
+            pass
+        finally:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.bus.close(), 5)
+            self.journal.close()
+
+    async def _wait_stopped(self) -> None:
+        await self._stopped.wait()
+        raise _Stop
+
+    def stop(self) -> None:
+        self._stopped.set()
+
+
+class _Stop(Exception):
+    pass

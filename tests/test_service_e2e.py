@@ -1,0 +1,210 @@
+"""The whole service as it runs on a table: `tablectl run` in its own process, a simulated shoe on a real pty,
+a real Mosquitto. Crash recovery with kill -9 mid-round, the Last Will, commands (good and malformed), and an
+outage of the broker while the game goes on — no event lost, reordered or invented."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from drivers.shoe.simulator import ShoeSimulator
+from tests.mosquitto import MosquittoBroker, MqttRecorder, wait_until
+
+ROOT = Path(__file__).resolve().parent.parent
+TABLE = "bac-e2e"
+BASE = f"studio/s1/table/{TABLE}"
+# Player 9S KC (natural 9) against Banker 8D 5H (3): four cards, player wins; then a second round's cards
+CARDS = ["9S", "8D", "KC", "5H", "2C", "3D", "4H", "TS", "AS", "QD"]
+
+
+def write_config(tmp_path: Path, broker: MosquittoBroker, port: str) -> Path:
+    path = tmp_path / "table.toml"
+    path.write_text(
+        f"""
+[table]
+studio_id = "s1"
+table_id = "{TABLE}"
+game = "baccarat"
+data_dir = "{tmp_path / 'data'}"
+
+[broker]
+url = "{broker.url}"
+keepalive = 5
+
+[devices.shoe]
+protocol = "shoe-line"
+port = "{port}"
+capture = "{tmp_path / 'data' / 'shoe.jsonl'}"
+
+[game]
+betting_seconds = 1.0
+round_gap_seconds = 0.5
+decks = 8
+"""
+    )
+    return path
+
+
+class Service:
+    def __init__(self, config: Path, log: Path) -> None:
+        self.config, self.log = config, log
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        with self.log.open("ab") as out:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "controller.cli", "-v", "run", "--config", str(self.config)],
+                cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
+            )
+
+    def kill9(self) -> None:
+        assert self.process is not None
+        os.kill(self.process.pid, signal.SIGKILL)
+        self.process.wait(10)
+
+    def stop(self) -> int:
+        assert self.process is not None
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        return self.process.returncode
+
+
+@pytest.fixture
+async def shoe(tmp_path: Path) -> AsyncIterator[ShoeSimulator]:
+    simulator = ShoeSimulator(cards=CARDS * 5, cut_position=None)
+    await simulator.start_pty(str(tmp_path / "shoe.pty"))
+    yield simulator
+    await simulator.stop()
+
+
+def events(recorder: MqttRecorder, kind: str = "#") -> list[dict[str, Any]]:
+    return [m.json() for m in recorder.on(f"{BASE}/events/{kind}")]
+
+
+def latest(recorder: MqttRecorder, topic: str) -> dict[str, Any]:
+    return recorder.on(f"{BASE}/{topic}")[-1].json()
+
+
+async def wait_event(recorder: MqttRecorder, kind: str, count: int = 1, timeout: float = 15) -> list[dict]:
+    await recorder.wait_for_count(f"{BASE}/events/{kind}", count, timeout=timeout)
+    return events(recorder, kind)
+
+
+async def draw(shoe: ShoeSimulator, recorder: MqttRecorder, n: int) -> None:
+    for _ in range(n):
+        before = len(events(recorder, "card.dealt"))
+        await wait_until(shoe.draw, timeout=10, what="the shoe's gate to open for a draw")
+        await recorder.wait_for_count(f"{BASE}/events/card.dealt", before + 1, timeout=10)
+
+
+async def test_kill_9_mid_round_then_resume_completes_the_same_round(
+    tmp_path: Path, mosquitto: MosquittoBroker, shoe: ShoeSimulator
+) -> None:
+    service = Service(write_config(tmp_path, mosquitto, str(tmp_path / "shoe.pty")), tmp_path / "service.log")
+    async with MqttRecorder(mosquitto, [f"{BASE}/#"], client_id="e2e-watch", persistent=True) as watch:
+        service.start()
+        try:
+            await watch.wait_for_message(f"{BASE}/status", lambda m: m.json()["status"] == "online", timeout=15)
+            assert latest(watch, "status")["boot"] == 1
+            await wait_event(watch, "round.betting_closed")
+            await draw(shoe, watch, 2)
+            round_id = events(watch, "card.dealt")[-1]["subject"]
+
+            service.kill9()
+            offline = await watch.wait_for_message(
+                f"{BASE}/status", lambda m: m.json()["status"] == "offline", timeout=15
+            )
+            assert offline.json()["boot"] == 1  # the Last Will carries the boot it was set by
+
+            service.start()
+            await watch.wait_for_message(
+                f"{BASE}/status", lambda m: m.json() == {**m.json(), "status": "online", "boot": 2}, timeout=15
+            )
+            paused = (await wait_event(watch, "round.paused"))[-1]
+            assert paused["subject"] == round_id
+            assert paused["data"]["reason"] == "controller restarted mid-round"
+            await watch.wait_for_message(
+                f"{BASE}/devices/shoe", lambda m: m.json()["status"] == "online", timeout=15
+            )
+            state = latest(watch, "state")
+            assert state["paused"] and state["round_id"] == round_id
+            assert state["game_state"]["player"] == ["9S"] and state["game_state"]["banker"] == ["8D"]
+            assert not shoe.draw(), "the shoe's gate must stay locked while the round is paused"
+
+            # malformed commands change nothing
+            watch.publish(f"{BASE}/commands/resume", "not json")
+            watch.publish(f"{BASE}/commands/resume", {"transaction": "bad-1", "force": True})
+            watch.publish(f"{BASE}/commands/void_round", {"transaction": "bad-2", "round_id": 7})
+            replies = await watch.wait_for_count(f"{BASE}/replies/#", 3, timeout=10)
+            assert [r.json()["status"] for r in replies] == ["error"] * 3
+            assert [r.json()["transaction"] for r in replies] == [None, "bad-1", "bad-2"]
+            assert latest(watch, "state")["paused"]
+
+            watch.publish(f"{BASE}/commands/resume", {"transaction": "ok-1", "by": "supervisor:desk-2"})
+            reply = await watch.wait_for_message(
+                f"{BASE}/replies/resume", lambda m: m.json()["transaction"] == "ok-1", timeout=10
+            )
+            assert reply.json()["status"] == "ok", reply.json()
+            await draw(shoe, watch, 2)
+            result = (await wait_event(watch, "round.result"))[-1]
+        finally:
+            assert service.stop() == 0, (tmp_path / "service.log").read_text()
+
+        assert result["subject"] == round_id
+        assert result["data"]["player"] == {"cards": ["9S", "KC"], "total": 9}
+        assert result["data"]["banker"] == {"cards": ["8D", "5H"], "total": 3}
+        assert result["data"]["winner"] == "player" and result["data"]["natural"] is True
+        # a graceful stop says offline with the second boot's counter
+        assert latest(watch, "status") == {**latest(watch, "status"), "status": "offline", "boot": 2}
+        # every event, across the crash, exactly once by sequence, in order, none missing
+        stream = events(watch)
+        by_sequence = {int(e["sequence"]): e for e in stream}
+        assert sorted(by_sequence) == list(range(1, max(by_sequence) + 1))
+        ordered = [int(e["sequence"]) for e in stream]
+        first_seen = [s for i, s in enumerate(ordered) if s not in ordered[:i]]
+        assert first_seen == sorted(first_seen)
+        for e in stream:  # a re-sent event is byte-identical but for `historical`
+            assert {**e, "historical": False} == {**by_sequence[int(e["sequence"])], "historical": False}
+        dealt = [e["data"]["card"] for e in by_sequence.values() if e["type"] == "card.dealt"]
+        assert dealt == ["9S", "8D", "KC", "5H"]
+
+
+async def test_broker_outage_loses_nothing_and_marks_late_events_historical(
+    tmp_path: Path, mosquitto: MosquittoBroker, shoe: ShoeSimulator
+) -> None:
+    service = Service(write_config(tmp_path, mosquitto, str(tmp_path / "shoe.pty")), tmp_path / "service.log")
+    async with MqttRecorder(mosquitto, [f"{BASE}/events/#"], client_id="e2e-outage", persistent=True) as watch:
+        service.start()
+        try:
+            await wait_event(watch, "round.betting_closed")
+            await draw(shoe, watch, 1)
+            mosquitto.stop()
+            # the table plays on while the broker is away: three more cards complete the round
+            for _ in range(3):
+                await wait_until(shoe.draw, timeout=10, what="a draw")
+                await asyncio.sleep(0.3)
+            await asyncio.sleep(1.5)
+            mosquitto.start()
+            await wait_event(watch, "round.result", timeout=30)
+        finally:
+            assert service.stop() == 0, (tmp_path / "service.log").read_text()
+    stream = events(watch)
+    by_sequence = {int(e["sequence"]): e for e in stream}
+    assert sorted(by_sequence) == list(range(1, max(by_sequence) + 1))
+    dealt = [e for e in by_sequence.values() if e["type"] == "card.dealt"]
+    assert [e["data"]["card"] for e in dealt] == ["9S", "8D", "KC", "5H"]
+    assert dealt[0]["historical"] is False
+    assert all(e["historical"] for e in dealt[1:]), "events recorded during the outage are historical"
