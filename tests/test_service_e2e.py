@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from controller.replay import replay_file
 from drivers.shoe.simulator import ShoeSimulator
 from tests.mosquitto import MosquittoBroker, MqttRecorder, wait_until
 
@@ -180,6 +181,11 @@ async def test_kill_9_mid_round_then_resume_completes_the_same_round(
             assert {**e, "historical": False} == {**by_sequence[int(e["sequence"])], "historical": False}
         dealt = [e["data"]["card"] for e in by_sequence.values() if e["type"] == "card.dealt"]
         assert dealt == ["9S", "8D", "KC", "5H"]
+        # the shoe's raw traffic was recorded across both runs, and replays to the same round
+        replayed = list(replay_file("baccarat", "shoe-line", tmp_path / "data" / "shoe.jsonl"))
+        replayed_results = [e.data for e in replayed if e.type == "round.result"]
+        assert replayed_results[0]["player"] == result["data"]["player"]
+        assert replayed_results[0]["banker"] == result["data"]["banker"]
 
 
 async def test_broker_outage_loses_nothing_and_marks_late_events_historical(

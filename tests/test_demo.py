@@ -1,0 +1,58 @@
+"""`tablectl demo`: the product's main job on its embedded default prints whole rounds, as published."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+
+from controller.schema import event_schema
+from tests.mosquitto import MosquittoBroker
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def demo(*args: str) -> list[dict]:
+    done = subprocess.run(
+        [sys.executable, "-m", "controller.cli", "demo", *args],
+        cwd=ROOT, capture_output=True, text=True, timeout=180,
+    )
+    assert done.returncode == 0, done.stderr
+    return [json.loads(line) for line in done.stdout.splitlines()]
+
+
+def check_rounds(envelopes: list[dict], rounds: int) -> None:
+    for envelope in envelopes:
+        jsonschema.validate(envelope, event_schema(envelope["type"]))
+    assert [int(e["sequence"]) for e in envelopes] == list(range(1, len(envelopes) + 1))
+    results = [e for e in envelopes if e["type"] == "round.result"]
+    closed = [e for e in envelopes if e["type"] == "round.closed"]
+    assert len(results) == len(closed) == rounds
+    for result, close in zip(results, closed, strict=True):
+        assert result["subject"] == close["subject"]
+    assert envelopes[-1]["type"] == "round.closed"
+
+
+def test_baccarat_demo_prints_three_complete_rounds_on_the_embedded_broker() -> None:
+    envelopes = demo("--game", "baccarat", "--rounds", "3", "--json")
+    check_rounds(envelopes, 3)
+    for result in (e["data"] for e in envelopes if e["type"] == "round.result"):
+        dealt = [e["data"] for e in envelopes
+                 if e["type"] == "card.dealt" and e["subject"] == result["round_id"]]
+        assert [d["card"] for d in dealt if d["position"] == "player"] == result["player"]["cards"]
+        assert [d["card"] for d in dealt if d["position"] == "banker"] == result["banker"]["cards"]
+
+
+def test_demo_on_an_external_broker_human_output(mosquitto: MosquittoBroker) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "controller.cli", "demo", "--game", "baccarat", "--rounds", "1",
+         "--mqtt-url", mosquitto.url, "--no-faults"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert any("round.result" in line and "Player" in line and "Banker" in line for line in lines)
+    assert "round.closed" in lines[-1]
