@@ -14,7 +14,6 @@ import logging
 import os
 import signal
 import sys
-from pathlib import Path
 
 from controller import __version__
 
@@ -64,8 +63,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from controller.demo import run_demo
 
     return asyncio.run(
-        run_demo(args.game, args.rounds, as_json=args.json, mqtt_url=args.mqtt_url, seed=args.seed,
-                 faults=not args.no_faults)
+        run_demo(
+            args.game,
+            args.rounds,
+            as_json=args.json,
+            mqtt_url=args.mqtt_url,
+            seed=args.seed,
+            faults=not args.no_faults,
+        )
     )
 
 
@@ -106,7 +111,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", required=True, help="the table's TOML file")
     p.set_defaults(func=cmd_run)
 
-    p = sub.add_parser("demo", help="a whole simulated table: simulator on a pty, service, broker, virtual dealer")
+    p = sub.add_parser(
+        "demo", help="a whole simulated table: simulator on a pty, service, broker, virtual dealer"
+    )
     p.add_argument("--game", choices=sorted(GAMES), default="baccarat")
     p.add_argument("--rounds", type=int, default=3, help="stop after this many rounds (closed or voided)")
     p.add_argument("--json", action="store_true", help="print each event envelope exactly as published")
@@ -131,7 +138,9 @@ def build_parser() -> argparse.ArgumentParser:
 
         register_schema(sub)
 
-    cal = sub.add_parser("calibrate", help="calibration tools (wheel sensors, firing position, bias, dice camera)")
+    cal = sub.add_parser(
+        "calibrate", help="calibration tools (wheel sensors, firing position, bias, dice camera)"
+    )
     cal_sub = cal.add_subparsers(dest="calibration", required=True, metavar="TOOL")
     for module in ("calibration.wheel_cli", "calibration.bias_cli"):
         with contextlib.suppress(ImportError):

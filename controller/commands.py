@@ -36,7 +36,9 @@ class Resume(Command):
 
 class VoidRound(Command):
     reason: str = Field("voided by supervisor", min_length=1, max_length=200)
-    round_id: str | None = Field(None, description="if given, must be the current round (guards against a stale click)")
+    round_id: str | None = Field(
+        None, description="if given, must be the current round (guards against a stale click)"
+    )
 
 
 class ManualCard(Command):

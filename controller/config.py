@@ -1,7 +1,8 @@
 """Table configuration: one TOML file per table, overridable from the environment, validated with pydantic.
 
 Environment overrides use `TABLECTL__<SECTION>__<KEY>=value` (double underscores separate levels), e.g.
-`TABLECTL__BROKER__URL=mqtts://broker:8883` or `TABLECTL__BROKER__PASSWORD=...` (keep secrets out of the file).
+`TABLECTL__BROKER__URL=mqtts://broker:8883` or `TABLECTL__BROKER__PASSWORD=...`
+(keep secrets out of the file).
 An invalid file gives one `ConfigError` line naming the bad key; the CLI prints it and exits non-zero.
 """
 
@@ -56,8 +57,12 @@ class TableSettings(Strict):
 
 class DeviceSettings(Strict):
     protocol: str
-    port: str = Field(description="serial device path, or a pyserial URL: socket://host:port, rfc2217://host:port")
-    baudrate: int | None = Field(None, gt=0, description="default: the protocol's (115200 line devices, 9600 SS2)")
+    port: str = Field(
+        description="serial device path, or a pyserial URL: socket://host:port, rfc2217://host:port"
+    )
+    baudrate: int | None = Field(
+        None, gt=0, description="default: the protocol's (115200 line devices, 9600 SS2)"
+    )
     capture: Path | None = Field(None, description="record the raw traffic to this JSON Lines file")
     options: dict[str, Any] = Field(default_factory=dict, description="protocol-specific session options")
 
@@ -73,7 +78,9 @@ class TableConfig(Strict):
     table: TableSettings
     broker: BrokerSettings = BrokerSettings()
     devices: dict[str, DeviceSettings]
-    game: dict[str, Any] = Field(default_factory=dict, description="the game's own settings (validated by the game)")
+    game: dict[str, Any] = Field(
+        default_factory=dict, description="the game's own settings (validated by the game)"
+    )
 
     @model_validator(mode="after")
     def _devices_fit_the_game(self) -> TableConfig:
@@ -132,8 +139,9 @@ def _describe(exc: ValidationError) -> str:
     return f"{where}: {msg}{more}" if where else f"{msg}{more}"
 
 
-def config_from_dict(raw: Mapping[str, Any], *, environ: Mapping[str, str] | None = None,
-                     source: str = "config") -> TableConfig:
+def config_from_dict(
+    raw: Mapping[str, Any], *, environ: Mapping[str, str] | None = None, source: str = "config"
+) -> TableConfig:
     merged = _merge(dict(raw), _env_overrides(os.environ if environ is None else environ))
     try:
         return TableConfig.model_validate(merged)

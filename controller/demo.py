@@ -66,8 +66,11 @@ def make_simulator(game: str, seed: int, faults: bool) -> Any:
     if protocol == "shoe-line":
         from drivers.shoe.simulator import ShoeFaults
 
-        shoe_faults = ShoeFaults(noread_rate=0.05, noise_rate=0.02, bad_checksum_rate=0.02, seed=seed) if faults \
+        shoe_faults = (
+            ShoeFaults(noread_rate=0.05, noise_rate=0.02, bad_checksum_rate=0.02, seed=seed)
+            if faults
             else ShoeFaults()
+        )
         return cls(decks=8, seed=seed, faults=shoe_faults)
     if protocol == "cammegh-ss2":
         return cls(seed=seed, speed=8.0)
@@ -103,19 +106,30 @@ def describe(envelope: dict[str, Any]) -> str:
     if kind == "round.result" and data.get("game") == "baccarat":
         p, b = data["player"], data["banker"]
         extras = [k for k in ("player_pair", "banker_pair", "natural") if data.get(k)]
-        return (f"Player {' '.join(p['cards'])} ({p['total']}) vs Banker {' '.join(b['cards'])} ({b['total']})"
-                f" -> {data['winner'].upper()}{' ' + ', '.join(extras) if extras else ''}")
+        return (
+            f"Player {' '.join(p['cards'])} ({p['total']}) vs Banker {' '.join(b['cards'])} ({b['total']})"
+            f" -> {data['winner'].upper()}{' ' + ', '.join(extras) if extras else ''}"
+        )
     if kind == "round.result" and data.get("game") == "roulette":
-        return f"{data['number']} {data['color']} (spin {data['spin']}, {data['rotor_rpm']} rpm {data['direction']})"
+        wheel = f"spin {data['spin']}, {data['rotor_rpm']} rpm {data['direction']}"
+        return f"{data['number']} {data['color']} ({wheel})"
     if kind == "card.dealt":
         return f"{data['card']} to {data['position']}{' (re-scan)' if data.get('rescan') else ''}"
     skip = {"round_id"}
     return ", ".join(f"{k}={v}" for k, v in data.items() if k not in skip and v not in (None, "", False))
 
 
-async def run_demo(game: str, rounds: int, *, as_json: bool, mqtt_url: str | None, seed: int = 7,
-                   faults: bool = True, out: TextIO = sys.stdout,
-                   on_ready: Callable[[TableService], None] | None = None) -> int:
+async def run_demo(
+    game: str,
+    rounds: int,
+    *,
+    as_json: bool,
+    mqtt_url: str | None,
+    seed: int = 7,
+    faults: bool = True,
+    out: TextIO = sys.stdout,
+    on_ready: Callable[[TableService], None] | None = None,
+) -> int:
     spec = game_spec(game)
     with tempfile.TemporaryDirectory(prefix="tablectl-demo-") as tmp:
         broker = None
@@ -155,8 +169,12 @@ async def run_demo(game: str, rounds: int, *, as_json: bool, mqtt_url: str | Non
                     if as_json:
                         print(text, file=out, flush=True)
                     else:
-                        print(f"{envelope['sequence'][-6:]} {envelope['time'][11:23]} {envelope['type']:<20} "
-                              f"{describe(envelope)}", file=out, flush=True)
+                        print(
+                            f"{envelope['sequence'][-6:]} {envelope['time'][11:23]} {envelope['type']:<20} "
+                            f"{describe(envelope)}",
+                            file=out,
+                            flush=True,
+                        )
                     if envelope["type"] in ("round.closed", "round.voided"):
                         closed += 1
                         if closed >= rounds:

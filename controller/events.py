@@ -16,7 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 def iso_ms(epoch_seconds: float) -> str:
     """UTC timestamp with millisecond precision, as in the envelope's `time` and `recordedtime`."""
-    return datetime.fromtimestamp(epoch_seconds, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return (
+        datetime.fromtimestamp(epoch_seconds, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    )
 
 
 class EventData(BaseModel):
@@ -30,7 +32,9 @@ class RoundOpened(EventData):
     game: str
     round_id: str
     round_number_in_shoe: int | None = Field(None, description="1-based; null for games without a shoe")
-    betting_closes_at: str | None = Field(None, description="UTC time betting closes; null if the dealer/device decides")
+    betting_closes_at: str | None = Field(
+        None, description="UTC time betting closes; null if the dealer/device decides"
+    )
     last_round_of_shoe: bool = False
 
 
@@ -42,7 +46,9 @@ class BettingClosed(EventData):
 class CardDealt(EventData):
     round_id: str
     card: str = Field(description="card code, rank + suit, e.g. 'TD'")
-    position: str = Field(description="where the card went, e.g. 'player', 'banker', 'andar', 'box3', 'dealer'")
+    position: str = Field(
+        description="where the card went, e.g. 'player', 'banker', 'andar', 'box3', 'dealer'"
+    )
     index: int = Field(description="0-based position of the card within that hand")
     rescan: bool = Field(False, description="the card was read on a re-scan after a no-read")
     raw: str = Field("", description="the device line(s) this card came from")
@@ -199,7 +205,9 @@ class Envelope(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     specversion: Literal["1.0"] = "1.0"
-    id: str = Field(description="unique per table, stable across restarts and re-sends: the de-duplication key")
+    id: str = Field(
+        description="unique per table, stable across restarts and re-sends: the de-duplication key"
+    )
     source: str = Field(description="the table's topic root, studio/<studio>/table/<table>")
     type: str
     time: str = Field(description="when the device reported it, UTC, ms")

@@ -72,7 +72,9 @@ class RoundBook:
         self.round_id: str | None = None
         self.phase = Phase.WAITING
         self.last_of_shoe = False
-        self.started = False  # a card dealt / ball launched / dice shaken: from now a fault pauses, not cancels
+        self.started = (
+            False  # a card dealt / ball launched / dice shaken: from now a fault pauses, not cancels
+        )
 
     @property
     def in_round(self) -> bool:
@@ -144,7 +146,7 @@ class GameFlow(ABC):
 
     @abstractmethod
     def on_tick(self, now: float) -> FlowOutput:
-        """Time passes (timers: betting close, opening the next round). Not called while the table is paused."""
+        """Time passes (betting timer, next round). Not called while the table is paused."""
 
     def on_input(self, name: str, payload: dict[str, Any], now: float) -> FlowOutput:
         """A validated input from the rules engine or the dealer. Raise InputRejected when not applicable."""

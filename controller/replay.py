@@ -102,6 +102,8 @@ def replay(config: TableConfig, records: list[CaptureRecord]) -> Iterator[Envelo
     journal.close()
 
 
-def replay_file(game: str, protocol: str, capture: str | Path, base: TableConfig | None = None) -> Iterator[Envelope]:
+def replay_file(
+    game: str, protocol: str, capture: str | Path, base: TableConfig | None = None
+) -> Iterator[Envelope]:
     config = replay_config(game, protocol, base)
     yield from replay(config, read_capture(capture))

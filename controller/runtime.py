@@ -147,7 +147,9 @@ class TableCore:
         if health is None:
             self._reject(step, reading, f"reading from unconfigured device {reading.device!r}", now)
             return step
-        if isinstance(reading, DeviceOnline | DeviceOffline | DeviceFault | DeviceFaultCleared | DeviceStatus):
+        if isinstance(
+            reading, DeviceOnline | DeviceOffline | DeviceFault | DeviceFaultCleared | DeviceStatus
+        ):
             self._on_health(step, health, reading, now)
             return step
         if self.paused:
@@ -177,7 +179,7 @@ class TableCore:
         return step
 
     def on_command(self, command: Command, now: float) -> tuple[Step, dict[str, Any]]:
-        """Apply a validated table command. Raises CommandError (nothing changed) when it does not apply now."""
+        """Apply a validated table command. Raises CommandError (nothing changed) if it does not apply."""
         step = Step()
         by = command.by
         if isinstance(command, Pause):
@@ -194,7 +196,9 @@ class TableCore:
                 )
             self.pause = None
             rounds = self.flow.rounds
-            step.events.append(make_event("round.resumed", RoundResumed(round_id=rounds.round_id, by=by), now))
+            step.events.append(
+                make_event("round.resumed", RoundResumed(round_id=rounds.round_id, by=by), now)
+            )
             step.add(self.flow.on_resume(now))
         elif isinstance(command, VoidRound):
             round_id = self.flow.rounds.round_id
@@ -206,7 +210,9 @@ class TableCore:
         elif isinstance(command, ManualCard | NewShoe | CloseBetting):
             if self.paused:
                 raise CommandError("the table is paused")
-            name = {ManualCard: "manual_card", NewShoe: "new_shoe", CloseBetting: "close_betting"}[type(command)]
+            name = {ManualCard: "manual_card", NewShoe: "new_shoe", CloseBetting: "close_betting"}[
+                type(command)
+            ]
             payload = command.model_dump(exclude={"transaction", "by"})
             try:
                 step.add(self.flow.on_input(name, payload, now))
@@ -221,7 +227,12 @@ class TableCore:
         step = Step()
         # links are re-established from scratch after a restart
         for health in self.devices.values():
-            health.status, health.detail, health.code, health.since = "offline", "controller restarted", None, now
+            health.status, health.detail, health.code, health.since = (
+                "offline",
+                "controller restarted",
+                None,
+                now,
+            )
             health.seen_online = False
         if self.flow.rounds.in_round and not self.paused:
             self._pause(step, now, "controller restarted mid-round", by="system", device=None)

@@ -4,7 +4,8 @@ device runners --readings--> TableCore --events--> Journal (commit) --> TableBus
 commands (MQTT, panel) ----------------> TableCore.on_command (the one validated entry point)
 
 Everything runs on one event loop and the core is called synchronously, so there is no interleaving inside it:
-each reading, tick or command is applied, journaled with a snapshot of the core in the same SQLite transaction,
+each reading, tick or command is applied, journaled with a snapshot of the core in the same SQLite
+transaction,
 and only then published.
 """
 
@@ -23,7 +24,7 @@ from controller.bus import TableBus
 from controller.commands import Command
 from controller.config import TableConfig
 from controller.events import Envelope
-from controller.games import game_spec, make_flow
+from controller.games import make_flow
 from controller.journal import Journal
 from controller.runtime import Step, TableCore
 from drivers.capture import CaptureWriter

@@ -21,7 +21,7 @@ class UnknownDeviceCommand(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class DeviceCommand:
-    """A request from the table to a device, e.g. `DeviceCommand("lock")` for a shoe, `("restart_game")` for a wheel."""
+    """A request from the table to a device, e.g. `DeviceCommand("lock")` for a shoe."""
 
     name: str
     args: dict[str, Any] = field(default_factory=dict)
@@ -70,7 +70,7 @@ class DeviceSession(ABC):
 
     @abstractmethod
     def tick(self, now: float) -> list[Reading]:
-        """Called periodically (about every 100 ms, and between capture records in a replay): timeouts, polls."""
+        """Called about every 100 ms (and between capture records in a replay): timeouts, polls."""
 
     def command(self, command: DeviceCommand, now: float) -> list[Reading]:
         """A request from the table. Raise UnknownDeviceCommand for what this device cannot do."""

@@ -41,13 +41,18 @@ class _Recorder:
             self.now = round(self.now + STEP, 6)
 
 
-def record_shoes(shoes: int, *, seed: int, faults: ShoeFaults,
-                 start: float = 1_790_000_000.0) -> tuple[list[CaptureRecord], list[ExpectedRound]]:
+def record_shoes(
+    shoes: int, *, seed: int, faults: ShoeFaults, start: float = 1_790_000_000.0
+) -> tuple[list[CaptureRecord], list[ExpectedRound]]:
     recorder = _Recorder(start)
     expected: list[ExpectedRound] = []
     for number in range(shoes):
-        device = ShoeDevice(decks=8, seed=seed + number, faults=replace(faults, seed=seed + number),
-                            first_seq=1 + 1000 * number)
+        device = ShoeDevice(
+            decks=8,
+            seed=seed + number,
+            faults=replace(faults, seed=seed + number),
+            first_seq=1 + 1000 * number,
+        )
         assert device.cut_index is not None
         rounds = expected_rounds(device.cards, device.cut_index)
         expected += rounds

@@ -37,7 +37,10 @@ def test_environment_overrides_file() -> None:
 @pytest.mark.parametrize(
     ("mutate", "expected"),
     [
-        (lambda c: c["devices"]["shoe"].update(protocol="shoe-xml"), "devices.shoe.protocol: unknown protocol"),
+        (
+            lambda c: c["devices"]["shoe"].update(protocol="shoe-xml"),
+            "devices.shoe.protocol: unknown protocol",
+        ),
         (lambda c: c["table"].update(game="poker"), "table.game: unknown game 'poker'"),
         (lambda c: c["table"].update(table_id="bac/01"), "table.table_id"),
         (lambda c: c["devices"].pop("shoe"), "devices.shoe is missing"),

@@ -18,7 +18,10 @@ ROOT = Path(__file__).resolve().parent.parent
 def demo(*args: str) -> list[dict]:
     done = subprocess.run(
         [sys.executable, "-m", "controller.cli", "demo", *args],
-        cwd=ROOT, capture_output=True, text=True, timeout=180,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=180,
     )
     assert done.returncode == 0, done.stderr
     return [json.loads(line) for line in done.stdout.splitlines()]
@@ -40,17 +43,32 @@ def test_baccarat_demo_prints_three_complete_rounds_on_the_embedded_broker() -> 
     envelopes = demo("--game", "baccarat", "--rounds", "3", "--json")
     check_rounds(envelopes, 3)
     for result in (e["data"] for e in envelopes if e["type"] == "round.result"):
-        dealt = [e["data"] for e in envelopes
-                 if e["type"] == "card.dealt" and e["subject"] == result["round_id"]]
+        dealt = [
+            e["data"] for e in envelopes if e["type"] == "card.dealt" and e["subject"] == result["round_id"]
+        ]
         assert [d["card"] for d in dealt if d["position"] == "player"] == result["player"]["cards"]
         assert [d["card"] for d in dealt if d["position"] == "banker"] == result["banker"]["cards"]
 
 
 def test_demo_on_an_external_broker_human_output(mosquitto: MosquittoBroker) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "controller.cli", "demo", "--game", "baccarat", "--rounds", "1",
-         "--mqtt-url", mosquitto.url, "--no-faults"],
-        cwd=ROOT, capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "controller.cli",
+            "demo",
+            "--game",
+            "baccarat",
+            "--rounds",
+            "1",
+            "--mqtt-url",
+            mosquitto.url,
+            "--no-faults",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()

@@ -1,6 +1,6 @@
-"""Replay: captured shoe traffic through the live session, runtime and baccarat flow gives exactly the rounds a
-correct dealer produces — judged by the independent punto banco reference, over several whole shoes with noise,
-bad checksums, duplicated lines and no-reads followed by re-scans."""
+"""Replay: captured shoe traffic through the live session, runtime and baccarat flow gives exactly the
+rounds a correct dealer produces — judged by the independent punto banco reference, over several whole shoes
+with noise, bad checksums, duplicated lines and no-reads followed by re-scans."""
 
 from __future__ import annotations
 
@@ -24,16 +24,32 @@ FAULTS = ShoeFaults(noread_rate=0.04, bad_checksum_rate=0.05, noise_rate=0.05, d
 
 def as_expected(result: dict[str, Any]) -> tuple:
     return (
-        tuple(result["player"]["cards"]), tuple(result["banker"]["cards"]),
-        result["player"]["total"], result["banker"]["total"], result["winner"],
-        result["player_pair"], result["banker_pair"], result["player_natural"], result["banker_natural"],
+        tuple(result["player"]["cards"]),
+        tuple(result["banker"]["cards"]),
+        result["player"]["total"],
+        result["banker"]["total"],
+        result["winner"],
+        result["player_pair"],
+        result["banker_pair"],
+        result["player_natural"],
+        result["banker_natural"],
         result["last_round_of_shoe"],
     )
 
 
 def from_reference(r: ExpectedRound) -> tuple:
-    return (r.player, r.banker, r.player_total, r.banker_total, r.winner, r.player_pair, r.banker_pair,
-            r.player_natural, r.banker_natural, r.last_round_of_shoe)
+    return (
+        r.player,
+        r.banker,
+        r.player_total,
+        r.banker_total,
+        r.winner,
+        r.player_pair,
+        r.banker_pair,
+        r.player_natural,
+        r.banker_natural,
+        r.last_round_of_shoe,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -86,8 +102,23 @@ def test_cli_replay_of_jsonl_and_raw_captures_agree(tmp_path: Path) -> None:
 
     def run(capture: Path) -> list[dict[str, Any]]:
         done = subprocess.run(
-            [sys.executable, "-m", "controller.cli", "replay", "--game", "baccarat", "--protocol", "shoe-line",
-             str(capture)], cwd=ROOT, capture_output=True, text=True, timeout=120, check=True)
+            [
+                sys.executable,
+                "-m",
+                "controller.cli",
+                "replay",
+                "--game",
+                "baccarat",
+                "--protocol",
+                "shoe-line",
+                str(capture),
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
         return [json.loads(line) for line in done.stdout.splitlines()]
 
     from_jsonl = run(jsonl)
@@ -95,6 +126,7 @@ def test_cli_replay_of_jsonl_and_raw_captures_agree(tmp_path: Path) -> None:
     for envelopes in (from_jsonl, from_raw):
         results = [e["data"] for e in envelopes if e["type"] == "round.result"]
         assert [as_expected(r) for r in results] == [from_reference(r) for r in expected]
+
     # the raw capture has no clock, but both tell the same story event by event up to the shoe's end (after
     # it, only the timed capture goes on long enough for the next shoe's first round to open)
     def story(envelopes: list[dict[str, Any]]) -> list[tuple[str, Any]]:
@@ -107,5 +139,7 @@ def test_cli_replay_of_jsonl_and_raw_captures_agree(tmp_path: Path) -> None:
 def test_replay_is_deterministic(three_shoes) -> None:
     records, _ = three_shoes
     first = [(e.type, e.time, e.data) for e in replay(replay_config("baccarat", "shoe-line"), records[:4000])]
-    second = [(e.type, e.time, e.data) for e in replay(replay_config("baccarat", "shoe-line"), records[:4000])]
+    second = [
+        (e.type, e.time, e.data) for e in replay(replay_config("baccarat", "shoe-line"), records[:4000])
+    ]
     assert first == second and len(first) > 20

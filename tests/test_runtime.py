@@ -1,4 +1,6 @@
-"""The table runtime's policy (pure): device health, pause / resume / void, recovery — with the real baccarat flow."""
+"""The table runtime's policy (pure): device health, pause / resume / void, recovery.
+
+Exercised with the real baccarat flow."""
 
 from __future__ import annotations
 
@@ -56,7 +58,11 @@ def test_fault_before_any_card_voids_the_round_and_pauses() -> None:
     step = core.on_reading(DeviceFault(device="shoe", time=1, code="F03", reason="JAM"), 1)
     assert types(step) == ["device.fault", "round.paused", "round.voided"]
     voided = step.events[-1]
-    assert voided.data["round_id"] == round_id and voided.data["refund"] is True and voided.data["by"] == "system"
+    assert (
+        voided.data["round_id"] == round_id
+        and voided.data["refund"] is True
+        and voided.data["by"] == "system"
+    )
     assert core.paused and core.state()["phase"] == "paused"
     with pytest.raises(CommandError, match="device shoe is fault"):
         core.on_command(Resume(), 2)
@@ -72,7 +78,9 @@ def test_fault_mid_round_pauses_then_resume_continues_the_same_round() -> None:
     now = open_and_close_betting(core)
     round_id = core.flow.rounds.round_id
     assert types(core.on_reading(card("9S", now + 1), now + 1)) == ["card.dealt"]
-    step = core.on_reading(DeviceOffline(device="shoe", time=now + 2, reason="no data from device for 3 s"), now + 2)
+    step = core.on_reading(
+        DeviceOffline(device="shoe", time=now + 2, reason="no data from device for 3 s"), now + 2
+    )
     assert types(step) == ["device.offline", "round.paused"]
     assert core.flow.rounds.round_id == round_id  # not voided: the round had started
     # a card that arrives while paused is never dealt
@@ -103,7 +111,12 @@ def test_void_command_refunds_the_round_and_bad_commands_change_nothing() -> Non
         assert pickle.dumps(core) == before, f"{bad!r} changed the table"
     step, reply = core.on_command(VoidRound(reason="dealer error", round_id=round_id), now + 1)
     assert types(step) == ["round.voided"]
-    assert step.events[0].data == {"round_id": round_id, "reason": "dealer error", "refund": True, "by": "supervisor"}
+    assert step.events[0].data == {
+        "round_id": round_id,
+        "reason": "dealer error",
+        "refund": True,
+        "by": "supervisor",
+    }
     assert reply["state"]["round_id"] is None
     with pytest.raises(CommandError, match="no round in progress"):
         core.on_command(VoidRound(), now + 2)

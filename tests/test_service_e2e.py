@@ -34,7 +34,7 @@ def write_config(tmp_path: Path, broker: MosquittoBroker, port: str) -> Path:
 studio_id = "s1"
 table_id = "{TABLE}"
 game = "baccarat"
-data_dir = "{tmp_path / 'data'}"
+data_dir = "{tmp_path / "data"}"
 
 [broker]
 url = "{broker.url}"
@@ -43,7 +43,7 @@ keepalive = 5
 [devices.shoe]
 protocol = "shoe-line"
 port = "{port}"
-capture = "{tmp_path / 'data' / 'shoe.jsonl'}"
+capture = "{tmp_path / "data" / "shoe.jsonl"}"
 
 [game]
 betting_seconds = 1.0
@@ -63,7 +63,9 @@ class Service:
         with self.log.open("ab") as out:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "controller.cli", "-v", "run", "--config", str(self.config)],
-                cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
+                cwd=ROOT,
+                stdout=out,
+                stderr=subprocess.STDOUT,
             )
 
     def kill9(self) -> None:
@@ -118,7 +120,9 @@ async def test_kill_9_mid_round_then_resume_completes_the_same_round(
     async with MqttRecorder(mosquitto, [f"{BASE}/#"], client_id="e2e-watch", persistent=True) as watch:
         service.start()
         try:
-            await watch.wait_for_message(f"{BASE}/status", lambda m: m.json()["status"] == "online", timeout=15)
+            await watch.wait_for_message(
+                f"{BASE}/status", lambda m: m.json()["status"] == "online", timeout=15
+            )
             assert latest(watch, "status")["boot"] == 1
             await wait_event(watch, "round.betting_closed")
             await draw(shoe, watch, 2)
@@ -132,7 +136,9 @@ async def test_kill_9_mid_round_then_resume_completes_the_same_round(
 
             service.start()
             await watch.wait_for_message(
-                f"{BASE}/status", lambda m: m.json() == {**m.json(), "status": "online", "boot": 2}, timeout=15
+                f"{BASE}/status",
+                lambda m: m.json() == {**m.json(), "status": "online", "boot": 2},
+                timeout=15,
             )
             paused = (await wait_event(watch, "round.paused"))[-1]
             assert paused["subject"] == round_id
@@ -192,7 +198,9 @@ async def test_broker_outage_loses_nothing_and_marks_late_events_historical(
     tmp_path: Path, mosquitto: MosquittoBroker, shoe: ShoeSimulator
 ) -> None:
     service = Service(write_config(tmp_path, mosquitto, str(tmp_path / "shoe.pty")), tmp_path / "service.log")
-    async with MqttRecorder(mosquitto, [f"{BASE}/events/#"], client_id="e2e-outage", persistent=True) as watch:
+    async with MqttRecorder(
+        mosquitto, [f"{BASE}/events/#"], client_id="e2e-outage", persistent=True
+    ) as watch:
         service.start()
         try:
             await wait_event(watch, "round.betting_closed")

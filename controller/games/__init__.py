@@ -1,4 +1,4 @@
-"""Game registry: `game = "baccarat"` in the config finds the flow, its settings model and the devices it needs.
+"""Game registry: `game = "baccarat"` in the config finds the flow, its settings and its devices.
 
 A new game is one module in this package plus one entry here.
 """
