@@ -153,6 +153,15 @@ class RawRejected(EventData):
     raw: str = ""
 
 
+class ReadingHeld(EventData):
+    """A device reported something while the table was paused: it is applied, in order, on resume."""
+
+    device: str
+    reading: str = Field(description="what kind of reading, e.g. CardSeen, WheelResult")
+    raw: str = ""
+    held: int = Field(description="readings held so far in this pause")
+
+
 # event type -> data model. The bus publishes on events/<type>; the schema command documents each.
 EVENT_MODELS: dict[str, Any] = {
     "round.opened": RoundOpened,
@@ -171,6 +180,7 @@ EVENT_MODELS: dict[str, Any] = {
     "device.offline": DeviceChanged,
     "device.fault": DeviceChanged,
     "reading.rejected": RawRejected,
+    "reading.held": ReadingHeld,
 }
 
 

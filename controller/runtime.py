@@ -10,6 +10,11 @@ Fault policy (seeds 002 / 003, GAMES.md "Common to every game"):
 - a started round stays paused until a supervisor resumes it (it then continues) or voids it (refund);
 - a resume is refused while any device is still offline or in fault.
 Devices that have not yet come online since start-up do not pause anything: the table simply waits for them.
+
+While the table is paused, readings from healthy devices are held (and announced as `reading.held`), then
+applied in order on resume: what a device reports is what physically happened (a card re-scanned during the
+pause, a wheel that finished its spin), so dropping it would put the game out of step with the table.
+Readings from a device that is offline or in fault are rejected: its reader cannot be trusted then.
 After a crash, a round that was in progress is paused ("controller restarted") until a supervisor resumes it.
 """
 
@@ -29,7 +34,16 @@ from controller.commands import (
     Resume,
     VoidRound,
 )
-from controller.events import DeviceChanged, Event, RawRejected, RoundPaused, RoundResumed, iso_ms, make_event
+from controller.events import (
+    DeviceChanged,
+    Event,
+    RawRejected,
+    ReadingHeld,
+    RoundPaused,
+    RoundResumed,
+    iso_ms,
+    make_event,
+)
 from controller.flow import DeviceRequest, FlowOutput, GameFlow, InputRejected
 from drivers.readings import (
     DeviceFault,
@@ -41,6 +55,9 @@ from drivers.readings import (
 )
 
 log = logging.getLogger(__name__)
+
+#: a pause holds at most this many readings (a wheel makes a few per minute; a shoe is locked while paused)
+MAX_HELD_READINGS = 500
 
 
 @dataclass(slots=True)
@@ -94,6 +111,7 @@ class TableCore:
         self.flow = flow
         self.devices: dict[str, DeviceHealth] = {name: DeviceHealth() for name in devices}
         self.pause: PauseInfo | None = None
+        self.held: list[Reading] = []
         self.rejected: dict[str, int] = {}
 
     # -- queries ---------------------------------------------------------------------------------------
@@ -126,6 +144,7 @@ class TableCore:
                 "since": iso_ms(self.pause.since),
             },
             "waiting_for_devices": waiting_for,
+            "held_readings": len(self.held),
             "prompt": self._prompt(),
             "devices": {name: d.public() for name, d in self.devices.items()},
             "game_state": self.flow.public_state(),
@@ -145,27 +164,34 @@ class TableCore:
         step = Step()
         health = self.devices.get(reading.device)
         if health is None:
-            self._reject(step, reading, f"reading from unconfigured device {reading.device!r}", now)
+            self._reject(
+                step, reading, f"reading from unconfigured device {reading.device!r}", now, "unknown device"
+            )
             return step
         if isinstance(
             reading, DeviceOnline | DeviceOffline | DeviceFault | DeviceFaultCleared | DeviceStatus
         ):
             self._on_health(step, health, reading, now)
             return step
-        if self.paused:
-            self._reject(step, reading, f"table paused ({self.pause.reason if self.pause else ''})", now)
-            return step
         if health.status != "online":
             # the link is flaky but bytes still came: readings from a device we consider down are not trusted
-            self._reject(step, reading, f"device {reading.device} is {health.status}", now)
+            self._reject(
+                step, reading, f"device {reading.device} is {health.status}", now, "device not online"
+            )
             return step
+        if self.paused:
+            self._hold(step, reading, now)
+            return step
+        self._apply_reading(step, reading, now)
+        return step
+
+    def _apply_reading(self, step: Step, reading: Reading, now: float) -> None:
         try:
             step.add(self.flow.on_reading(reading, now))
         except Exception:  # a bug must not stop the table silently nor crash it: pause and tell
             log.exception("game flow failed on %r", reading)
-            self._reject(step, reading, "internal error in the game flow", now)
+            self._reject(step, reading, "internal error in the game flow", now, "flow error")
             self._pause(step, now, "internal error in the game flow", by="system", device=None)
-        return step
 
     def on_tick(self, now: float) -> Step:
         step = Step()
@@ -200,6 +226,12 @@ class TableCore:
                 make_event("round.resumed", RoundResumed(round_id=rounds.round_id, by=by), now)
             )
             step.add(self.flow.on_resume(now))
+            held, self.held = self.held, []
+            for reading in held:
+                if self.paused:  # a held reading may itself trip a pause (flow error): keep the rest held
+                    self.held.append(reading)
+                else:
+                    self._apply_reading(step, reading, reading.time)
         elif isinstance(command, VoidRound):
             round_id = self.flow.rounds.round_id
             if round_id is None:
@@ -291,8 +323,20 @@ class TableCore:
             # seeds 002/003: a round that had not started is cancelled and every bet refunded
             step.add(self.flow.void_round(now, f"{reason} before the round started", "system"))
 
-    def _reject(self, step: Step, reading: Reading, reason: str, now: float) -> None:
-        self.rejected[reason.split(" (")[0]] = self.rejected.get(reason.split(" (")[0], 0) + 1
+    def _hold(self, step: Step, reading: Reading, now: float) -> None:
+        if len(self.held) >= MAX_HELD_READINGS:
+            reason = f"table paused and {MAX_HELD_READINGS} readings already held"
+            self._reject(step, reading, reason, now, "hold limit")
+            return
+        self.held.append(reading)
+        held = ReadingHeld(
+            device=reading.device, reading=type(reading).__name__, raw=reading.raw, held=len(self.held)
+        )
+        step.events.append(make_event("reading.held", held, now, subject=self.flow.rounds.round_id))
+
+    def _reject(self, step: Step, reading: Reading, reason: str, now: float, kind: str) -> None:
+        """Never silently: counted by kind (in the retained state) and published with the raw device text."""
+        self.rejected[kind] = self.rejected.get(kind, 0) + 1
         step.events.append(
             make_event(
                 "reading.rejected",

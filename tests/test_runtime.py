@@ -10,8 +10,15 @@ import pytest
 
 from controller.commands import CommandError, ManualCard, Pause, Resume, VoidRound, parse_command
 from controller.games.baccarat import BaccaratFlow, BaccaratSettings
-from controller.runtime import Step, TableCore
-from drivers.readings import CardSeen, DeviceFault, DeviceFaultCleared, DeviceOffline, DeviceOnline
+from controller.runtime import MAX_HELD_READINGS, Step, TableCore
+from drivers.readings import (
+    CardSeen,
+    CardUnread,
+    DeviceFault,
+    DeviceFaultCleared,
+    DeviceOffline,
+    DeviceOnline,
+)
 
 
 def make_core(**settings: object) -> TableCore:
@@ -176,3 +183,40 @@ def test_recovery_between_rounds_does_not_pause() -> None:
     restored: TableCore = pickle.loads(pickle.dumps(core))
     assert restored.recovered(1).events == []
     assert not restored.paused
+
+
+def test_readings_during_a_pause_are_held_and_applied_in_order_on_resume() -> None:
+    core = make_core()
+    now = open_and_close_betting(core)
+    core.on_reading(CardUnread(device="shoe", time=now, ref="0007", raw="NOREAD 0007"), now)
+    core.on_command(Pause(reason="dealer called the supervisor"), now + 1)
+    # the dealer re-scans the unread card during the pause: physically it is the player's first card
+    step = core.on_reading(
+        CardSeen(device="shoe", time=now + 2, code="9S", ref="0007", rescan_of="0007", raw="RESCAN 0007 9S"),
+        now + 2,
+    )
+    assert types(step) == ["reading.held"]
+    assert step.events[0].data == {
+        "device": "shoe",
+        "reading": "CardSeen",
+        "raw": "RESCAN 0007 9S",
+        "held": 1,
+    }
+    assert core.state()["held_readings"] == 1
+    assert core.state()["game_state"]["player"] == []
+    step, _ = core.on_command(Resume(), now + 3)
+    assert types(step) == ["round.resumed", "card.dealt"]
+    assert step.events[1].data["card"] == "9S" and step.events[1].data["rescan"] is True
+    assert step.events[1].time == now + 2  # the device's time, not the resume's
+    assert core.state()["held_readings"] == 0
+
+
+def test_a_pause_holds_a_bounded_number_of_readings() -> None:
+    core = make_core()
+    now = open_and_close_betting(core)
+    core.on_command(Pause(), now)
+    for _ in range(MAX_HELD_READINGS):
+        core.on_reading(card("AS", now), now)
+    step = core.on_reading(card("KD", now), now)
+    assert types(step) == ["reading.rejected"]
+    assert core.state()["rejected"] == {"hold limit": 1}

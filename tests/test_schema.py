@@ -32,6 +32,7 @@ from controller.events import (
     Event,
     EventData,
     RawRejected,
+    ReadingHeld,
     RouletteResult,
     RoundClosed,
     RoundOpened,
@@ -119,6 +120,7 @@ SAMPLES: dict[str, list[EventData]] = {
     "device.offline": [DeviceChanged(device="shoe", status="offline", detail="port closed")],
     "device.fault": [DeviceChanged(device="wheel", status="fault", detail="ball sensor", code="E12")],
     "reading.rejected": [RawRejected(device="wheel", reason="bad checksum", raw="*X;9")],
+    "reading.held": [ReadingHeld(device="shoe", reading="CardSeen", raw="RESCAN 0012 9H*33", held=1)],
 }
 
 
