@@ -31,7 +31,7 @@ log = logging.getLogger(__name__)
 
 DEMO_GAME_SETTINGS: dict[str, dict[str, Any]] = {
     "baccarat": {"betting_seconds": 2.0, "round_gap_seconds": 1.0},
-    "roulette": {"round_gap_seconds": 1.0},
+    "roulette": {"betting_seconds": 2.0, "round_gap_seconds": 1.0},
 }
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import pickle
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -22,6 +23,8 @@ from drivers.readings import (
     WheelResult,
 )
 from drivers.session import DeviceCommand
+from drivers.wheel.session import WheelSession
+from drivers.wheel.simulator import WheelDevice
 
 WHEEL = "wheel"
 T0 = 1_700_000_000.0
@@ -110,6 +113,16 @@ def only(out: FlowOutput, type_: str) -> dict[str, Any]:
     matching = [event.data for event in out.events if event.type == type_]
     assert len(matching) == 1, types(out)
     return matching[0]
+
+
+def ticks(flow: RouletteFlow, start: float, stop: float, step: float = 0.5) -> FlowOutput:
+    """Everything the flow does on ticks from `start` up to, not including, `stop`."""
+    out = FlowOutput()
+    now = start
+    while now < stop:
+        out.extend(flow.on_tick(now))
+        now += step
+    return out
 
 
 def start_request(direction: str) -> DeviceRequest:
@@ -430,7 +443,7 @@ def test_game_started_while_a_round_is_open_voids_it_and_opens_the_new_one() -> 
     assert flow.rounds.phase == Phase.BETTING_OPEN and not flow.rounds.started
 
 
-def test_wheel_closing_during_a_game_voids_the_round_and_stops_start_requests() -> None:
+def test_wheel_closing_during_a_game_voids_the_round_and_nothing_is_asked_of_a_closed_wheel() -> None:
     flow = make_flow()
     flow.on_tick(T0)
     feed(flow, game_started(T0 + 1), ball_launched(T0 + 10))
@@ -440,10 +453,13 @@ def test_wheel_closing_during_a_game_voids_the_round_and_stops_start_requests() 
     assert types(out) == ["round.voided"]
     assert out.events[0].data["by"] == "system"
     assert "state 6" in out.events[0].data["reason"]
-    # a closed wheel is not asked for games until it reports it is ready again
-    assert flow.on_tick(T0 + 100).requests == []
-    feed(flow, WheelIdle(device=WHEEL, time=T0 + 200, state=1))
-    assert flow.on_tick(T0 + 201).requests == [start_request("clockwise")]
+    # a closed wheel opens its next game by itself once powered up: no round, no request meanwhile
+    assert ticks(flow, T0 + 12, T0 + 400) == FlowOutput()
+    feed(flow, WheelIdle(device=WHEEL, time=T0 + 400, state=1))
+    assert ticks(flow, T0 + 400, T0 + 800) == FlowOutput()
+    out = feed(flow, game_started(T0 + 800, spin=12))
+    assert types(out) == ["round.opened"]
+    assert flow.on_tick(T0 + 815).requests == [start_request("clockwise")]
 
 
 def test_readings_from_other_devices_and_unrelated_readings_are_ignored() -> None:
@@ -454,81 +470,192 @@ def test_readings_from_other_devices_and_unrelated_readings_are_ignored() -> Non
     assert not flow.rounds.in_round
 
 
-# --- asking the wheel for games ---------------------------------------------------------------------------
+# --- asking the wheel to launch (user_start) --------------------------------------------------------------
+# A wheel in user-start mode opens each game by itself (state 2) and waits there for the host's *u.
 
 
-def test_user_start_requests_a_game_at_the_first_tick_and_re_requests_without_an_answer() -> None:
+def test_user_start_asks_for_the_launch_betting_seconds_after_the_round_opened_and_retries() -> None:
+    flow = make_flow()  # betting 15 s, retry 10 s
+    assert flow.on_tick(T0) == FlowOutput()  # no round: nothing to ask
+    out = feed(flow, game_started(T0 + 1))
+    assert types(out) == ["round.opened"] and out.requests == []
+
+    assert ticks(flow, T0 + 1, T0 + 16) == FlowOutput()  # betting is open for 15 s
+    assert flow.on_tick(T0 + 16) == FlowOutput(requests=[start_request("clockwise")])
+    assert flow.rounds.phase == Phase.BETTING_OPEN  # betting stays open until the wheel says no more bets
+    # the wheel did not launch: asked again every 10 s, in the same direction, and nothing in between
+    assert ticks(flow, T0 + 16.5, T0 + 26) == FlowOutput()
+    assert flow.on_tick(T0 + 26).requests == [start_request("clockwise")]
+    assert ticks(flow, T0 + 26.5, T0 + 36) == FlowOutput()
+    assert flow.on_tick(T0 + 36).requests == [start_request("clockwise")]
+
+    # the wheel launched: no more requests, through the rest of the spin
+    feed(flow, ball_launched(T0 + 38, direction="clockwise"))
+    assert ticks(flow, T0 + 38, T0 + 50) == FlowOutput()
+    feed(flow, no_more_bets(T0 + 50))
+    assert ticks(flow, T0 + 50, T0 + 55) == FlowOutput()
+    out = feed(flow, wheel_result(T0 + 55, "19", direction="clockwise"))
+    assert types(out) == ["round.result", "round.closed"]
+    # the wheel goes on to state 2 by itself: nothing is asked until it opens the next game
+    assert ticks(flow, T0 + 55, T0 + 60) == FlowOutput()
+    feed(flow, game_started(T0 + 60, spin=12))
+    assert ticks(flow, T0 + 60, T0 + 75) == FlowOutput()
+    assert flow.on_tick(T0 + 75).requests == [start_request("anticlockwise")]
+
+
+def test_no_more_bets_or_the_end_of_the_round_stops_the_launch_requests() -> None:
+    # the launch reading was lost, but state 4 shows the ball is out
     flow = make_flow()
-    assert flow.on_tick(T0).requests == [start_request("clockwise")]
-    assert flow.on_tick(T0 + 0.1).requests == []
-    assert flow.on_tick(T0 + 9.9).requests == []
-    # no WheelGameStarted in 10 s: ask again, in the same direction
-    assert flow.on_tick(T0 + 10).requests == [start_request("clockwise")]
-    assert flow.on_tick(T0 + 15).requests == []
+    feed(flow, game_started(T0))
+    assert flow.on_tick(T0 + 15).requests == [start_request("clockwise")]
+    feed(flow, no_more_bets(T0 + 20))
+    assert ticks(flow, T0 + 20, T0 + 40) == FlowOutput()
 
-    feed(flow, game_started(T0 + 16))
-    assert flow.on_tick(T0 + 30).requests == []  # a round is open
-    feed(flow, ball_launched(T0 + 26, direction="clockwise"), no_more_bets(T0 + 34))
-    feed(flow, wheel_result(T0 + 40, "19", direction="clockwise"))
-    assert flow.on_tick(T0 + 42.9).requests == []
-    # round_gap_seconds after the result, the other direction
-    assert flow.on_tick(T0 + 43).requests == [start_request("anticlockwise")]
-    assert flow.on_tick(T0 + 44).requests == []
-    assert flow.on_tick(T0 + 45) == FlowOutput()
+    # a round that ends without a launch (the wheel powered down, or voided its game)
+    for ending in (
+        WheelIdle(device=WHEEL, time=T0 + 116, state=6, during_game=True),
+        wheel_voided(T0 + 116, "ball not detected"),
+    ):
+        flow = make_flow()
+        feed(flow, game_started(T0 + 100))
+        assert flow.on_tick(T0 + 115).requests == [start_request("clockwise")]
+        assert types(feed(flow, ending)) == ["round.voided"]
+        assert ticks(flow, T0 + 116, T0 + 140) == FlowOutput()
+
+
+def test_user_start_never_asks_for_anything_while_no_round_is_open() -> None:
+    flow = make_flow()
+    assert ticks(flow, T0, T0 + 59, step=0.25) == FlowOutput()
+    # a spin the controller did not open (it started mid-spin): ignored, and nothing is asked
+    feed(flow, ball_launched(T0 + 59))
+    assert ticks(flow, T0 + 59, T0 + 70) == FlowOutput()
+    out = feed(flow, no_more_bets(T0 + 70), wheel_result(T0 + 75, "7"))
+    assert types(out) == ["reading.rejected"]
+    assert ticks(flow, T0 + 75, T0 + 134) == FlowOutput()  # the wheel goes on to state 2 by itself
+    # before a game (state 1) or closed (state 6): the wheel says when it is in state 2, however long it takes
+    feed(flow, WheelIdle(device=WHEEL, time=T0 + 134, state=1))
+    assert ticks(flow, T0 + 134, T0 + 1000, step=1.0) == FlowOutput()
+    feed(flow, WheelIdle(device=WHEEL, time=T0 + 1000, state=6))
+    assert ticks(flow, T0 + 1000, T0 + 5000, step=1.0) == FlowOutput()
+    assert not flow.rounds.in_round
+
+
+def test_dealer_closing_betting_before_the_launch_asks_the_wheel_to_launch_at_once() -> None:
+    flow = make_flow()
+    feed(flow, game_started(T0))
+    assert flow.on_tick(T0 + 2) == FlowOutput()
+    out = flow.on_input("close_betting", {}, T0 + 3)
+    assert types(out) == ["round.betting_closed"]
+    assert flow.on_tick(T0 + 3).requests == [start_request("clockwise")]
+    assert ticks(flow, T0 + 3.5, T0 + 13) == FlowOutput()
+    assert flow.on_tick(T0 + 13).requests == [start_request("clockwise")]  # no launch: asked again
+    feed(flow, ball_launched(T0 + 14, direction="clockwise"))
+    assert flow.rounds.phase == Phase.IN_PLAY
+    assert ticks(flow, T0 + 14, T0 + 40) == FlowOutput()
+
+
+def test_dealer_closing_betting_after_the_launch_asks_nothing() -> None:
+    flow = make_flow()
+    feed(flow, game_started(T0))
+    assert flow.on_tick(T0 + 15).requests == [start_request("clockwise")]
+    feed(flow, ball_launched(T0 + 17))
+    flow.on_input("close_betting", {}, T0 + 18)
+    assert ticks(flow, T0 + 18, T0 + 40) == FlowOutput()
 
 
 def test_user_start_directions_alternate_from_what_the_wheel_did() -> None:
-    flow = make_flow(round_gap_seconds=1.0)
+    flow = make_flow(betting_seconds=5.0)
     directions = []
     t = T0
     for spin in range(1, 5):
-        (request,) = flow.on_tick(t).requests
+        feed(flow, game_started(t, spin))
+        (request,) = flow.on_tick(t + 5).requests
         direction = request.command.args["direction"]
         directions.append(direction)
         feed(
             flow,
-            game_started(t + 1, spin),
-            ball_launched(t + 5, spin, direction=direction),
-            no_more_bets(t + 10, spin),
-            wheel_result(t + 15, "1", spin, direction=direction),
+            ball_launched(t + 7, spin, direction=direction),
+            no_more_bets(t + 12, spin),
+            wheel_result(t + 17, "1", spin, direction=direction),
         )
         t += 20
     assert directions == ["clockwise", "anticlockwise", "clockwise", "anticlockwise"]
 
 
-def test_without_alternation_every_game_is_requested_clockwise() -> None:
-    flow = make_flow(alternate_direction=False, round_gap_seconds=0)
-    assert flow.on_tick(T0).requests == [start_request("clockwise")]
-    feed(flow, game_started(T0 + 1), ball_launched(T0 + 5, direction="clockwise"), no_more_bets(T0 + 9))
-    feed(flow, wheel_result(T0 + 12, "2", direction="clockwise"))
-    assert flow.on_tick(T0 + 12).requests == [start_request("clockwise")]
+def test_directions_follow_the_wheel_not_the_request() -> None:
+    flow = make_flow(betting_seconds=5.0)
+    feed(flow, game_started(T0, 1))
+    assert flow.on_tick(T0 + 5).requests == [start_request("clockwise")]
+    # the wheel launched the other way (e.g. it only plays one way): the next request alternates from that
+    feed(flow, ball_launched(T0 + 7, 1, direction="anticlockwise"), no_more_bets(T0 + 12, 1))
+    feed(flow, wheel_result(T0 + 17, "3", 1, direction="anticlockwise"))
+    feed(flow, game_started(T0 + 20, 2))
+    assert flow.on_tick(T0 + 25).requests == [start_request("clockwise")]
 
 
-def test_without_user_start_the_flow_never_asks_for_a_game() -> None:
+def test_without_alternation_every_launch_is_requested_clockwise() -> None:
+    flow = make_flow(alternate_direction=False, betting_seconds=1.0)
+    for spin, t in ((1, T0), (2, T0 + 20)):
+        feed(flow, game_started(t, spin))
+        assert flow.on_tick(t + 1).requests == [start_request("clockwise")]
+        feed(flow, ball_launched(t + 5, spin, direction="clockwise"), no_more_bets(t + 9, spin))
+        feed(flow, wheel_result(t + 12, "2", spin, direction="clockwise"))
+
+
+def test_without_user_start_the_flow_never_asks_the_wheel_and_opens_no_round_itself() -> None:
     flow = make_flow(user_start=False)
-    for t in (T0, T0 + 5, T0 + 60, T0 + 600):
-        assert flow.on_tick(t).requests == []
-    play_full_game(flow, T0 + 700)
-    assert flow.on_tick(T0 + 800).requests == []
+    assert ticks(flow, T0, T0 + 600, step=1.0) == FlowOutput()
+    feed(flow, game_started(T0 + 600))
+    assert ticks(flow, T0 + 600, T0 + 700) == FlowOutput()  # betting_seconds is not the flow's to enforce
+    feed(flow, ball_launched(T0 + 700), no_more_bets(T0 + 708), wheel_result(T0 + 715, "30"))
+    assert ticks(flow, T0 + 715, T0 + 2000, step=1.0) == FlowOutput()
 
 
 def test_after_a_wheel_void_the_flow_waits_for_the_wheels_own_re_spin() -> None:
     flow = make_flow()
-    flow.on_tick(T0)
     feed(flow, game_started(T0 + 1), ball_launched(T0 + 10), wheel_voided(T0 + 12, "miss-spin"))
-    assert flow.on_tick(T0 + 15).requests == []  # the wheel re-spins by itself
-    assert flow.on_tick(T0 + 22).requests == [start_request("clockwise")]  # ...or it is asked again
+    assert ticks(flow, T0 + 12, T0 + 40) == FlowOutput()  # the wheel re-spins by itself (the driver's *R)
+    out = feed(flow, game_started(T0 + 14))
+    assert types(out) == ["round.opened"] and out.events[0].data["round_id"] == "rou-1-0000002"
+    assert flow.on_tick(T0 + 29).requests == [start_request("clockwise")]
 
 
-def test_no_game_is_requested_while_the_wheel_still_plays_a_spin_without_a_round() -> None:
+# --- a wheel holding a game nobody opened a round for ------------------------------------------------------
+
+
+def test_a_round_voided_before_the_launch_is_replaced_for_the_wheels_waiting_game() -> None:
+    flow = make_flow()  # round gap 3 s
+    feed(flow, game_started(T0))
+    out = flow.void_round(T0 + 5, "wrong table limits", "supervisor")
+    assert types(out) == ["round.voided"] and out.requests == []  # no *R: the ball is not out
+    # the wheel still waits in state 2 and never moves without *u: a new round for that same game
+    assert ticks(flow, T0 + 5, T0 + 8) == FlowOutput()
+    out = flow.on_tick(T0 + 8)
+    assert types(out) == ["round.opened"] and out.requests == []
+    assert out.events[0].data["round_id"] == "rou-1-0000002"
+    assert flow.prompt == "Place your bets" and flow.rounds.phase == Phase.BETTING_OPEN
+    # a full betting period for it, then the launch
+    assert ticks(flow, T0 + 8, T0 + 23) == FlowOutput()
+    assert flow.on_tick(T0 + 23).requests == [start_request("clockwise")]
+    out = feed(flow, ball_launched(T0 + 25, direction="clockwise"), no_more_bets(T0 + 33))
+    out.extend(feed(flow, wheel_result(T0 + 40, "14", direction="clockwise")))
+    assert types(out) == ["round.betting_closed", "round.result", "round.closed"]
+    assert only(out, "round.result")["round_id"] == "rou-1-0000002"
+
+
+def test_a_round_the_runtime_voids_for_a_pause_is_replaced_only_after_the_resume() -> None:
     flow = make_flow()
-    feed(flow, ball_launched(T0))  # the controller started mid-spin
-    assert flow.on_tick(T0 + 1).requests == []
-    feed(flow, wheel_result(T0 + 20, "7"))
-    assert flow.on_tick(T0 + 21).requests == [start_request("clockwise")]
-
-
-# --- supervisor void --------------------------------------------------------------------------------------
+    feed(flow, game_started(T0))
+    # what the runtime does when a device fails before the launch: pause, then void the unstarted round
+    flow.on_pause(T0 + 4)
+    assert types(flow.void_round(T0 + 4, "wheel offline before the round started", "system")) == [
+        "round.voided"
+    ]
+    assert ticks(flow, T0 + 4, T0 + 100) == FlowOutput()  # paused
+    flow.on_resume(T0 + 100)
+    out = flow.on_tick(T0 + 100)  # the gap after the void has long passed
+    assert types(out) == ["round.opened"] and out.requests == []
+    assert flow.on_tick(T0 + 115).requests == [start_request("clockwise")]
 
 
 def test_supervisor_void_after_launch_asks_the_wheel_to_restart_the_game() -> None:
@@ -597,9 +724,12 @@ def test_flow_survives_pickling_mid_round_and_continues_identically() -> None:
     restored_out = feed(restored, *rest)
     assert original_out == restored_out
     assert restored.public_state() == flow.public_state()
-    assert (
-        restored.on_tick(T0 + 28).requests == flow.on_tick(T0 + 28).requests == [start_request("clockwise")]
-    )
+    for each in (flow, restored):
+        assert each.on_tick(T0 + 28) == FlowOutput()
+        feed(each, game_started(T0 + 30, spin=12))
+    launch = [start_request("clockwise")]
+    assert restored.on_tick(T0 + 45).requests == flow.on_tick(T0 + 45).requests == launch
+    assert restored.public_state() == flow.public_state()
 
 
 # --- every number -----------------------------------------------------------------------------------------
@@ -639,3 +769,110 @@ def test_pocket_rejects_numbers_off_the_wheel() -> None:
     for bad in (-1, 37):
         with pytest.raises(ValueError):
             pocket(bad)
+
+
+# --- the real wheel core and its driver, on a simulated clock ----------------------------------------------
+
+
+class SimulatedTable:
+    """The simulator's pure `WheelDevice`, a `WheelSession` and the flow, wired as the service does."""
+
+    STEP = 0.05  # the clock advances in 50 ms steps
+
+    def __init__(self, device: WheelDevice, flow: RouletteFlow, start: float = T0) -> None:
+        self.device = device
+        self.session = WheelSession(WHEEL)  # user start, the vendor's non-arcade mode
+        self.flow = flow
+        self.start = start
+        self.steps = 0
+        self.events = FlowOutput()
+        # (time, request, round id at the time, seconds since that round opened)
+        self.requests: list[tuple[float, DeviceRequest, str | None, float | None]] = []
+        self.round_opened_at: dict[str, float] = {}
+        device.connected(start)
+        self._take(self.session.connection_made(start), start)
+        self._to_wheel(start)
+
+    @property
+    def now(self) -> float:
+        return self.start + self.steps * self.STEP
+
+    def run_until(self, done: Callable[[], bool], limit_seconds: float) -> None:
+        while not done():
+            elapsed = self.now - self.start
+            assert elapsed < limit_seconds, f"not done in {limit_seconds} s: {types(self.events)}"
+            self.steps += 1
+            now = self.now
+            data = self.device.poll(now)
+            if data:
+                self._take(self.session.data_received(data, now), now)
+            self._take(self.session.tick(now), now)
+            out = self.flow.on_tick(now)
+            self._record(out, now)
+            for request in out.requests:
+                assert request.device == WHEEL
+                self._take(self.session.command(request.command, now), now)
+            self._to_wheel(now)
+
+    def _take(self, readings: list[Reading], now: float) -> None:
+        for reading in readings:
+            self._record(self.flow.on_reading(reading, now), now)
+
+    def _record(self, out: FlowOutput, now: float) -> None:
+        round_id = self.flow.rounds.round_id
+        for request in out.requests:
+            opened = self.round_opened_at.get(round_id) if round_id is not None else None
+            self.requests.append((now, request, round_id, None if opened is None else now - opened))
+        for event in out.events:
+            if event.type == "round.opened":
+                self.round_opened_at[event.data["round_id"]] = now
+        self.events.extend(out)
+
+    def _to_wheel(self, now: float) -> None:
+        data = self.session.data_to_send()
+        if data:
+            self.device.receive(data, now)
+
+    def results(self) -> list[dict[str, Any]]:
+        return [event.data for event in self.events.events if event.type == "round.result"]
+
+
+def test_consecutive_rounds_on_the_simulated_wheel_publish_exactly_the_numbers_it_produced() -> None:
+    rounds = 5
+    device = WheelDevice(seed=20240611, speed=8.0)
+    flow = make_flow(betting_seconds=3.0, start_retry_seconds=2.0)
+    table = SimulatedTable(device, flow)
+
+    table.run_until(lambda: len(table.results()) == rounds, limit_seconds=120)
+
+    # the wheel's own record of what it did
+    played = [game for game in device.games if game.outcome == "result"]
+    assert len(played) == rounds
+    assert all(game.outcome in ("result", "in play") for game in device.games)  # nothing voided or lost
+    results = table.results()
+    assert [r["number"] for r in results] == [int(game.number or "") for game in played]
+    assert [r["spin"] for r in results] == [game.spin for game in played]
+    assert [r["direction"] for r in results] == [game.direction.name.lower() for game in played]
+    assert len({r["number"] for r in results}) > 1  # a real draw, not one number repeated
+
+    # one round per wheel game, each with exactly one result, closed; nothing voided or rejected
+    round_ids = [f"rou-1-{n:07d}" for n in range(1, rounds + 1)]
+    assert [r["round_id"] for r in results] == round_ids
+    lifecycle = [(e.type, e.data["round_id"]) for e in table.events.events if e.type != "round.opened"]
+    assert lifecycle == [
+        (kind, round_id)
+        for round_id in round_ids
+        for kind in ("round.betting_closed", "round.result", "round.closed")
+    ]
+    opened = [e.data["round_id"] for e in table.events.events if e.type == "round.opened"]
+    assert opened[:rounds] == round_ids and len(opened) <= rounds + 1  # the wheel's next game may be open
+
+    # one launch request per game, each for an open round after its full betting period, alternating
+    assert [request for _, request, _, _ in table.requests] == [
+        start_request("clockwise" if n % 2 == 0 else "anticlockwise") for n in range(len(table.requests))
+    ]
+    assert len(table.requests) in (rounds, rounds + 1)
+    for _, _, round_id, betting in table.requests:
+        assert round_id is not None and betting is not None and betting >= 3.0
+    user_starts = [line for _, line in device.received if line.startswith("*u")]
+    assert user_starts == ["*u 1" if n % 2 == 0 else "*u 3" for n in range(len(table.requests))]

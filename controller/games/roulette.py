@@ -11,12 +11,31 @@ The wheel runs the game; this flow follows it and keeps the round lifecycle hone
 - `WheelGameVoided` (miss-spin, ball lost) voids the round "by device"; the wheel re-spins by itself and its
   next `WheelGameStarted` opens a new round.
 
-With `user_start` the flow asks the wheel for each game (`start_game`) `round_gap_seconds` after the
-previous round ended, and asks again every `start_retry_seconds` until the wheel answers with
-`WheelGameStarted`. Two exceptions, because the wheel re-spins by itself then: after a void the wheel
-reported, and after a supervisor void that asked for `restart_game`, the flow first waits
-`start_retry_seconds` for that re-spin instead of asking for a new game (which would race it). Directions
-alternate from the direction the wheel actually launched last, so a repeated request repeats the direction.
+User start (`user_start`, the wheel's mode bit 2). A wheel in this mode goes to state 2 BY ITSELF after a
+result (or after power-up, or after `*R`) and then waits there, rotor turning, until the host says `*u`:
+only then does it position and launch the ball. So the wheel opens each game and the flow decides when
+betting has lasted long enough:
+
+- `betting_seconds` after the round opened, the flow asks the wheel to launch (`start_game`), at once if
+  the dealer or the rules engine closed betting early (`close_betting`) before the launch. It asks again
+  every `start_retry_seconds` until the wheel shows it launched (ball launched, or no more bets) or the
+  round ends (result, void, idle). A retry repeats the direction: directions alternate from the direction
+  the wheel actually launched last, which a request does not change.
+- The flow never asks for a launch while no round is open: `*u` at the wrong moment would launch a ball
+  that nobody could bet on. Every launch request therefore follows at least `betting_seconds` of betting
+  (or a dealer's early close) of an open round.
+- The flow does not ask for games either: there is no "start a game" for a wheel that opens games by
+  itself, and an unanswered request would only launch a ball early.
+- A round voided before the launch (by a supervisor, or by the runtime when a device fault paused a round
+  that had not started) leaves the wheel holding its game in state 2, waiting for a `*u` that would
+  launch a ball for a voided round. Nothing else would ever move it on, so the flow opens a new round for
+  that same wheel game `round_gap_seconds` after the void (when the table is not paused). The wheel cannot
+  leave state 2 without `*u` except by powering down, so this knowledge survives a pause.
+- Readings that arrive while the table is paused are held by the runtime and replayed on resume, and after a
+  link gap the wheel's session reports the game it finds (or the spin it missed), so the flow never has to
+  guess that the wheel waits in state 2: it only opens rounds on what the wheel reported.
+- After a supervisor void with the ball launched the flow asks the wheel to `restart_game` (below); the
+  wheel answers with state 2 and its `WheelGameStarted` opens the next round.
 
 Decisions on bad or unexpected readings. The rule: never publish a wrong or invented result; a number that
 cannot be trusted is reported as `reading.rejected` (with the raw wheel lines) and, when a round is waiting
@@ -43,8 +62,7 @@ will not repeat it.
   is the runtime's job (it sees the device fault); a powered-down wheel will never report this spin, so
   waiting would not help.
 - Ball launched / no more bets with no open round (a spin the controller did not open, or one a supervisor
-  voided): ignored, but remembered, so that with `user_start` the flow does not ask for a new game while the
-  wheel is still busy with that spin.
+  voided): ignored; the wheel goes on to state 2 by itself when that spin ends.
 - A supervisor void after the ball was launched asks the wheel to `restart_game` (the vendor's `*R`
   acknowledges a void and re-spins). A void reported by the wheel itself is acknowledged by the wheel's
   driver, not from here.
@@ -94,13 +112,22 @@ _DIRECTIONS: dict[str, Direction] = {
     "ccw": "anticlockwise",
 }
 
-# A spin the wheel plays without a round of ours normally ends within a minute or two; if its end never
-# arrives (a lost reading) the flow stops waiting for it after this long and asks for a new game again.
-WHEEL_GAME_STALE_SECONDS = 120.0
+# With user_start and no round open, a wheel that has reported nothing for this long is taken to be waiting
+# in state 2 (its reading was missed, e.g. while the table was paused). The longest silence within a spin
+# is a state 3 of about 10 s. Only a games-per-hour delay (state 1) longer than this, unseen because it began
+# during a pause, would fool it: the round opened then is voided by the wheel's own next game.
 
 # Wheel states after which the wheel is out of any game (before game / closed).
 _IDLE_STATES = frozenset({1, 6})
 _CLOSED_STATE = 6
+
+# What the wheel last told the flow about its game (None: nothing yet).
+WheelReport = Literal[
+    "holding",  # state 2: it holds a game and waits for the host's *u to launch
+    "busy",  # a spin is under way or just ended (result, void): it goes on to state 2 by itself
+    "before_game",  # state 1: it goes on to state 2 by itself
+    "closed",  # state 6: nothing happens until it is powered up
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,10 +170,22 @@ class RouletteSettings(BaseModel):
         "no_more_bets",
         description="wheel state 4 (default) or 3; the dealer/rules engine may close earlier (close_betting)",
     )
-    user_start: bool = Field(True, description="the flow asks the wheel to start each game")
+    user_start: bool = Field(
+        True, description="the wheel waits in state 2 for the flow to ask for the launch (the wheel's *u)"
+    )
     alternate_direction: bool = Field(True, description="clockwise / anticlockwise in turn when user_start")
-    round_gap_seconds: float = Field(3.0, ge=0, description="result (or void) to next game request")
-    start_retry_seconds: float = Field(10.0, gt=0, description="ask the wheel again if it started no game")
+    betting_seconds: float = Field(
+        15.0, gt=0, description="with user_start: betting time in state 2 before the flow asks for the launch"
+    )
+    round_gap_seconds: float = Field(
+        3.0,
+        ge=0,
+        description="with user_start: a round voided before the launch leaves the wheel holding its game; "
+        "a new round opens for that game this long after the void",
+    )
+    start_retry_seconds: float = Field(
+        10.0, gt=0, description="ask the wheel to launch again if it has not launched this long after asking"
+    )
 
 
 class RouletteFlow(GameFlow):
@@ -167,12 +206,11 @@ class RouletteFlow(GameFlow):
         # The round that ended last and how ("settled" / "voided"), until the wheel starts another game:
         # lets a late or repeated result be rejected with the right reason.
         self._ended_round: tuple[str, str] | None = None
-        # user_start bookkeeping.
+        # user_start bookkeeping (see the module docstring).
+        self._round_opened_at: float | None = None  # the current round's betting began then
+        self._launch_requested_at: float | None = None  # the current round's last launch request
         self._last_round_end: float | None = None
-        self._start_requested_at: float | None = None  # waiting for WheelGameStarted since then
-        self._wheel_in_game = False  # the wheel is playing a spin (with or without a round of ours)
-        self._wheel_game_seen_at: float | None = None
-        self._wheel_closed = False  # state 6: asking for a game is pointless until it powers up
+        self._wheel_report: WheelReport | None = None
 
     # -- readings ----------------------------------------------------------------------------------------
 
@@ -196,8 +234,7 @@ class RouletteFlow(GameFlow):
         return out
 
     def _on_game_started(self, reading: WheelGameStarted, now: float, out: FlowOutput) -> None:
-        self._wheel_busy(now, reading.spin)
-        self._start_requested_at = None
+        self._heard(now, "holding", reading.spin)
         if self.rounds.in_round:
             self._void(
                 now,
@@ -206,13 +243,10 @@ class RouletteFlow(GameFlow):
                 by="system",
                 prompt="Round voided: the wheel restarted the game",
             )
-        self._ended_round = None
-        self.rounds.open(now, out, betting_seconds=None, with_shoe=False)
-        self._launch_direction = None
-        self.prompt = "Place your bets"
+        self._open_round(now, out)
 
     def _on_ball_launched(self, reading: WheelBallLaunched, now: float, out: FlowOutput) -> None:
-        self._wheel_busy(now, reading.spin)
+        self._heard(now, "busy", reading.spin)
         self.rotor_rpm = reading.rotor_rpm
         direction = normalise_direction(str(reading.direction))
         if direction is not None:
@@ -225,7 +259,7 @@ class RouletteFlow(GameFlow):
         self._mark_started()
 
     def _on_no_more_bets(self, reading: WheelNoMoreBets, now: float, out: FlowOutput) -> None:
-        self._wheel_busy(now, reading.spin)
+        self._heard(now, "busy", reading.spin)
         if not self.rounds.in_round:
             return
         if self.rounds.phase == Phase.BETTING_OPEN:
@@ -234,8 +268,7 @@ class RouletteFlow(GameFlow):
         self.rounds.start_play()
 
     def _on_result(self, reading: WheelResult, now: float, out: FlowOutput) -> None:
-        self._wheel_in_game = False
-        self.spin = reading.spin
+        self._heard(now, "busy", reading.spin)  # state 5: the wheel goes on to state 2 by itself
         round_id = self.rounds.round_id
         if round_id is None:
             self._reject(reading, now, out, self._why_no_round(reading), subject=None)
@@ -303,10 +336,8 @@ class RouletteFlow(GameFlow):
         return f"result {number!r} (spin {reading.spin}) with no open round"
 
     def _on_game_voided(self, reading: WheelGameVoided, now: float, out: FlowOutput) -> None:
-        self.spin = reading.spin
-        self._wheel_in_game = False
-        # The wheel re-spins by itself: wait for its WheelGameStarted before asking for a game.
-        self._start_requested_at = now
+        # The wheel re-spins by itself (after the driver's *R): its WheelGameStarted opens the next round.
+        self._heard(now, "busy", reading.spin)
         if not self.rounds.in_round:
             return
         reason = reading.reason or "the wheel voided the game"
@@ -315,8 +346,7 @@ class RouletteFlow(GameFlow):
     def _on_idle(self, reading: WheelIdle, now: float, out: FlowOutput) -> None:
         if reading.state not in _IDLE_STATES:
             return  # e.g. state 7 (ball not seen in the track): a warning, the game goes on
-        self._wheel_in_game = False
-        self._wheel_closed = reading.state == _CLOSED_STATE
+        self._heard(now, "closed" if reading.state == _CLOSED_STATE else "before_game")
         if self.rounds.in_round:
             self._void(
                 now,
@@ -330,28 +360,38 @@ class RouletteFlow(GameFlow):
 
     def on_tick(self, now: float) -> FlowOutput:
         out = FlowOutput()
-        if not self._should_request_game(now):
+        if not self.settings.user_start or self.paused:
             return out
-        direction = self._next_direction()
-        out.requests.append(
-            DeviceRequest(self.settings.wheel_device, DeviceCommand("start_game", {"direction": direction}))
-        )
-        self._start_requested_at = now
+        if self.rounds.in_round:
+            if self._launch_due(now):
+                direction = self._next_direction()
+                command = DeviceCommand("start_game", {"direction": direction})
+                out.requests.append(DeviceRequest(self.settings.wheel_device, command))
+                self._launch_requested_at = now
+        elif self._wheel_waits_for_a_round(now):
+            # The wheel holds a game in state 2 that has no round (see the module docstring): adopt it.
+            self._wheel_report = "holding"
+            self._open_round(now, out)
         return out
 
-    def _should_request_game(self, now: float) -> bool:
-        settings = self.settings
-        if not settings.user_start or self.rounds.in_round or self._wheel_closed:
-            return False
-        if (
-            self._wheel_in_game
-            and self._wheel_game_seen_at is not None
-            and now - self._wheel_game_seen_at < WHEEL_GAME_STALE_SECONDS
-        ):
-            return False  # the wheel is still playing a spin we have no round for
-        if self._start_requested_at is not None:
-            return now - self._start_requested_at >= settings.start_retry_seconds
-        return self._last_round_end is None or now - self._last_round_end >= settings.round_gap_seconds
+    def _launch_due(self, now: float) -> bool:
+        """With a round open: is it time to ask the wheel to launch (again)?"""
+        if self.rounds.started or self._round_opened_at is None:
+            return False  # the wheel launched (or is past the launch): nothing to ask
+        if self._launch_requested_at is not None:
+            return now - self._launch_requested_at >= self.settings.start_retry_seconds
+        closed_early = self.rounds.phase != Phase.BETTING_OPEN  # the dealer's close_betting
+        return closed_early or now - self._round_opened_at >= self.settings.betting_seconds
+
+    def _wheel_waits_for_a_round(self, now: float) -> bool:
+        """With no round open: does the wheel hold a game in state 2 that nobody will open a round for?"""
+        report = self._wheel_report
+        if report == "holding":
+            # Its round was voided before the launch; the wheel will not move without *u.
+            voided_at = self._last_round_end
+            return voided_at is None or now - voided_at >= self.settings.round_gap_seconds
+        # Otherwise the wheel reports state 2 by itself when it gets there: never guess it.
+        return False
 
     def _next_direction(self) -> Direction:
         # Alternate from what the wheel really did last, so a re-request repeats the same direction.
@@ -368,6 +408,7 @@ class RouletteFlow(GameFlow):
         self._close_betting(now, out, reason="dealer")
         if self.rounds.started:
             self.rounds.start_play()
+        # With user_start and the ball not launched yet, the next tick asks the wheel to launch at once.
         return out
 
     def void_round(self, now: float, reason: str, by: str) -> FlowOutput:
@@ -377,9 +418,8 @@ class RouletteFlow(GameFlow):
         ball_launched = self.rounds.started
         self._void(now, out, reason, by=by, prompt="Round voided")
         if ball_launched:
-            # The wheel's *R acknowledges the void and re-spins: its WheelGameStarted answers this request.
+            # The wheel's *R acknowledges the void and re-spins: its WheelGameStarted opens the next round.
             out.requests.append(DeviceRequest(self.settings.wheel_device, DeviceCommand("restart_game")))
-            self._start_requested_at = now
         return out
 
     def on_pause(self, now: float) -> FlowOutput:
@@ -387,7 +427,7 @@ class RouletteFlow(GameFlow):
         return FlowOutput()
 
     def on_resume(self, now: float) -> FlowOutput:
-        self.paused = False
+        self.paused = False  # the runtime replays what the wheel reported meanwhile, right after this
         return FlowOutput()
 
     def public_state(self) -> dict[str, Any]:
@@ -407,11 +447,18 @@ class RouletteFlow(GameFlow):
 
     # -- helpers -------------------------------------------------------------------------------------------
 
-    def _wheel_busy(self, now: float, spin: int) -> None:
-        self.spin = spin
-        self._wheel_in_game = True
-        self._wheel_game_seen_at = now
-        self._wheel_closed = False
+    def _heard(self, now: float, report: WheelReport, spin: int | None = None) -> None:
+        if spin is not None:
+            self.spin = spin
+        self._wheel_report = report
+
+    def _open_round(self, now: float, out: FlowOutput) -> None:
+        self._ended_round = None
+        self.rounds.open(now, out, betting_seconds=None, with_shoe=False)
+        self._launch_direction = None
+        self._round_opened_at = now
+        self._launch_requested_at = None
+        self.prompt = "Place your bets"
 
     def _mark_started(self) -> None:
         if self.rounds.phase == Phase.BETTING_OPEN:
