@@ -52,6 +52,16 @@ class NewShoe(Command):
     """The dealer loaded a freshly shuffled shoe (between rounds)."""
 
 
+class DeviceAction(Command):
+    """Maintenance on one device, e.g. power the wheel up again after a technician fixed a fault.
+
+    Never automatic: a motor that starts by itself while someone's hands are in the wheel is a hazard.
+    """
+
+    device: str = Field(min_length=1, max_length=64)
+    action: Literal["power_on", "power_off", "self_test", "status"]
+
+
 class Rebirth(Command):
     """Republish everything retained (status, state, devices)."""
 
@@ -72,6 +82,7 @@ TABLE_COMMANDS: dict[str, type[Command]] = {
     "void_round": VoidRound,
     "manual_card": ManualCard,
     "new_shoe": NewShoe,
+    "device_action": DeviceAction,
 }
 BUS_COMMANDS: dict[str, type[Command]] = {
     "rebirth": Rebirth,

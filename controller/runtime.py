@@ -28,6 +28,7 @@ from controller.commands import (
     CloseBetting,
     Command,
     CommandError,
+    DeviceAction,
     ManualCard,
     NewShoe,
     Pause,
@@ -53,8 +54,17 @@ from drivers.readings import (
     DeviceStatus,
     Reading,
 )
+from drivers.session import DeviceCommand
 
 log = logging.getLogger(__name__)
+
+#: supervisor device actions -> the device command every session understands by that name
+DEVICE_ACTIONS: dict[str, DeviceCommand] = {
+    "power_on": DeviceCommand("power", {"on": True}),
+    "power_off": DeviceCommand("power", {"on": False}),
+    "self_test": DeviceCommand("self_test"),
+    "status": DeviceCommand("status"),
+}
 
 #: a pause holds at most this many readings (a wheel makes a few per minute; a shoe is locked while paused)
 MAX_HELD_READINGS = 500
@@ -232,6 +242,10 @@ class TableCore:
                     self.held.append(reading)
                 else:
                     self._apply_reading(step, reading, reading.time)
+        elif isinstance(command, DeviceAction):
+            if command.device not in self.devices:
+                raise CommandError(f"no device {command.device!r}; this table has: {', '.join(self.devices)}")
+            step.requests.append(DeviceRequest(command.device, DEVICE_ACTIONS[command.action]))
         elif isinstance(command, VoidRound):
             round_id = self.flow.rounds.round_id
             if round_id is None:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from controller.bus import TableBus
-from controller.commands import Command
+from controller.commands import Command, CommandError
 from controller.config import TableConfig
 from controller.events import Envelope
 from controller.games import make_flow
@@ -31,7 +31,7 @@ from drivers.capture import CaptureWriter
 from drivers.readings import Reading
 from drivers.registry import session_class
 from drivers.runner import DeviceRunner
-from drivers.session import DeviceSession
+from drivers.session import DeviceSession, UnknownDeviceCommand
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +116,9 @@ class TableService:
         self._stopped = asyncio.Event()
 
     # -- the one path from the core to the world ---------------------------------------------------------
-    async def _apply(self, step: Step) -> list[Envelope]:
+    async def _apply(self, step: Step, *, command: bool = False) -> list[Envelope]:
+        """Journal, publish and act on one step. With `command`, a device that cannot do what was asked
+        makes the command fail (the sender is told) instead of only being logged."""
         envelopes: list[Envelope] = []
         if step.events:
             envelopes = self.journal.append(step.events, snapshot=dump_snapshot(self.core))
@@ -135,6 +137,10 @@ class TableService:
                 continue
             try:
                 await runner.send(request.command)
+            except UnknownDeviceCommand as exc:
+                if command:
+                    raise CommandError(str(exc)) from None
+                log.error("%s", exc)
             except Exception:
                 log.exception("could not send %s to %s", request.command.name, request.device)
         return envelopes
@@ -153,7 +159,7 @@ class TableService:
         """The single entry point for validated commands (from MQTT or the panel). CommandError propagates."""
         async with self._lock:
             step, reply = self.core.on_command(command, self.clock())
-            await self._apply(step)
+            await self._apply(step, command=True)
             reply["state"] = self.public_state()
             return reply
 

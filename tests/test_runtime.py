@@ -220,3 +220,19 @@ def test_a_pause_holds_a_bounded_number_of_readings() -> None:
     step = core.on_reading(card("KD", now), now)
     assert types(step) == ["reading.rejected"]
     assert core.state()["rejected"] == {"hold limit": 1}
+
+
+def test_device_action_is_a_request_to_that_device_only() -> None:
+    core = make_core()
+    online(core)
+    step, _ = core.on_command(
+        parse_command("commands", "device_action", {"device": "shoe", "action": "status"}), 1
+    )
+    assert step.events == []
+    assert [(r.device, r.command.name) for r in step.requests] == [("shoe", "status")]
+    with pytest.raises(CommandError, match="no device 'wheel'"):
+        core.on_command(
+            parse_command("commands", "device_action", {"device": "wheel", "action": "power_on"}), 1
+        )
+    with pytest.raises(CommandError):
+        parse_command("commands", "device_action", {"device": "shoe", "action": "explode"})
