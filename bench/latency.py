@@ -1,0 +1,939 @@
+"""End-to-end latency: shoe bytes written on a pty -> the event at an MQTT subscriber on a real Mosquitto.
+
+Two systems are measured in the same run, with the same cards, the same device bytes and the same subscriber:
+
+- tablectl: the real `TableService` (shoe-line session, baccarat flow, SQLite journal in WAL mode with
+  synchronous=FULL, so every event is on disk before it is published), publishing `card.dealt` events;
+- a naive bridge as the baseline: pyserial `readline()` -> paho `publish(qos=1)`, no parsing, no journal.
+
+The benchmark itself is the shoe: it writes `CARD <seq> <code>*<CK>\\r\\n` on the master side of a
+pseudo-terminal pair (the system under test opens the slave path, as it would open /dev/ttyACM0), then waits
+for the matching message at a QoS 1 subscriber before it writes the next card. Latency is the subscriber's
+receive time minus the write time, both from `time.perf_counter_ns()` in this process.
+
+Run: `python bench/latency.py` (see bench/README.md). This is a benchmark, not a test: it asserts nothing and
+writes `bench/results/latency-<YYYYMMDD>.json`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import datetime as dt
+import json
+import logging
+import os
+import platform
+import random
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import tty
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import paho.mqtt.client as mqtt
+import serial
+from paho.mqtt.enums import CallbackAPIVersion
+
+BENCH_DIR = Path(__file__).resolve().parent
+REPO_ROOT = BENCH_DIR.parent
+if str(REPO_ROOT) not in sys.path:  # `python bench/latency.py` puts bench/, not the repo root, on the path
+    sys.path.insert(0, str(REPO_ROOT))
+
+from controller.cards import Card, full_deck  # noqa: E402
+from controller.games.baccarat import next_position  # noqa: E402
+from drivers.line.framing import FrameError, encode_line, parse_frame, seq_text  # noqa: E402
+from tests.mosquitto import MosquittoBroker, find_binary  # noqa: E402
+
+log = logging.getLogger("bench.latency")
+
+DECKS = 8
+#: the cut card comes out when this few cards are left: always enough for one more (last) round
+CUT_CARD_REMAINING = 20
+WARMUP_CARDS = 20
+HEARTBEAT_SECONDS = 1.0
+STUDIO_ID = "bench"
+TABLE_ID = "bac-bench"
+NAIVE_TOPIC = "bench/naive/shoe"
+#: the pause between rounds for the naive bridge if tablectl measured none (the service's tick interval)
+DEFAULT_ROUND_GAP_SECONDS = 0.1
+
+
+# --- what is dealt --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptedRound:
+    shoe: int
+    cards: tuple[str, ...]
+    positions: tuple[str, ...]
+    cut_card_before: bool  # the cut card comes out at the start of this round: it is the shoe's last
+
+
+def shuffled_shoe(seed: int, shoe_number: int) -> list[Card]:
+    cards = full_deck() * DECKS
+    random.Random(seed * 1_000 + shoe_number).shuffle(cards)
+    return cards
+
+
+def deal_script(seed: int, cards_wanted: int) -> list[ScriptedRound]:
+    """Whole baccarat rounds, in shoe order, until at least `cards_wanted` cards are out.
+
+    The rounds follow the punto banco drawing rules, so each round ends exactly where tablectl ends it and
+    the next card is only written once the next round is open. When fewer than CUT_CARD_REMAINING cards are
+    left, the cut card comes out and that round is the shoe's last; the next round starts a new shoe.
+    """
+    rounds: list[ScriptedRound] = []
+    total = 0
+    shoe_number = 0
+    while total < cards_wanted:
+        shoe_number += 1
+        shoe = shuffled_shoe(seed, shoe_number)
+        taken = 0
+        while total < cards_wanted:
+            last_round = len(shoe) - taken < CUT_CARD_REMAINING
+            player: list[Card] = []
+            banker: list[Card] = []
+            cards: list[str] = []
+            positions: list[str] = []
+            while (position := next_position(player, banker)) is not None:
+                card = shoe[taken]
+                taken += 1
+                (player if position == "player" else banker).append(card)
+                cards.append(card.code)
+                positions.append(position)
+            rounds.append(ScriptedRound(shoe_number, tuple(cards), tuple(positions), last_round))
+            total += len(cards)
+            if last_round:
+                break
+    return rounds
+
+
+@dataclass(frozen=True, slots=True)
+class Pacing:
+    card_timeout: float  # a card whose message has not arrived by then is counted lost
+    phase_timeout: float  # hard limit for one system's whole measurement
+    card_gap: float  # idle time between a card's arrival and the next write (0: back to back)
+
+
+# --- the device: the benchmark writes shoe lines on the master side of a pty ------------------------------
+
+
+class PtyShoe:
+    """A shoe on a pseudo-terminal: the system under test opens `path`, this writes lines on the master.
+
+    Lines from the host (ACK, LOCK/UNLOCK, STATUS?) are read, counted and answered with STATE as a shoe
+    would. Unlike a real shoe this one never retransmits: a card is written once, and cards the host never
+    acknowledged are reported instead.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.master_fd, self.slave_fd = os.openpty()
+        tty.setraw(self.slave_fd)
+        self.path = os.ttyname(self.slave_fd)
+        self.seq = 0
+        self.host_lines: dict[str, int] = {}
+        self.acked: set[str] = set()
+        self.seqs_sent: list[str] = []
+        self.state = "READY"
+        self._host_buffer = bytearray()
+        self._heartbeat_task: asyncio.Task[None] | None = None
+        self._started = time.monotonic()
+
+    def start(self) -> None:
+        os.set_blocking(self.master_fd, False)
+        self.loop.add_reader(self.master_fd, self._on_host_bytes)
+        self._heartbeat_task = self.loop.create_task(self._heartbeats())
+
+    def _on_host_bytes(self) -> None:
+        try:
+            data = os.read(self.master_fd, 4096)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:  # EIO: nobody has the slave open right now
+            return
+        self._host_buffer += data
+        *lines, rest = self._host_buffer.split(b"\n")
+        self._host_buffer = bytearray(rest)
+        for line in lines:
+            self._host_line(bytes(line.rstrip(b"\r")))
+
+    def _host_line(self, line: bytes) -> None:
+        body = parse_frame(line)
+        if isinstance(body, FrameError):
+            self._count(f"bad frame ({body.reason})")
+            return
+        name, _, argument = body.partition(" ")
+        self._count(name)
+        if name == "ACK":
+            self.acked.add(argument)
+        # answer like a real shoe, so the host sees the states it asked for (the gate opens every round)
+        elif name == "STATUS?":
+            self.write(f"STATE {self.state}")
+        elif name in ("LOCK", "UNLOCK"):
+            self.state = "LOCKED" if name == "LOCK" else "READY"
+            self.write(f"STATE {self.state}")
+
+    def _count(self, name: str) -> None:
+        self.host_lines[name] = self.host_lines.get(name, 0) + 1
+
+    async def _heartbeats(self) -> None:
+        # the driver declares the link down after 3 s without a byte: a real shoe sends HB every second
+        while True:
+            await asyncio.sleep(HEARTBEAT_SECONDS)
+            self.write(f"HB {int(time.monotonic() - self._started)}")
+
+    def write(self, body: str) -> int:
+        """Write one framed line; returns perf_counter_ns() taken just before the write."""
+        line = encode_line(body)
+        stamp = time.perf_counter_ns()
+        written = os.write(self.master_fd, line)
+        if written != len(line):  # a 20-byte write to a drained pty is never partial; say so if it ever is
+            raise OSError(f"short write on the pty master: {written} of {len(line)} bytes")
+        return stamp
+
+    def next_seq(self) -> str:
+        self.seq = (self.seq + 1) % 10_000
+        return seq_text(self.seq)
+
+    def write_card(self, code: str) -> tuple[str, int]:
+        seq = self.next_seq()
+        self.seqs_sent.append(seq)
+        return seq, self.write(f"CARD {seq} {code}")
+
+    def write_cut(self) -> tuple[str, int]:
+        seq = self.next_seq()
+        self.seqs_sent.append(seq)
+        return seq, self.write(f"CUT {seq}")
+
+    async def close(self) -> None:
+        if self._heartbeat_task is not None:
+            self._heartbeat_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._heartbeat_task
+        self.loop.remove_reader(self.master_fd)
+        os.close(self.master_fd)
+        os.close(self.slave_fd)
+
+
+# --- the broker and the subscriber -----------------------------------------------------------------------
+
+
+def mosquitto_version(binary: str) -> str:
+    try:
+        out = subprocess.run([binary, "-h"], capture_output=True, text=True, timeout=5, check=False).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    return out.splitlines()[0].strip() if out else "unknown"
+
+
+@contextlib.contextmanager
+def mosquitto(workdir: Path) -> Iterator[MosquittoBroker]:
+    """A private Mosquitto on a free loopback port (the test suite's broker helper), no persistence."""
+    binary = find_binary("mosquitto", "/usr/sbin", "/usr/local/sbin")
+    if binary is None:
+        raise SystemExit("mosquitto is not installed (Debian: apt-get install mosquitto)")
+    broker = MosquittoBroker(binary, workdir / "mosquitto", persistence=False)
+    broker.start()
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+@dataclass(slots=True)
+class Received:
+    stamp_ns: int
+    topic: str
+    payload: bytes
+
+
+class Subscriber:
+    """A paho QoS 1 subscriber in its own network thread.
+
+    The receive stamp is taken in paho's thread the moment the message is handed over, so it never waits for
+    the asyncio loop (which the system under test may be busy with); the message then goes to an asyncio
+    queue, which wakes the loop once per message and costs nothing while idle.
+    """
+
+    def __init__(self, port: int, topic: str, client_id: str) -> None:
+        self.topic = topic
+        self.port = port
+        self.loop = asyncio.get_running_loop()
+        self.messages: asyncio.Queue[Received] = asyncio.Queue()
+        self._subscribed = threading.Event()
+        self.client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=client_id, protocol=mqtt.MQTTv5)
+        self.client.on_connect = self._on_connect
+        self.client.on_subscribe = self._on_subscribe
+        self.client.on_message = self._on_message
+
+    def _on_connect(self, client: mqtt.Client, userdata: Any, flags: Any, reason: Any, props: Any) -> None:
+        client.subscribe(self.topic, qos=1)
+
+    def _on_subscribe(self, client: mqtt.Client, userdata: Any, mid: int, reasons: Any, props: Any) -> None:
+        self._subscribed.set()
+
+    def _on_message(self, client: mqtt.Client, userdata: Any, message: mqtt.MQTTMessage) -> None:
+        # the stamp is the first thing taken: everything after it is the benchmark's own bookkeeping
+        stamp = time.perf_counter_ns()
+        self.loop.call_soon_threadsafe(
+            self.messages.put_nowait, Received(stamp, message.topic, bytes(message.payload))
+        )
+
+    async def __aenter__(self) -> Subscriber:
+        self.client.connect("127.0.0.1", self.port)
+        self.client.loop_start()
+        if not await asyncio.to_thread(self._subscribed.wait, 10):
+            raise RuntimeError(f"no SUBACK for {self.topic} within 10 s")
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.client.disconnect()
+        self.client.loop_stop()
+
+    async def get(self, deadline: float) -> Received | None:
+        """The next message, or None at the deadline (time.monotonic())."""
+        remaining = deadline - time.monotonic()
+        if self.messages.empty() and remaining <= 0:
+            return None
+        try:
+            return await asyncio.wait_for(self.messages.get(), max(remaining, 0))
+        except TimeoutError:
+            return None
+
+
+# --- results -------------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class PhaseResult:
+    name: str
+    latencies_ns: list[int] = field(default_factory=list)  # every card that arrived, warm-up included
+    cards_written: int = 0
+    lost: int = 0
+    rejected: int = 0
+    position_mismatches: int = 0
+    notes: list[str] = field(default_factory=list)
+    round_gaps_ns: list[int] = field(default_factory=list)
+    host_lines: dict[str, int] = field(default_factory=dict)
+    error: str | None = None
+    seconds: float = 0.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def measured(self, warmup: int) -> list[int]:
+        return self.latencies_ns[warmup:]
+
+
+def percentile(sorted_values: list[int], fraction: float) -> float:
+    """Nearest-rank percentile (an actual observed value, no interpolation)."""
+    if not sorted_values:
+        return float("nan")
+    rank = max(1, -(-round(fraction * 1_000_000) * len(sorted_values) // 1_000_000))
+    return float(sorted_values[min(rank, len(sorted_values)) - 1])
+
+
+def summarise(values_ns: list[int]) -> dict[str, float | int]:
+    ordered = sorted(values_ns)
+    ms = 1e6
+    if not ordered:
+        return {"count": 0}
+    return {
+        "count": len(ordered),
+        "p50_ms": round(percentile(ordered, 0.50) / ms, 3),
+        "p90_ms": round(percentile(ordered, 0.90) / ms, 3),
+        "p99_ms": round(percentile(ordered, 0.99) / ms, 3),
+        "max_ms": round(ordered[-1] / ms, 3),
+        "mean_ms": round(sum(ordered) / len(ordered) / ms, 3),
+        "min_ms": round(ordered[0] / ms, 3),
+    }
+
+
+# --- phase 1: tablectl --------------------------------------------------------------------------------
+
+
+class EventStream:
+    """tablectl's events as the subscriber saw them, with just enough state to pace the dealing."""
+
+    def __init__(self, subscriber: Subscriber) -> None:
+        self.subscriber = subscriber
+        self.open_rounds: dict[str, int] = {}  # round id -> receive stamp of its round.opened
+        self.closed_rounds: set[str] = set()
+        self.counts: dict[str, int] = {}
+        self.device_online = False
+        self.shoes_started = 0
+        self.cut_cards = 0
+        self.last_opened: str | None = None
+
+    def current_round(self) -> str | None:
+        for round_id in reversed(list(self.open_rounds)):
+            if round_id not in self.closed_rounds:
+                return round_id
+        return None
+
+    def _note(self, envelope: dict[str, Any], stamp: int) -> None:
+        kind = envelope.get("type", "?")
+        self.counts[kind] = self.counts.get(kind, 0) + 1
+        data = envelope.get("data", {})
+        if kind == "round.opened":
+            self.open_rounds[data["round_id"]] = stamp
+            self.last_opened = data["round_id"]
+        elif kind in ("round.closed", "round.voided"):
+            self.closed_rounds.add(data["round_id"])
+        elif kind == "device.online":
+            self.device_online = True
+        elif kind in ("device.offline", "device.fault"):
+            self.device_online = False
+        elif kind == "shoe.started":
+            self.shoes_started += 1
+        elif kind == "shoe.cut_card":
+            self.cut_cards += 1
+
+    async def until(
+        self, deadline: float, wanted: Callable[[dict[str, Any]], bool] | None = None
+    ) -> tuple[dict[str, Any], int] | None:
+        """Consume events until `wanted(envelope)` (returned with its receive stamp), or None at the deadline.
+
+        With `wanted=None`, consume whatever arrives until the deadline (state only).
+        """
+        while True:
+            message = await self.subscriber.get(deadline)
+            if message is None:
+                return None
+            try:
+                envelope = json.loads(message.payload)
+            except ValueError:
+                log.warning("non-JSON message on %s", message.topic)
+                continue
+            self._note(envelope, message.stamp_ns)
+            if wanted is not None and wanted(envelope):
+                return envelope, message.stamp_ns
+
+    async def wait_state(self, deadline: float, condition: Callable[[], bool]) -> bool:
+        while not condition():
+            if await self.until(deadline, lambda _envelope: condition()) is None:
+                return condition()
+        return True
+
+
+def tablectl_config(port: int, pty_path: str, data_dir: Path) -> dict[str, Any]:
+    return {
+        "table": {
+            "studio_id": STUDIO_ID,
+            "table_id": TABLE_ID,
+            "game": "baccarat",
+            "data_dir": str(data_dir),
+        },
+        "broker": {"url": f"mqtt://127.0.0.1:{port}", "protocol": "5"},
+        "devices": {"shoe": {"protocol": "shoe-line", "port": pty_path}},
+        "game": {"betting_closes_on_first_card": True, "round_gap_seconds": 0, "decks": DECKS},
+    }
+
+
+def journal_settings(service: Any) -> dict[str, Any]:
+    """Read back what the journal connection really runs with (the point of the 'durable' claim)."""
+    settings: dict[str, Any] = {"file": Path(service.journal_path).name}  # the scratch dir is deleted anyway
+    connection = getattr(service.journal, "_db", None)
+    if isinstance(connection, sqlite3.Connection):
+        settings["journal_mode"] = connection.execute("PRAGMA journal_mode").fetchone()[0]
+        synchronous = connection.execute("PRAGMA synchronous").fetchone()[0]
+        settings["synchronous"] = {0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}.get(synchronous, synchronous)
+    settings["last_sequence"] = service.journal.last_sequence
+    # the service stores a snapshot of the table with every commit: its size is part of each commit's cost
+    settings["snapshot_bytes"] = len(service.journal.snapshot() or b"")
+    return settings
+
+
+async def run_tablectl(
+    script: list[ScriptedRound], broker_port: int, data_dir: Path, pacing: Pacing
+) -> PhaseResult:
+    from controller.config import config_from_dict
+    from controller.service import TableService
+
+    result = PhaseResult("tablectl")
+    loop = asyncio.get_running_loop()
+    shoe = PtyShoe(loop)
+    config = config_from_dict(tablectl_config(broker_port, shoe.path, data_dir), environ={}, source="bench")
+    service = TableService(config)
+    root = config.topic_root
+    phase_deadline = time.monotonic() + pacing.phase_timeout
+    started = time.monotonic()
+    async with Subscriber(broker_port, f"{root}/events/#", "bench-tablectl-subscriber") as subscriber:
+        events = EventStream(subscriber)
+        shoe.start()
+        runner = asyncio.create_task(service.run(), name="tablectl")
+        try:
+            # a real shoe says HELLO on power-up; repeat it until the service has the port open and heard it
+            for _attempt in range(10):
+                shoe.write("HELLO BENCH 1.0 0001")
+                if await events.wait_state(time.monotonic() + 1.0, lambda: events.device_online):
+                    break
+                if runner.done():
+                    break
+            if not events.device_online:
+                raise RuntimeError("the shoe never came online at tablectl (no device.online event in 10 s)")
+            result.extra["journal"] = journal_settings(service)
+            previous_round: str | None = None
+            last_card_stamp: int | None = None
+            for scripted in script:
+                if time.monotonic() > phase_deadline:
+                    result.error = f"phase deadline of {pacing.phase_timeout:.0f} s reached"
+                    break
+                if runner.done():
+                    break
+                # a card is written only into an open round: betting closes on the first card
+                opened = await events.wait_state(
+                    time.monotonic() + pacing.card_timeout,
+                    lambda: events.current_round() not in (None, previous_round),  # noqa: B023
+                )
+                round_id = events.current_round()
+                if not opened or round_id is None:
+                    raise RuntimeError(
+                        f"no new round opened within {pacing.card_timeout} s after {previous_round}"
+                    )
+                if last_card_stamp is not None:
+                    result.round_gaps_ns.append(events.open_rounds[round_id] - last_card_stamp)
+                previous_round = round_id
+                if scripted.cut_card_before:
+                    cut_seen = events.cut_cards
+                    shoe.write_cut()
+                    if not await events.wait_state(
+                        time.monotonic() + pacing.card_timeout,
+                        lambda: events.cut_cards > cut_seen,  # noqa: B023
+                    ):
+                        result.notes.append(f"no shoe.cut_card event in round {round_id}")
+                for index, (code, position) in enumerate(
+                    zip(scripted.cards, scripted.positions, strict=True)
+                ):
+                    if pacing.card_gap and index:
+                        await events.until(time.monotonic() + pacing.card_gap)
+                    outcome = await deal_one(shoe, events, code, pacing.card_timeout)
+                    result.cards_written += 1
+                    if outcome is None:
+                        result.lost += 1
+                        continue
+                    envelope, latency, stamp = outcome
+                    if envelope["type"] != "card.dealt":
+                        result.rejected += 1
+                        result.notes.append(f"{envelope['type']}: {envelope['data'].get('reason')}")
+                        continue
+                    if envelope["data"].get("position") != position:
+                        result.position_mismatches += 1
+                    result.latencies_ns.append(latency)
+                    last_card_stamp = stamp
+            # let the last round's events land so the counts are complete
+            await events.until(time.monotonic() + 0.3)
+            result.extra["journal"] = journal_settings(service)
+        except RuntimeError as exc:  # the phase cannot go on; what was measured so far is still reported
+            result.error = str(exc)
+        finally:
+            service.stop()
+            try:
+                await asyncio.wait_for(runner, 10)
+            except Exception as exc:  # the report says how the service ended; the benchmark still reports
+                result.error = result.error or f"tablectl ended with {type(exc).__name__}: {exc}"
+            await shoe.close()
+        crashed = runner.done() and not runner.cancelled() and runner.exception() is not None
+        if crashed and result.error is None:
+            result.error = f"tablectl stopped: {runner.exception()!r}"
+        result.extra["event_counts"] = dict(sorted(events.counts.items()))
+        result.extra["shoes_started"] = events.shoes_started
+    result.host_lines = dict(shoe.host_lines)
+    result.extra["seqs_never_acked"] = [seq for seq in shoe.seqs_sent if seq not in shoe.acked]
+    result.seconds = time.monotonic() - started
+    return result
+
+
+async def deal_one(
+    shoe: PtyShoe, events: EventStream, code: str, card_timeout: float
+) -> tuple[dict[str, Any], int, int] | None:
+    """Write one card and wait for its card.dealt (or its rejection). None if nothing came in time."""
+    seq, written = shoe.write_card(code)
+
+    def answers_this_card(envelope: dict[str, Any]) -> bool:
+        data = envelope.get("data", {})
+        kind = envelope.get("type")
+        if kind == "card.dealt":
+            # the raw device line names the seq: an earlier copy of the same card code cannot match
+            return bool(data.get("card") == code and f"CARD {seq} {code}" in str(data.get("raw", "")))
+        if kind == "card.rejected":
+            return bool(data.get("card") == code)
+        return kind == "reading.rejected" and seq in str(data.get("raw", ""))
+
+    found = await events.until(time.monotonic() + card_timeout, answers_this_card)
+    if found is None:
+        return None
+    envelope, stamp = found
+    return envelope, stamp - written, stamp
+
+
+# --- phase 2: the naive bridge ---------------------------------------------------------------------------
+
+
+class NaiveBridge(threading.Thread):
+    """The baseline: what anyone would write first. readline() -> publish(qos=1); no parsing, no journal."""
+
+    def __init__(self, pty_path: str, broker_port: int) -> None:
+        super().__init__(name="naive-bridge", daemon=True)
+        self.pty_path = pty_path
+        self.port = serial.Serial(pty_path, 115200, timeout=0.2)
+        self.client = mqtt.Client(
+            CallbackAPIVersion.VERSION2, client_id="bench-naive-bridge", protocol=mqtt.MQTTv5
+        )
+        self.client.connect("127.0.0.1", broker_port)
+        self.client.loop_start()
+        self.published = 0
+        self._stopping = threading.Event()
+
+    def run(self) -> None:
+        while not self._stopping.is_set():
+            line = self.port.readline()
+            if line:
+                self.client.publish(NAIVE_TOPIC, line, qos=1)
+                self.published += 1
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self.join(5)
+        self.port.close()
+        self.client.disconnect()
+        self.client.loop_stop()
+
+
+async def run_naive(
+    script: list[ScriptedRound], broker_port: int, round_gap: float, pacing: Pacing
+) -> PhaseResult:
+    result = PhaseResult("naive bridge")
+    result.extra["round_gap_seconds"] = round(round_gap, 4)
+    loop = asyncio.get_running_loop()
+    shoe = PtyShoe(loop)
+    phase_deadline = time.monotonic() + pacing.phase_timeout
+    started = time.monotonic()
+    async with Subscriber(broker_port, NAIVE_TOPIC, "bench-naive-subscriber") as subscriber:
+        bridge = NaiveBridge(shoe.path, broker_port)
+        bridge.start()
+        shoe.start()
+        try:
+            shoe.write("HELLO BENCH 1.0 0001")
+
+            async def wait_line(prefix: bytes) -> Received | None:
+                deadline = time.monotonic() + pacing.card_timeout
+                while (message := await subscriber.get(deadline)) is not None:
+                    if message.payload.startswith(prefix):
+                        return message
+                return None
+
+            for number, scripted in enumerate(script):
+                if time.monotonic() > phase_deadline:
+                    result.error = f"phase deadline of {pacing.phase_timeout:.0f} s reached"
+                    break
+                if number:  # tablectl opens the next round on a later tick; give the bridge the same rhythm
+                    await asyncio.sleep(round_gap)
+                if scripted.cut_card_before:
+                    seq, _ = shoe.write_cut()
+                    if await wait_line(f"CUT {seq}".encode()) is None:
+                        result.notes.append(f"CUT {seq} never arrived")
+                for index, code in enumerate(scripted.cards):
+                    if pacing.card_gap and index:
+                        await asyncio.sleep(pacing.card_gap)
+                    seq, written = shoe.write_card(code)
+                    result.cards_written += 1
+                    message = await wait_line(f"CARD {seq} {code}".encode())
+                    if message is None:
+                        result.lost += 1
+                        continue
+                    result.latencies_ns.append(message.stamp_ns - written)
+        finally:
+            bridge.stop()
+            await shoe.close()
+    result.extra["published"] = bridge.published
+    result.host_lines = dict(shoe.host_lines)
+    result.seconds = time.monotonic() - started
+    return result
+
+
+# --- the machine and the report ------------------------------------------------------------------------
+
+
+def cpu_model() -> str:
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or "unknown"
+
+
+def os_name() -> str:
+    with contextlib.suppress(OSError):
+        for line in Path("/etc/os-release").read_text(encoding="utf-8").splitlines():
+            if line.startswith("PRETTY_NAME="):
+                return line.split("=", 1)[1].strip().strip('"')
+    return platform.platform()
+
+
+def filesystem_of(path: Path) -> str:
+    """The filesystem type holding `path` (from /proc/self/mountinfo: the longest mount point prefix)."""
+    best, fstype = "", "unknown"
+    resolved = str(path.resolve())
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/mountinfo").read_text(encoding="utf-8").splitlines():
+            before, _, after = line.partition(" - ")
+            mount_point = before.split()[4]
+            inside = resolved == mount_point or resolved.startswith(mount_point.rstrip("/") + "/")
+            if inside and len(mount_point) >= len(best):
+                best, fstype = mount_point, after.split()[0]
+    return fstype
+
+
+def git_commit() -> str | None:
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=5, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return f"{head}{' (with uncommitted changes)' if dirty else ''}"
+
+
+def machine_info(broker_binary: str) -> dict[str, Any]:
+    return {
+        "cpu": cpu_model(),
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "os": os_name(),
+        "kernel": platform.release(),
+        "mosquitto": mosquitto_version(broker_binary),
+        "sqlite": sqlite3.sqlite_version,
+        "paho_mqtt": getattr(mqtt, "__version__", None) or _package_version("paho-mqtt"),
+        "pyserial": serial.__version__,
+    }
+
+
+def _package_version(name: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def markdown_table(phases: list[tuple[str, PhaseResult]], warmup: int) -> str:
+    rows = [
+        "| system | cards measured | p50 ms | p90 ms | p99 ms | max ms | mean ms | lost | rejected |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for label, phase in phases:
+        stats = summarise(phase.measured(warmup))
+        if not stats.get("count"):
+            rows.append(f"| {label} | 0 | – | – | – | – | – | {phase.lost} | {phase.rejected} |")
+            continue
+        rows.append(
+            f"| {label} | {stats['count']} | {stats['p50_ms']:.2f} | {stats['p90_ms']:.2f} | "
+            f"{stats['p99_ms']:.2f} | {stats['max_ms']:.2f} | {stats['mean_ms']:.2f} | {phase.lost} | "
+            f"{phase.rejected} |"
+        )
+    return "\n".join(rows)
+
+
+def phase_report(phase: PhaseResult, warmup: int) -> dict[str, Any]:
+    return {
+        "cards_written": phase.cards_written,
+        "cards_received": len(phase.latencies_ns),
+        "warmup_excluded": min(warmup, len(phase.latencies_ns)),
+        "latency": summarise(phase.measured(warmup)),
+        "lost": phase.lost,
+        "rejected": phase.rejected,
+        "position_mismatches": phase.position_mismatches,
+        "round_gap_median_ms": round(sorted(phase.round_gaps_ns)[len(phase.round_gaps_ns) // 2] / 1e6, 3)
+        if phase.round_gaps_ns
+        else None,
+        "host_lines_on_the_pty": phase.host_lines,
+        "seconds": round(phase.seconds, 2),
+        "error": phase.error,
+        "notes": phase.notes[:20],
+        **phase.extra,
+        "samples_us": [round(value / 1e3) for value in phase.latencies_ns],
+    }
+
+
+def fsync_probe(directory: Path, rounds: int = 200) -> dict[str, float | int]:
+    """What one durable append costs on this disk (append 100 bytes + fdatasync), for reading the results:
+    every tablectl journal commit pays at least this once."""
+    path = directory / "fsync-probe"
+    samples: list[int] = []
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        for _ in range(rounds):
+            start = time.perf_counter_ns()
+            os.write(fd, b"x" * 100)
+            os.fdatasync(fd)
+            samples.append(time.perf_counter_ns() - start)
+    finally:
+        os.close(fd)
+        path.unlink()
+    return summarise(samples)
+
+
+def load_average() -> list[float]:
+    # other work on the machine shows in the numbers: record how busy it was
+    return [round(value, 2) for value in os.getloadavg()]
+
+
+@contextlib.contextmanager
+def scratch_dir(requested: Path | None) -> Iterator[Path]:
+    """Where the journal goes: a real disk, never tmpfs (an fsync on RAM would make 'durable' meaningless)."""
+    if requested is not None:
+        requested.mkdir(parents=True, exist_ok=True)
+        path = Path(tempfile.mkdtemp(prefix="tablectl-bench-", dir=requested))
+    else:
+        parent = Path(tempfile.gettempdir())
+        if filesystem_of(parent) in ("tmpfs", "ramfs"):
+            parent = BENCH_DIR / ".scratch"
+            parent.mkdir(exist_ok=True)
+        path = Path(tempfile.mkdtemp(prefix="tablectl-bench-", dir=parent))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+async def run(args: argparse.Namespace) -> int:
+    script = deal_script(args.seed, args.cards)
+    cards_scripted = sum(len(r.cards) for r in script)
+    started_at = dt.datetime.now(dt.UTC)
+    pacing = Pacing(args.card_timeout, args.phase_timeout, args.card_gap)
+    with scratch_dir(args.data_dir) as workdir, mosquitto(workdir) as broker:
+        data_dir = workdir / "tablectl-data"
+        fstype = filesystem_of(workdir)
+        if fstype in ("tmpfs", "ramfs"):
+            print(f"warning: the journal is on {fstype}: its fsync does not reach a disk", file=sys.stderr)
+        print(
+            f"{cards_scripted} cards in {len(script)} rounds (seed {args.seed}); "
+            f"Mosquitto on 127.0.0.1:{broker.port}; journal on {fstype}",
+            file=sys.stderr,
+        )
+        fsync = fsync_probe(workdir)
+        print(f"append + fdatasync: p50 {fsync['p50_ms']} ms, p99 {fsync['p99_ms']} ms", file=sys.stderr)
+        loads = {"start": load_average()}
+        tablectl = await run_tablectl(script, broker.port, data_dir, pacing)
+        loads["after_tablectl"] = load_average()
+        print(f"tablectl: {len(tablectl.latencies_ns)} cards in {tablectl.seconds:.1f} s", file=sys.stderr)
+        gaps = sorted(tablectl.round_gaps_ns)
+        round_gap = gaps[len(gaps) // 2] / 1e9 if gaps else DEFAULT_ROUND_GAP_SECONDS
+        naive = await run_naive(script, broker.port, round_gap, pacing)
+        loads["after_naive_bridge"] = load_average()
+        print(f"naive bridge: {len(naive.latencies_ns)} cards in {naive.seconds:.1f} s", file=sys.stderr)
+        machine = machine_info(broker.binary)
+    journal = tablectl.extra.get("journal", {})
+    durable = journal.get("journal_mode") == "wal" and journal.get("synchronous") == "FULL"
+    phases = [
+        (f"tablectl (SQLite WAL, synchronous={journal.get('synchronous', '?')}, on {fstype})", tablectl),
+        ("naive bridge (readline → publish, no journal)", naive),
+    ]
+    table = markdown_table(phases, args.warmup)
+    report = {
+        "benchmark": "end-to-end latency: shoe line written on the pty -> MQTT message at a QoS 1 subscriber",
+        "date_utc": started_at.isoformat(timespec="seconds").replace("+00:00", "Z"),
+        "git_commit": git_commit(),
+        "machine": machine,
+        "settings": {
+            "cards": args.cards,
+            "cards_scripted": cards_scripted,
+            "rounds": len(script),
+            "seed": args.seed,
+            "warmup_cards": args.warmup,
+            "card_timeout_s": args.card_timeout,
+            "card_gap_s": args.card_gap,
+            "broker": "mosquitto on 127.0.0.1 (loopback), persistence off; MQTT 5 clients, QoS 1",
+            "journal_filesystem": fstype,
+            "journal_durable": durable,
+        },
+        "disk_append_fdatasync": fsync,
+        "load_average_1_5_15_min": loads,
+        "tablectl": phase_report(tablectl, args.warmup),
+        "naive_bridge": phase_report(naive, args.warmup),
+        "markdown": table,
+    }
+    output = args.output or BENCH_DIR / "results" / f"latency-{started_at:%Y%m%d}.json"
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+
+    print()
+    print(table)
+    print()
+    print(
+        f"Journal: {'durable' if durable else 'NOT durable'} (journal_mode={journal.get('journal_mode')}, "
+        f"synchronous={journal.get('synchronous')}, filesystem {fstype}); first {args.warmup} cards of each "
+        "system excluded as warm-up."
+    )
+    print(
+        f"Machine: {machine['cpu']}, {machine['cores']} cores, Python {machine['python']}, {machine['os']}, "
+        f"{machine['mosquitto']}"
+    )
+    print(
+        f"Disk: append + fdatasync p50 {fsync['p50_ms']} ms, p99 {fsync['p99_ms']} ms. "
+        f"Load average (1 min): {loads['start'][0]} at start, {loads['after_tablectl'][0]} after tablectl, "
+        f"{loads['after_naive_bridge'][0]} after the naive bridge."
+    )
+    print(f"Date: {report['date_utc']}; commit: {report['git_commit']}")
+    print(f"Written: {output}")
+    problems = [
+        f"{name}: {phase.error}" for name, phase in (("tablectl", tablectl), ("naive", naive)) if phase.error
+    ]
+    problems += [
+        f"{name}: {phase.lost} lost, {phase.rejected} rejected, {phase.position_mismatches} misplaced"
+        for name, phase in (("tablectl", tablectl), ("naive", naive))
+        if phase.lost or phase.rejected or phase.position_mismatches
+    ]
+    for problem in problems:
+        print(f"problem: {problem}", file=sys.stderr)
+    short = min(len(tablectl.latencies_ns), len(naive.latencies_ns)) < args.cards
+    return 1 if problems or short else 0
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--cards", type=int, default=1200, help="cards per system, at least (default 1200)")
+    parser.add_argument("--seed", type=int, default=1, help="shuffle seed (default 1)")
+    parser.add_argument("--warmup", type=int, default=WARMUP_CARDS, help="first cards excluded (default 20)")
+    parser.add_argument("--card-timeout", type=float, default=5.0, help="a card not seen by then is lost (s)")
+    parser.add_argument("--phase-timeout", type=float, default=80.0, help="hard limit per system (s)")
+    parser.add_argument(
+        "--card-gap", type=float, default=0.0, help="idle seconds between a card's arrival and the next card"
+    )
+    parser.add_argument("--data-dir", type=Path, default=None, help="parent of the scratch dir (a real disk)")
+    parser.add_argument("--output", type=Path, default=None, help="JSON result path")
+    parser.add_argument("-v", "--verbose", action="store_true")
+    args = parser.parse_args(argv)
+    if args.cards < 1:
+        parser.error("--cards must be positive")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
+    )
+    return asyncio.run(run(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
