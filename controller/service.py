@@ -40,6 +40,7 @@ SNAPSHOT_VERSION = 1
 DEFAULT_BAUDRATE = {"cammegh-ss2": 9600}
 
 EnvelopeListener = Callable[[Envelope], None]
+StateListener = Callable[[dict[str, Any]], None]
 
 
 def build_core(config: TableConfig) -> TableCore:
@@ -92,7 +93,10 @@ class TableService:
         restored = load_snapshot(self.journal.snapshot())
         self.core = restored if restored is not None else build_core(config)
         self.restored = restored is not None
+        #: called with each journaled envelope, in order (the demo, the panel)
         self.listeners: list[EnvelopeListener] = []
+        #: called with the new public state whenever it changed (the panel pushes it to the dealer's screen)
+        self.state_listeners: list[StateListener] = []
         self.bus = TableBus(
             config.broker,
             root=config.topic_root,
@@ -127,7 +131,7 @@ class TableService:
                 for listener in self.listeners:
                     listener(envelope)
         if step.events or step.devices_changed:
-            self.bus.set_state(self.public_state())
+            self._publish_state()
         for name in step.devices_changed:
             self.bus.set_device(name, self.core.devices[name].public())
         for request in step.requests:
@@ -144,6 +148,12 @@ class TableService:
             except Exception:
                 log.exception("could not send %s to %s", request.command.name, request.device)
         return envelopes
+
+    def _publish_state(self) -> None:
+        state = self.public_state()
+        self.bus.set_state(state)
+        for listener in self.state_listeners:
+            listener(state)
 
     def public_state(self) -> dict[str, Any]:
         state = self.core.state()
@@ -181,7 +191,7 @@ class TableService:
         )
         if self.restored:
             await self._apply(self.core.recovered(self.clock()))
-        self.bus.set_state(self.public_state())
+        self._publish_state()
         for name in self.core.devices:
             self.bus.set_device(name, self.core.devices[name].public())
         try:
