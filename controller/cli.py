@@ -62,6 +62,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from controller.demo import run_demo
 
+    if args.rounds < 0:
+        raise OperatorError("--rounds must be 0 (run until Ctrl-C) or more")
     return asyncio.run(
         run_demo(
             args.game,
@@ -115,7 +117,9 @@ def build_parser() -> argparse.ArgumentParser:
         "demo", help="a whole simulated table: simulator on a pty, service, broker, virtual dealer"
     )
     p.add_argument("--game", choices=sorted(GAMES), default="baccarat")
-    p.add_argument("--rounds", type=int, default=3, help="stop after this many rounds (closed or voided)")
+    p.add_argument(
+        "--rounds", type=int, default=3, help="stop after N rounds (closed or voided); 0: until Ctrl-C"
+    )
     p.add_argument("--json", action="store_true", help="print each event envelope exactly as published")
     p.add_argument("--mqtt-url", help="use this broker instead of the embedded one (mqtt://host:port)")
     p.add_argument("--seed", type=int, default=7, help="shuffle / wheel seed")

@@ -177,24 +177,33 @@ async def run_demo(
                         )
                     if envelope["type"] in ("round.closed", "round.voided"):
                         closed += 1
-                        if closed >= rounds:
+                        if rounds and closed >= rounds:
                             done.set()
                             return
 
         subscribed = asyncio.Event()
+        watcher = asyncio.create_task(watch())
+        runner: asyncio.Task[None] | None = None
+        dealing: asyncio.Task[None] | None = None
         try:
-            watcher = asyncio.create_task(watch())
             await asyncio.wait_for(subscribed.wait(), 10)
             runner = asyncio.create_task(service.run())
             dealing = asyncio.create_task(dealer.run())
             await asyncio.wait({watcher, runner}, return_when=asyncio.FIRST_COMPLETED)
             if runner.done() and runner.exception() is not None:
                 raise runner.exception()  # type: ignore[misc]
-            service.stop()
-            dealing.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await asyncio.wait_for(runner, 10)
         finally:
+            # stop in dependency order, also on Ctrl-C: the service first (it says offline on the broker),
+            # then the watcher and the dealer, then the simulated device and the broker they talk to
+            service.stop()
+            if runner is not None:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await asyncio.wait_for(runner, 10)
+            for task in (dealing, watcher):
+                if task is not None:
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError, Exception):
+                        await task
             await simulator.stop()
             if broker is not None:
                 with contextlib.suppress(Exception):

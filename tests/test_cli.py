@@ -72,3 +72,33 @@ def test_replay_missing_capture(tmp_path: Path) -> None:
 def test_unknown_protocol_on_replay_is_a_usage_error() -> None:
     result = tablectl("replay", "--game", "baccarat", "--protocol", "nope", "x")
     assert result.returncode == 2 and "invalid choice" in result.stderr
+
+
+def test_replay_takes_the_table_settings_from_a_config(tmp_path: Path) -> None:
+    capture = tmp_path / "shoe.bin"
+    capture.write_bytes(b"HELLO SIM 1 1*00\r\n")  # a bad checksum: counted, nothing else happens
+    result = tablectl(
+        "replay",
+        "--game",
+        "baccarat",
+        "--protocol",
+        "shoe-line",
+        "--config",
+        str(ROOT / "examples" / "baccarat.toml"),
+        str(capture),
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == ""
+    capture.write_bytes(b"CARD 0001 AS*07\r\n")
+    result = tablectl(
+        "replay",
+        "--game",
+        "baccarat",
+        "--protocol",
+        "shoe-line",
+        "--config",
+        str(ROOT / "examples" / "baccarat.toml"),
+        str(capture),
+    )
+    sources = {line.split('"source":"')[1].split('"')[0] for line in result.stdout.splitlines()}
+    assert sources == {"studio/lisbon-1/table/bac-01"}
