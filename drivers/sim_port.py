@@ -16,7 +16,7 @@ import os
 import time
 import tty
 from collections.abc import Callable
-from typing import Protocol
+from typing import Protocol, Self
 
 log = logging.getLogger(__name__)
 
@@ -305,3 +305,47 @@ class SimulatedPort:
             writer.close()
             if task is not None:
                 self._client_tasks.discard(task)
+
+
+class PortedSimulator:
+    """What every device simulator offers besides its device's own actions: the port it is served on.
+
+    Subclasses set `self.port` (a `SimulatedPort` around their pure device core) and add the dealer's or
+    the machine's actions (draw a card, inject a fault...).
+    """
+
+    port: SimulatedPort
+
+    @property
+    def url(self) -> str:
+        return self.port.url
+
+    async def start_pty(self, link_path: str | None = None) -> str:
+        return await self.port.start_pty(link_path)
+
+    async def start_tcp(self, host: str = "127.0.0.1", port: int = 0) -> str:
+        return await self.port.start_tcp(host, port)
+
+    async def unplug(self) -> None:
+        await self.port.unplug()
+
+    async def replug(self) -> None:
+        await self.port.replug()
+
+    def silence(self, on: bool) -> None:
+        self.port.silence(on)
+
+    def inject(self, data: bytes) -> None:
+        self.port.inject(data)
+
+    def pump(self) -> None:
+        self.port.pump()
+
+    async def stop(self) -> None:
+        await self.port.stop()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.stop()

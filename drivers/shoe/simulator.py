@@ -42,7 +42,7 @@ from drivers.shoe.protocol import (
     Unlock,
     parse_host_message,
 )
-from drivers.sim_port import SimulatedPort
+from drivers.sim_port import PortedSimulator, SimulatedPort
 
 RETRANSMIT_S = 0.25
 HEARTBEAT_S = 1.0
@@ -331,7 +331,7 @@ class LineFaultInjector:
         return pieces
 
 
-class ShoeSimulator:
+class ShoeSimulator(PortedSimulator):
     """A `ShoeDevice` served on a pty or TCP port; dealer actions use the port's clock."""
 
     def __init__(
@@ -360,38 +360,6 @@ class ShoeSimulator:
         )
         self.clock = clock
         self.port = SimulatedPort(self.device, clock=clock, poll_interval=poll_interval)
-
-    # -- port ----------------------------------------------------------------------------------------------
-    @property
-    def url(self) -> str:
-        return self.port.url
-
-    async def start_pty(self, link_path: str | None = None) -> str:
-        return await self.port.start_pty(link_path)
-
-    async def start_tcp(self, host: str = "127.0.0.1", port: int = 0) -> str:
-        return await self.port.start_tcp(host, port)
-
-    async def unplug(self) -> None:
-        await self.port.unplug()
-
-    async def replug(self) -> None:
-        await self.port.replug()
-
-    def silence(self, on: bool) -> None:
-        self.port.silence(on)
-
-    def inject(self, data: bytes) -> None:
-        self.port.inject(data)
-
-    async def stop(self) -> None:
-        await self.port.stop()
-
-    async def __aenter__(self) -> ShoeSimulator:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.stop()
 
     # -- dealer ------------------------------------------------------------------------------------------
     def draw(self) -> bool:

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from drivers.sim_port import SimulatedPort
+from drivers.sim_port import PortedSimulator, SimulatedPort
 from drivers.wheel.protocol import (
     ARCADE_AUTOMATIC_MODE,
     Direction,
@@ -669,7 +669,7 @@ class WheelDevice:
         self.rpm = max(0.0, self.rpm)
 
 
-class WheelSimulator:
+class WheelSimulator(PortedSimulator):
     """A `WheelDevice` served on a pseudo-terminal (or TCP), for the demo and end-to-end tests."""
 
     def __init__(
@@ -682,31 +682,3 @@ class WheelSimulator:
     ) -> None:
         self.device = WheelDevice(seed=seed, speed=speed, **device_options)
         self.port = SimulatedPort(self.device, clock=clock)
-
-    @property
-    def url(self) -> str:
-        return self.port.url
-
-    async def start_pty(self, link_path: str | None = None) -> str:
-        return await self.port.start_pty(link_path)
-
-    async def start_tcp(self, host: str = "127.0.0.1", port: int = 0) -> str:
-        return await self.port.start_tcp(host, port)
-
-    async def unplug(self) -> None:
-        await self.port.unplug()
-
-    async def replug(self) -> None:
-        await self.port.replug()
-
-    def silence(self, on: bool) -> None:
-        self.port.silence(on)
-
-    def inject(self, data: bytes) -> None:
-        self.port.inject(data)
-
-    def pump(self) -> None:
-        self.port.pump()
-
-    async def stop(self) -> None:
-        await self.port.stop()
