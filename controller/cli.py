@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import signal
+import sqlite3
 import sys
 
 from controller import __version__
@@ -42,11 +43,19 @@ def check_ports(config: object) -> None:
 
 async def _run_service(config_path: str) -> int:
     from controller.config import load_config
+    from controller.journal import JournalError
     from controller.service import TableService
 
     config = load_config(config_path)
     check_ports(config)
-    service = TableService(config)
+    try:
+        service = TableService(config)
+    except JournalError as exc:
+        raise OperatorError(str(exc)) from None
+    except (OSError, sqlite3.Error) as exc:
+        raise OperatorError(
+            f"table.data_dir {config.table.data_dir}: cannot keep the journal there: {exc}"
+        ) from None
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError):

@@ -102,3 +102,13 @@ def test_replay_takes_the_table_settings_from_a_config(tmp_path: Path) -> None:
     )
     sources = {line.split('"source":"')[1].split('"')[0] for line in result.stdout.splitlines()}
     assert sources == {"studio/lisbon-1/table/bac-01"}
+
+
+def test_unusable_data_dir_is_one_clear_line(tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("a file where the data directory should be")
+    config = write(tmp_path, GOOD.format(data=blocker, protocol="shoe-line", port="/dev/null"))
+    result = tablectl("run", "--config", config)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith("tablectl: error: table.data_dir ")
+    assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
