@@ -44,7 +44,7 @@ def check_ports(config: object) -> None:
 async def _run_service(config_path: str) -> int:
     from controller.config import load_config
     from controller.journal import JournalError
-    from controller.service import TableService
+    from controller.service import ServiceFailure, TableService
 
     config = load_config(config_path)
     check_ports(config)
@@ -60,7 +60,14 @@ async def _run_service(config_path: str) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(sig, service.stop)
-    await service.run()
+    try:
+        await service.run()
+    except ServiceFailure as exc:
+        print(
+            f"tablectl: error: {exc}; the service stopped (restart it: it recovers from its journal)",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 

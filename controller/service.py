@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import logging
 import pickle
+import sqlite3
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -118,14 +119,27 @@ class TableService:
             )
         self._lock = asyncio.Lock()
         self._stopped = asyncio.Event()
+        #: set when the service must stop because it can no longer keep its guarantees (journal unwritable)
+        self.failure: str | None = None
 
     # -- the one path from the core to the world ---------------------------------------------------------
     async def _apply(self, step: Step, *, command: bool = False) -> list[Envelope]:
         """Journal, publish and act on one step. With `command`, a device that cannot do what was asked
         makes the command fail (the sender is told) instead of only being logged."""
         envelopes: list[Envelope] = []
+        if self.failure is not None:
+            return envelopes  # stopping: nothing more may be published that is not journaled
         if step.events:
-            envelopes = self.journal.append(step.events, snapshot=dump_snapshot(self.core))
+            try:
+                envelopes = self.journal.append(step.events, snapshot=dump_snapshot(self.core))
+            except (sqlite3.Error, OSError) as exc:
+                # Fail-stop (like Klipper on a lost MCU): an event that is not durable must not be published,
+                # and a table whose journal cannot be written cannot promise anything. systemd restarts the
+                # service, which recovers from the last committed snapshot with the round paused.
+                self.failure = f"cannot write the journal {self.journal_path}: {exc}"
+                log.critical("%s; stopping", self.failure)
+                self._stopped.set()
+                return envelopes
             self.bus.events_committed()
             for envelope in envelopes:
                 for listener in self.listeners:
@@ -211,6 +225,8 @@ class TableService:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self.bus.close(), 5)
             self.journal.close()
+        if self.failure is not None:
+            raise ServiceFailure(self.failure)
 
     async def _wait_stopped(self) -> None:
         await self._stopped.wait()
@@ -218,6 +234,10 @@ class TableService:
 
     def stop(self) -> None:
         self._stopped.set()
+
+
+class ServiceFailure(RuntimeError):
+    """The service stopped because it could not keep its guarantees; the message says why."""
 
 
 class _Stop(Exception):
