@@ -60,6 +60,14 @@ async def _run_service(config_path: str) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(sig, service.stop)
+    panel: asyncio.Task[None] | None = None
+    if config.panel.enabled:
+        from controller.panel import serve_panel
+
+        panel = asyncio.create_task(serve_panel(service, config.panel.host, config.panel.port), name="panel")
+        panel.add_done_callback(
+            lambda _: service.stop()
+        )  # it ends by itself only if it failed: stop the table
     try:
         await service.run()
     except ServiceFailure as exc:
@@ -68,6 +76,12 @@ async def _run_service(config_path: str) -> int:
             file=sys.stderr,
         )
         return 1
+    finally:
+        if panel is not None and not panel.done():
+            panel.cancel()
+            await asyncio.gather(panel, return_exceptions=True)
+    if panel is not None and not panel.cancelled() and panel.exception() is not None:
+        raise OperatorError(f"panel on {config.panel.host}:{config.panel.port}: {panel.exception()}")
     return 0
 
 
@@ -88,6 +102,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             mqtt_url=args.mqtt_url,
             seed=args.seed,
             faults=not args.no_faults,
+            panel_port=args.panel_port or None,
         )
     )
 
@@ -140,6 +155,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mqtt-url", help="use this broker instead of the embedded one (mqtt://host:port)")
     p.add_argument("--seed", type=int, default=7, help="shuffle / wheel seed")
     p.add_argument("--no-faults", action="store_true", help="no injected no-reads, noise or bad checksums")
+    p.add_argument(
+        "--panel-port",
+        type=int,
+        default=8080,
+        help="serve the dealer's panel on 127.0.0.1:PORT (another free port if taken; 0: no panel)",
+    )
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("replay", help="feed a device capture through the live parser, driver and game flow")

@@ -74,6 +74,16 @@ class DeviceSettings(Strict):
         return value
 
 
+class PanelSettings(Strict):
+    """The dealer's touch panel (a web page the table PC's kiosk browser shows)."""
+
+    enabled: bool = False
+    host: str = Field(
+        default="127.0.0.1", description="the panel has no login: keep it on the table PC's loopback"
+    )
+    port: int = Field(default=8080, ge=1, le=65535)
+
+
 class TableConfig(Strict):
     table: TableSettings
     broker: BrokerSettings = BrokerSettings()
@@ -81,6 +91,7 @@ class TableConfig(Strict):
     game: dict[str, Any] = Field(
         default_factory=dict, description="the game's own settings (validated by the game)"
     )
+    panel: PanelSettings = PanelSettings()
 
     @model_validator(mode="after")
     def _devices_fit_the_game(self) -> TableConfig:

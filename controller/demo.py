@@ -42,6 +42,15 @@ def free_port() -> int:
         return port
 
 
+def port_is_free(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
 async def start_embedded_broker(port: int) -> Any:
     """amqtt, only for the demo: a real studio runs Mosquitto or another production broker."""
     from amqtt.broker import Broker
@@ -128,6 +137,7 @@ async def run_demo(
     seed: int = 7,
     faults: bool = True,
     out: TextIO = sys.stdout,
+    panel_port: int | None = None,
     on_ready: Callable[[TableService], None] | None = None,
 ) -> int:
     spec = game_spec(game)
@@ -154,6 +164,14 @@ async def run_demo(
         if on_ready is not None:
             on_ready(service)
         dealer = VirtualDealer(service, simulator, seed)
+        panel: asyncio.Task[None] | None = None
+        if panel_port is not None:
+            from controller.panel import serve_panel
+
+            if not port_is_free(panel_port):
+                panel_port = free_port()
+            panel = asyncio.create_task(serve_panel(service, "127.0.0.1", panel_port), name="panel")
+            print(f"dealer panel: http://127.0.0.1:{panel_port}/", file=sys.stderr, flush=True)
         done = asyncio.Event()
         host, _, port_s = mqtt_url.split("://", 1)[1].partition(":")
 
@@ -195,6 +213,9 @@ async def run_demo(
         finally:
             # stop in dependency order, also on Ctrl-C: the service first (it says offline on the broker),
             # then the watcher and the dealer, then the simulated device and the broker they talk to
+            if panel is not None:
+                panel.cancel()
+                await asyncio.gather(panel, return_exceptions=True)
             service.stop()
             if runner is not None:
                 with contextlib.suppress(asyncio.CancelledError, Exception):

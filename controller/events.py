@@ -125,7 +125,7 @@ class RoundPaused(EventData):
     round_id: str | None
     reason: str
     device: str | None = None
-    by: str = Field(description="device | supervisor | dealer | system")
+    by: str = Field(description="device | system | panel (the dealer) | the supervisor's name")
 
 
 class RoundResumed(EventData):

@@ -13,11 +13,12 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from controller.replay import replay_file
 from drivers.shoe.simulator import ShoeSimulator
-from tests.mosquitto import MosquittoBroker, MqttRecorder, wait_until
+from tests.mosquitto import MosquittoBroker, MqttRecorder, free_port, wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 TABLE = "bac-e2e"
@@ -26,7 +27,7 @@ BASE = f"studio/s1/table/{TABLE}"
 CARDS = ["9S", "8D", "KC", "5H", "2C", "3D", "4H", "TS", "AS", "QD"]
 
 
-def write_config(tmp_path: Path, broker: MosquittoBroker, port: str) -> Path:
+def write_config(tmp_path: Path, broker: MosquittoBroker, port: str, panel_port: int | None = None) -> Path:
     path = tmp_path / "table.toml"
     path.write_text(
         f"""
@@ -50,6 +51,7 @@ betting_seconds = 1.0
 round_gap_seconds = 0.5
 decks = 8
 """
+        + (f"\n[panel]\nenabled = true\nport = {panel_port}\n" if panel_port else "")
     )
     return path
 
@@ -93,6 +95,20 @@ async def shoe(tmp_path: Path) -> AsyncIterator[ShoeSimulator]:
     await simulator.stop()
 
 
+async def panel_state(port: int, timeout: float = 10) -> dict[str, Any]:
+    deadline = asyncio.get_running_loop().time() + timeout
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:
+        while True:
+            try:
+                reply = await client.get("/api/state")
+                result: dict[str, Any] = reply.json()
+                return result
+            except httpx.TransportError:
+                if asyncio.get_running_loop().time() > deadline:
+                    raise
+                await asyncio.sleep(0.1)
+
+
 def events(recorder: MqttRecorder, kind: str = "#") -> list[dict[str, Any]]:
     return [m.json() for m in recorder.on(f"{BASE}/events/{kind}")]
 
@@ -116,7 +132,9 @@ async def draw(shoe: ShoeSimulator, recorder: MqttRecorder, n: int) -> None:
 async def test_kill_9_mid_round_then_resume_completes_the_same_round(
     tmp_path: Path, mosquitto: MosquittoBroker, shoe: ShoeSimulator
 ) -> None:
-    service = Service(write_config(tmp_path, mosquitto, str(tmp_path / "shoe.pty")), tmp_path / "service.log")
+    panel_port = free_port()
+    config = write_config(tmp_path, mosquitto, str(tmp_path / "shoe.pty"), panel_port)
+    service = Service(config, tmp_path / "service.log")
     async with MqttRecorder(mosquitto, [f"{BASE}/#"], client_id="e2e-watch", persistent=True) as watch:
         service.start()
         try:
@@ -124,6 +142,7 @@ async def test_kill_9_mid_round_then_resume_completes_the_same_round(
                 f"{BASE}/status", lambda m: m.json()["status"] == "online", timeout=15
             )
             assert latest(watch, "status")["boot"] == 1
+            assert (await panel_state(panel_port))["table_id"] == TABLE  # `tablectl run` serves the panel
             await wait_event(watch, "round.betting_closed")
             await draw(shoe, watch, 2)
             round_id = events(watch, "card.dealt")[-1]["subject"]
