@@ -25,6 +25,7 @@ from controller.bus import TableBus
 from controller.commands import Command, CommandError
 from controller.config import TableConfig
 from controller.events import Envelope
+from controller.flow import DeviceRequest
 from controller.games import make_flow
 from controller.journal import Journal
 from controller.runtime import Step, TableCore
@@ -117,18 +118,24 @@ class TableService:
                 clock=clock,
                 capture=capture,
             )
-        self._lock = asyncio.Lock()
+        # Device requests leave through one queue, in order, sent by `_dispatch_loop`. Never sent from inside
+        # `_apply`: a runner delivering readings holds its own lock, and a request sent back to that runner
+        # from there (a shoe fault pausing the table locks that shoe) would wait on that lock forever.
+        self._requests: asyncio.Queue[tuple[DeviceRequest, asyncio.Future[None] | None]] = asyncio.Queue()
         self._stopped = asyncio.Event()
         #: set when the service must stop because it can no longer keep its guarantees (journal unwritable)
         self.failure: str | None = None
 
     # -- the one path from the core to the world ---------------------------------------------------------
-    async def _apply(self, step: Step, *, command: bool = False) -> list[Envelope]:
-        """Journal, publish and act on one step. With `command`, a device that cannot do what was asked
-        makes the command fail (the sender is told) instead of only being logged."""
-        envelopes: list[Envelope] = []
+    # Everything from the core's call to the journal commit and the publish is synchronous: no await, so one
+    # reading, tick or command is applied whole before anything else runs on the loop (no lock needed).
+    def _apply(self, step: Step, *, want_results: bool = False) -> list[asyncio.Future[None]]:
+        """Journal, publish and queue the device requests of one step.
+
+        With `want_results`, returns one future per request, resolved when the device took it (or failed
+        with UnknownDeviceCommand): a command's sender is told if the device cannot do what was asked."""
         if self.failure is not None:
-            return envelopes  # stopping: nothing more may be published that is not journaled
+            return []  # stopping: nothing more may be published that is not journaled
         if step.events:
             try:
                 envelopes = self.journal.append(step.events, snapshot=dump_snapshot(self.core))
@@ -139,7 +146,7 @@ class TableService:
                 self.failure = f"cannot write the journal {self.journal_path}: {exc}"
                 log.critical("%s; stopping", self.failure)
                 self._stopped.set()
-                return envelopes
+                return []
             self.bus.events_committed()
             for envelope in envelopes:
                 for listener in self.listeners:
@@ -148,20 +155,32 @@ class TableService:
             self._publish_state()
         for name in step.devices_changed:
             self.bus.set_device(name, self.core.devices[name].public())
+        futures: list[asyncio.Future[None]] = []
         for request in step.requests:
-            runner = self.runners.get(request.device)
-            if runner is None:
-                log.error("the game asked for unknown device %r", request.device)
-                continue
+            future = asyncio.get_running_loop().create_future() if want_results else None
+            self._requests.put_nowait((request, future))
+            if future is not None:
+                futures.append(future)
+        return futures
+
+    async def _dispatch_loop(self) -> None:
+        while True:
+            request, future = await self._requests.get()
             try:
+                runner = self.runners.get(request.device)
+                if runner is None:
+                    raise UnknownDeviceCommand(f"the table has no device {request.device!r}")
                 await runner.send(request.command)
-            except UnknownDeviceCommand as exc:
-                if command:
-                    raise CommandError(str(exc)) from None
-                log.error("%s", exc)
-            except Exception:
-                log.exception("could not send %s to %s", request.command.name, request.device)
-        return envelopes
+            except Exception as exc:
+                if future is not None:
+                    future.set_exception(exc)
+                elif isinstance(exc, UnknownDeviceCommand):
+                    log.error("%s", exc)
+                else:
+                    log.exception("could not send %s to %s", request.command.name, request.device)
+            else:
+                if future is not None:
+                    future.set_result(None)
 
     def _publish_state(self) -> None:
         state = self.public_state()
@@ -175,22 +194,24 @@ class TableService:
         return state
 
     async def on_readings(self, readings: list[Reading]) -> None:
-        async with self._lock:
-            for reading in readings:
-                await self._apply(self.core.on_reading(reading, reading.time))
+        for reading in readings:
+            self._apply(self.core.on_reading(reading, reading.time))
 
     async def handle_command(self, command: Command) -> dict[str, Any]:
         """The single entry point for validated commands (from MQTT or the panel). CommandError propagates."""
-        async with self._lock:
-            step, reply = self.core.on_command(command, self.clock())
-            await self._apply(step, command=True)
-            reply["state"] = self.public_state()
-            return reply
+        step, reply = self.core.on_command(command, self.clock())
+        sent = self._apply(step, want_results=True)
+        reply["state"] = self.public_state()
+        for future in sent:  # after the state change is committed: wait for the devices to take it
+            try:
+                await future
+            except UnknownDeviceCommand as exc:
+                raise CommandError(str(exc)) from None
+        return reply
 
     async def _tick_loop(self) -> None:
         while True:
-            async with self._lock:
-                await self._apply(self.core.on_tick(self.clock()))
+            self._apply(self.core.on_tick(self.clock()))
             await asyncio.sleep(self.tick_interval)
 
     # -- lifecycle ----------------------------------------------------------------------------------------
@@ -204,7 +225,7 @@ class TableService:
             ", state restored after a restart" if self.restored else "",
         )
         if self.restored:
-            await self._apply(self.core.recovered(self.clock()))
+            self._apply(self.core.recovered(self.clock()))
         self._publish_state()
         for name in self.core.devices:
             self.bus.set_device(name, self.core.devices[name].public())
@@ -214,6 +235,7 @@ class TableService:
                 for name, runner in self.runners.items():
                     group.create_task(runner.run(), name=f"device-{name}")
                 group.create_task(self._tick_loop(), name="tick")
+                group.create_task(self._dispatch_loop(), name="device-requests")
                 if ready is not None:
                     result = ready()
                     if result is not None:

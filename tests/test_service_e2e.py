@@ -241,3 +241,38 @@ async def test_broker_outage_loses_nothing_and_marks_late_events_historical(
     assert [e["data"]["card"] for e in dealt] == ["9S", "8D", "KC", "5H"]
     assert dealt[0]["historical"] is False
     assert all(e["historical"] for e in dealt[1:]), "events recorded during the outage are historical"
+
+
+async def test_shoe_unplugged_mid_round_pauses_locks_and_resumes(
+    tmp_path: Path, mosquitto: MosquittoBroker, shoe: ShoeSimulator
+) -> None:
+    """A link loss pauses the round and the pause locks the very shoe whose runner reported the loss: the
+    service must stay responsive (the shoe comes back online), and resume must complete the round."""
+    service = Service(write_config(tmp_path, mosquitto, str(tmp_path / "shoe.pty")), tmp_path / "service.log")
+    async with MqttRecorder(mosquitto, [f"{BASE}/#"], client_id="e2e-unplug") as watch:
+        service.start()
+        try:
+            await wait_event(watch, "round.betting_closed")
+            await draw(shoe, watch, 1)
+            await shoe.unplug()
+            paused = (await wait_event(watch, "round.paused"))[-1]
+            assert paused["data"]["device"] == "shoe" and paused["data"]["by"] == "device"
+            seen = len(watch.on(f"{BASE}/devices/shoe"))
+            await shoe.replug()
+            await wait_until(
+                lambda: any(m.json()["status"] == "online" for m in watch.on(f"{BASE}/devices/shoe")[seen:]),
+                timeout=15,
+                what="the shoe back online after the replug",
+            )
+            await wait_until(lambda: shoe.locked, timeout=5, what="the paused table to lock the shoe's gate")
+            watch.publish(f"{BASE}/commands/resume", {"transaction": "u1"})
+            reply = await watch.wait_for_message(
+                f"{BASE}/replies/resume", lambda m: m.json()["transaction"] == "u1", timeout=10
+            )
+            assert reply.json()["status"] == "ok", reply.json()
+            await draw(shoe, watch, 3)
+            result = (await wait_event(watch, "round.result"))[-1]
+        finally:
+            assert service.stop() == 0, (tmp_path / "service.log").read_text()
+    assert result["data"]["player"]["cards"] == ["9S", "KC"]
+    assert result["data"]["banker"]["cards"] == ["8D", "5H"]
