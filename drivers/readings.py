@@ -86,6 +86,36 @@ class CutCardSeen(Reading):
     ref: str = ""
 
 
+# --- card shuffler ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ShuffleDone(Reading):
+    """The shuffler finished and counted exactly `decks` x 52 cards: the shuffled cards may be dealt.
+
+    A shuffle whose count is off is never a ShuffleDone (see ShuffleFailed).
+    """
+
+    shuffle_id: str
+    decks: int
+    cards: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ShuffleFailed(Reading):
+    """A shuffle did not give a usable deck: jam, door opened, motor, empty input, or a card count that is
+    not `decks` x 52 (code `COUNT_MISMATCH` when the host found it in DONE, the device's `E02` when the
+    shuffler found it itself). The cards must not be dealt; `expected`/`actual` are the counts when known.
+    `shuffle_id` is the id of the failed shuffle when known ("" otherwise).
+    """
+
+    code: str
+    reason: str
+    expected: int | None = None
+    actual: int | None = None
+    shuffle_id: str = ""
+
+
 # --- roulette wheel ------------------------------------------------------------------------------------
 
 
@@ -137,6 +167,13 @@ class WheelIdle(Reading):
 
 
 # --- dice ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DiceAtRest(Reading):
+    """The shaker's cycle `cycle_id` ended and the dice are still: the camera may read them now."""
+
+    cycle_id: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -15,6 +15,11 @@ from drivers.session import DeviceSession
 PROTOCOLS: dict[str, tuple[str, str]] = {
     "shoe-line": ("drivers.shoe.session:ShoeSession", "drivers.shoe.simulator:ShoeSimulator"),
     "cammegh-ss2": ("drivers.wheel.session:WheelSession", "drivers.wheel.simulator:WheelSimulator"),
+    "shuffler-line": (
+        "drivers.shuffler.session:ShufflerSession",
+        "drivers.shuffler.simulator:ShufflerSimulator",
+    ),
+    "shaker-line": ("drivers.shaker.session:ShakerSession", "drivers.shaker.simulator:ShakerSimulator"),
 }
 
 

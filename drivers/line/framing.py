@@ -34,6 +34,28 @@ def encode_line(body: str) -> bytes:
     return raw + b"*" + checksum(raw).encode("ascii") + b"\r\n"
 
 
+#: Ids on the wire (a shuffle id, a shake cycle id) are one short token; longer is a garbled line, not an id.
+MAX_TOKEN_LENGTH = 32
+
+
+def is_token(text: str) -> bool:
+    """An id on the wire: one field of printable ASCII without space or `*`, at most MAX_TOKEN_LENGTH long."""
+    return (
+        0 < len(text) <= MAX_TOKEN_LENGTH
+        and text.isascii()
+        and text.isprintable()
+        and " " not in text
+        and "*" not in text
+    )
+
+
+def parse_number(field: str, max_digits: int) -> int | None:
+    """A field of 1 to `max_digits` decimal digits, or None if the field is not one."""
+    if 0 < len(field) <= max_digits and field.isascii() and field.isdigit():
+        return int(field)
+    return None
+
+
 def seq_text(seq: int) -> str:
     return f"{seq:04d}"
 

@@ -1,0 +1,865 @@
+"""The `shuffler-line` driver: message table, host session, simulated shuffler, and both on a real pty.
+
+Checksums in this file are computed here (`frame`), not taken from the code under test.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from drivers.line.framing import MAX_LINE_BYTES, LineFramer, parse_frame
+from drivers.readings import (
+    DeviceFault,
+    DeviceFaultCleared,
+    DeviceOffline,
+    DeviceOnline,
+    DeviceStatus,
+    Reading,
+    ShuffleDone,
+    ShuffleFailed,
+)
+from drivers.registry import session_class, simulator_class
+from drivers.runner import DeviceRunner
+from drivers.session import DeviceCommand, UnknownDeviceCommand
+from drivers.shuffler.protocol import (
+    Abort,
+    Ack,
+    Done,
+    Err,
+    Heartbeat,
+    Hello,
+    ParseFailure,
+    Reset,
+    Shuffle,
+    State,
+    StatusQuery,
+    parse_device_message,
+    parse_host_message,
+)
+from drivers.shuffler.session import ShufflerSession
+from drivers.shuffler.simulator import ShufflerDevice, ShufflerFaults, ShufflerSimulator
+
+MALFORMED = ParseFailure("malformed fields")
+UNKNOWN = ParseFailure("unknown message")
+
+
+def xor_checksum(body: str) -> str:
+    value = 0
+    for byte in body.encode("ascii"):
+        value ^= byte
+    return f"{value:02X}"
+
+
+def frame(body: str) -> bytes:
+    return f"{body}*{xor_checksum(body)}\r\n".encode("ascii")
+
+
+def raw(body: str) -> str:
+    return f"{body}*{xor_checksum(body)}"
+
+
+def bodies(data: bytes) -> list[str]:
+    """The bodies of the (valid) lines in `data`."""
+    out = []
+    for line in LineFramer().feed(data):
+        body = parse_frame(line)
+        assert isinstance(body, str), f"not a valid frame: {line!r}"
+        out.append(body)
+    return out
+
+
+# --- the message table ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ("STATE IDLE", State("IDLE")),
+        ("STATE LOADING", State("LOADING")),
+        ("STATE SHUFFLING", State("SHUFFLING")),
+        ("STATE READY", State("READY")),
+        ("STATE DOOR_OPEN", State("DOOR_OPEN")),
+        ("STATE ERROR", State("ERROR")),
+        ("DONE 0001 S-17 8 416", Done(1, "S-17", 8, 416)),
+        ("DONE 9999 42 1 51", Done(9999, "42", 1, 51)),
+        ("DONE 0003 r1 1 0", Done(3, "r1", 1, 0)),
+        ("ERR 0004 E01 JAM", Err(4, "E01", "JAM")),
+        ("ERR 0005 E02 COUNT_MISMATCH 416 415", Err(5, "E02", "COUNT_MISMATCH 416 415", 416, 415)),
+        ("ERR 0006 E03 DOOR_OPEN", Err(6, "E03", "DOOR_OPEN")),
+        ("ERR 0007 E04 INPUT_EMPTY", Err(7, "E04", "INPUT_EMPTY")),
+        ("ERR 0008 E05 MOTOR", Err(8, "E05", "MOTOR")),
+        ("ERR 0009 E77 GRIPPER STUCK OPEN", Err(9, "E77", "GRIPPER STUCK OPEN")),
+        # an E02 whose counts cannot be read is still an error (reported), just without the counts
+        ("ERR 0010 E02 COUNT_MISMATCH 416 many", Err(10, "E02", "COUNT_MISMATCH 416 many")),
+        ("ERR 0011 E02 COUNT_MISMATCH", Err(11, "E02", "COUNT_MISMATCH")),
+        ("HB 12", Heartbeat(12)),
+        ("HELLO SHUF-X 3.2 SN9", Hello("SHUF-X", "3.2", "SN9")),
+    ],
+)
+def test_parse_device_messages(body: str, message: object) -> None:
+    assert parse_device_message(body) == message
+
+
+def test_count_fields_validity() -> None:
+    assert Err(5, "E02", "COUNT_MISMATCH 416 415", 416, 415).count_fields_valid
+    assert not Err(10, "E02", "COUNT_MISMATCH 416 many").count_fields_valid
+    assert Err(4, "E01", "JAM").count_fields_valid
+    assert Err.count_mismatch(3, 52, 51) == Err(3, "E02", "COUNT_MISMATCH 52 51", 52, 51)
+
+
+@pytest.mark.parametrize(
+    ("body", "failure"),
+    [
+        ("STATE", MALFORMED),
+        ("STATE BUSY", MALFORMED),
+        ("STATE IDLE IDLE", MALFORMED),
+        ("DONE 1 S1 8 416", MALFORMED),
+        ("DONE 0001 S1 8", MALFORMED),
+        ("DONE 0001 S1 8 416 1", MALFORMED),
+        ("DONE 0001 S1 0 0", MALFORMED),  # zero decks is no shuffle
+        ("DONE 0001 S1 eight 416", MALFORMED),
+        ("DONE 0001 S1 8 41x", MALFORMED),
+        ("DONE 0001 S1 8 -416", MALFORMED),
+        ("DONE 0001 S1 100 5200", MALFORMED),
+        ("DONE 0001 S1 8 10000", MALFORMED),
+        ("DONE 0001 " + "X" * 33 + " 8 416", MALFORMED),
+        ("DONE  0001 S1 8 416", MALFORMED),
+        ("DONE 0001 S1 8 416 ", MALFORMED),
+        ("ERR 0001 E01", MALFORMED),
+        ("ERR 01 E01 JAM", MALFORMED),
+        ("ERR", MALFORMED),
+        ("HB x", MALFORMED),
+        ("HELLO A B", MALFORMED),
+        ("SHUFFLED 0001 S1 8 416", UNKNOWN),
+        ("done 0001 S1 8 416", UNKNOWN),
+        ("ACK 0001", UNKNOWN),  # a host message coming from the device
+        ("SHUFFLE S1 8", UNKNOWN),
+    ],
+)
+def test_malformed_device_messages(body: str, failure: ParseFailure) -> None:
+    assert parse_device_message(body) == failure
+
+
+def test_encodings_are_exact_and_round_trip() -> None:
+    assert Done(1, "S-17", 8, 416).encode() == frame("DONE 0001 S-17 8 416")
+    assert Err.count_mismatch(12, 416, 415).encode() == frame("ERR 0012 E02 COUNT_MISMATCH 416 415")
+    assert Err(4, "E01", "JAM").encode() == frame("ERR 0004 E01 JAM")
+    assert State("READY").encode() == frame("STATE READY")
+    # one checksum spelled out: the XOR of the bytes of "RESET"
+    assert Reset().encode() == b"RESET*%02X\r\n" % (ord("R") ^ ord("E") ^ ord("S") ^ ord("E") ^ ord("T"))
+    messages: list[Any] = [
+        Done(1, "a", 1, 52),
+        Err(2, "E05", "MOTOR"),
+        Err.count_mismatch(3, 104, 103),
+        State("DOOR_OPEN"),
+        Heartbeat(0),
+        Hello("M", "F", "S"),
+    ]
+    for message in messages:
+        [body] = bodies(message.encode())
+        assert parse_device_message(body) == message
+
+
+def test_host_messages() -> None:
+    assert parse_host_message("ACK 0042") == Ack(42)
+    assert parse_host_message("SHUFFLE S-1 8") == Shuffle("S-1", 8)
+    assert parse_host_message("ABORT") == Abort()
+    assert parse_host_message("RESET") == Reset()
+    assert parse_host_message("STATUS?") == StatusQuery()
+    for bad in ["SHUFFLE S-1", "SHUFFLE S-1 0", "SHUFFLE S-1 x", "SHUFFLE S-1 8 1", "ACK 42", "SHUFFLE  S 1"]:
+        assert parse_host_message(bad) == MALFORMED, bad
+    assert parse_host_message("LOCK") == UNKNOWN
+    assert Shuffle("S-1", 8).encode() == frame("SHUFFLE S-1 8")
+    assert Abort().encode() == frame("ABORT")
+    assert StatusQuery().encode() == frame("STATUS?")
+    for shuffle_id, decks in [("", 1), ("a b", 1), ("a*b", 1), ("x" * 33, 1), ("S", 0), ("S", 100)]:
+        with pytest.raises(ValueError):
+            Shuffle(shuffle_id, decks).encode()
+
+
+@settings(max_examples=300, deadline=None)
+@given(body=st.text(max_size=80))
+def test_parsers_never_raise(body: str) -> None:
+    result = parse_device_message(body)
+    if isinstance(result, Done):
+        assert result.decks >= 1 and 0 <= result.cards <= 9999
+    parse_host_message(body)
+
+
+# --- the host session, sans-IO ---------------------------------------------------------------------------
+
+
+def connected(now: float = 0.0) -> ShufflerSession:
+    session = ShufflerSession("shuffler1")
+    session.connection_made(now)
+    session.data_to_send()  # the STATUS? query, checked in its own test
+    session.data_received(frame("HELLO SIMSHUF 1.0.0 SIM0002"), now)
+    return session
+
+
+def sent(session: ShufflerSession) -> list[str]:
+    return bodies(session.data_to_send())
+
+
+def test_registry_knows_the_shuffler() -> None:
+    assert session_class("shuffler-line") is ShufflerSession
+    assert simulator_class("shuffler-line") is ShufflerSimulator
+
+
+def test_connection_made_asks_for_status_and_hello_brings_online() -> None:
+    session = ShufflerSession("shuffler1")
+    assert session.protocol == "shuffler-line"
+    assert session.connection_made(5.0) == []
+    assert sent(session) == ["STATUS?"]
+    assert session.data_received(frame("HELLO SIMSHUF 1.0.0 SIM0002"), 5.1) == [
+        DeviceOnline(
+            device="shuffler1",
+            time=5.1,
+            raw=raw("HELLO SIMSHUF 1.0.0 SIM0002"),
+            detail="SIMSHUF 1.0.0 SIM0002",
+        )
+    ]
+
+
+def test_done_with_the_right_count_is_a_usable_deck_once_and_every_copy_is_acked() -> None:
+    session = connected()
+    body = "DONE 0007 S-1 8 416"
+    assert session.data_received(frame(body), 1.0) == [
+        ShuffleDone(device="shuffler1", time=1.0, raw=raw(body), shuffle_id="S-1", decks=8, cards=416)
+    ]
+    assert session.data_received(frame(body) + frame(body), 1.25) == []  # retransmissions
+    assert sent(session) == ["ACK 0007"] * 3
+    assert session.stats.duplicates == 2
+    assert session.stats.rejected == {}
+
+
+@pytest.mark.parametrize(("decks", "cards"), [(8, 415), (8, 417), (1, 51), (1, 53), (1, 0), (2, 52)])
+def test_done_with_a_wrong_count_is_a_failure_never_a_deck(decks: int, cards: int) -> None:
+    session = connected()
+    session.command(DeviceCommand("shuffle", {"shuffle_id": "S-2", "decks": decks}), 0.5)
+    assert sent(session) == [f"SHUFFLE S-2 {decks}"]
+    body = f"DONE 0008 S-2 {decks} {cards}"
+    readings = session.data_received(frame(body), 1.0)
+    expected = decks * 52
+    reason = (
+        f"shuffle S-2 counted {cards} cards, expected {expected} ({decks} x 52): the deck must not be used"
+    )
+    assert readings == [
+        ShuffleFailed(
+            device="shuffler1",
+            time=1.0,
+            raw=raw(body),
+            code="COUNT_MISMATCH",
+            reason=reason,
+            expected=expected,
+            actual=cards,
+            shuffle_id="S-2",
+        ),
+        DeviceFault(device="shuffler1", time=1.0, raw=raw(body), code="COUNT_MISMATCH", reason=reason),
+    ]
+    assert not any(isinstance(r, ShuffleDone) for r in readings)
+    assert sent(session) == ["ACK 0008"]  # acknowledged, or the shuffler would repeat it forever
+    assert session.data_received(frame(body), 1.25) == []
+    # The shuffler sees nothing wrong and says READY: that does not make the deck usable.
+    assert session.data_received(frame("STATE READY"), 1.3) == [
+        DeviceStatus(device="shuffler1", time=1.3, raw=raw("STATE READY"), state="READY")
+    ]
+    assert session.faulted
+    # Only once the deck has left the output tray is the shuffler usable again.
+    assert session.data_received(frame("STATE IDLE"), 9.0) == [
+        DeviceStatus(device="shuffler1", time=9.0, raw=raw("STATE IDLE"), state="IDLE"),
+        DeviceFaultCleared(device="shuffler1", time=9.0, raw=raw("STATE IDLE"), detail="IDLE"),
+    ]
+    assert not session.faulted
+
+
+def test_err_count_mismatch_is_parsed_and_cleared_by_reset() -> None:
+    session = connected()
+    session.command(DeviceCommand("shuffle", {"shuffle_id": 17, "decks": 8}), 0.5)
+    assert sent(session) == ["SHUFFLE 17 8"]
+    body = "ERR 0002 E02 COUNT_MISMATCH 416 414"
+    assert session.data_received(frame(body), 3.0) == [
+        ShuffleFailed(
+            device="shuffler1",
+            time=3.0,
+            raw=raw(body),
+            code="E02",
+            reason="COUNT_MISMATCH 416 414",
+            expected=416,
+            actual=414,
+            shuffle_id="17",
+        ),
+        DeviceFault(device="shuffler1", time=3.0, raw=raw(body), code="E02", reason="COUNT_MISMATCH 416 414"),
+    ]
+    assert sent(session) == ["ACK 0002"]
+    # the STATE ERROR that follows is the same fault: not reported twice
+    assert [type(r) for r in session.data_received(frame("STATE ERROR"), 3.1)] == [DeviceStatus]
+    session.command(DeviceCommand("reset"), 4.0)
+    assert sent(session) == ["RESET"]
+    readings = session.data_received(frame("STATE LOADING"), 4.1)
+    assert [type(r).__name__ for r in readings] == ["DeviceStatus", "DeviceFaultCleared"]
+    assert session.stats.rejected == {}
+
+
+def test_err_with_unreadable_counts_is_still_a_failure_and_is_counted() -> None:
+    session = connected()
+    body = "ERR 0003 E02 COUNT_MISMATCH lots 12"
+    readings = session.data_received(frame(body), 1.0)
+    assert readings == [
+        ShuffleFailed(
+            device="shuffler1",
+            time=1.0,
+            raw=raw(body),
+            code="E02",
+            reason="COUNT_MISMATCH lots 12",
+            expected=None,
+            actual=None,
+            shuffle_id="",
+        ),
+        DeviceFault(device="shuffler1", time=1.0, raw=raw(body), code="E02", reason="COUNT_MISMATCH lots 12"),
+    ]
+    assert sent(session) == ["ACK 0003"]
+    assert session.stats.rejected == {"malformed count mismatch": 1}
+
+
+@pytest.mark.parametrize(
+    ("code", "text"), [("E01", "JAM"), ("E04", "INPUT_EMPTY"), ("E05", "MOTOR"), ("E42", "NEW THING")]
+)
+def test_errors_are_failures_and_faults(code: str, text: str) -> None:
+    session = connected()
+    session.command(DeviceCommand("shuffle", {"shuffle_id": "S-3", "decks": 1}), 0.5)
+    session.data_to_send()
+    body = f"ERR 0004 {code} {text}"
+    assert session.data_received(frame(body), 2.0) == [
+        ShuffleFailed(device="shuffler1", time=2.0, raw=raw(body), code=code, reason=text, shuffle_id="S-3"),
+        DeviceFault(device="shuffler1", time=2.0, raw=raw(body), code=code, reason=text),
+    ]
+    assert session.requested_shuffle is None
+    assert sent(session) == ["ACK 0004"]
+
+
+def test_states_faults_and_clearing() -> None:
+    session = connected()
+
+    def kinds(body: str, now: float) -> list[tuple[str, str]]:
+        out = []
+        for reading in session.data_received(frame(body), now):
+            assert reading.raw == raw(body)
+            if isinstance(reading, DeviceStatus):
+                out.append(("status", reading.state))
+            elif isinstance(reading, DeviceFault):
+                out.append(("fault", f"{reading.code}: {reading.reason}"))
+            elif isinstance(reading, DeviceFaultCleared):
+                out.append(("cleared", reading.detail))
+            elif isinstance(reading, ShuffleFailed):
+                out.append(("failed", reading.code))
+            else:
+                raise AssertionError(reading)
+        return out
+
+    assert kinds("STATE IDLE", 1) == [("status", "IDLE")]
+    assert kinds("STATE LOADING", 2) == [("status", "LOADING")]
+    assert kinds("STATE SHUFFLING", 3) == [("status", "SHUFFLING")]
+    assert kinds("ERR 0001 E03 DOOR_OPEN", 4) == [("failed", "E03"), ("fault", "E03: DOOR_OPEN")]
+    assert kinds("STATE DOOR_OPEN", 5) == [("status", "DOOR_OPEN")]  # the same fault, once
+    assert kinds("STATE ERROR", 6) == [("status", "ERROR")]  # door closed, error still to reset
+    assert kinds("STATE LOADING", 7) == [("status", "LOADING"), ("cleared", "LOADING")]
+    assert kinds("STATE DOOR_OPEN", 8) == [
+        ("status", "DOOR_OPEN"),
+        ("fault", "DOOR_OPEN: shuffler door is open"),
+    ]
+    assert kinds("STATE DOOR_OPEN", 9) == [("status", "DOOR_OPEN")]  # answer to STATUS?: no second fault
+    assert kinds("STATE READY", 10) == [("status", "READY"), ("cleared", "READY")]
+    assert kinds("STATE ERROR", 11) == [("status", "ERROR"), ("fault", "ERROR: shuffler reports an error")]
+    assert kinds("STATE DOOR_OPEN", 12) == [
+        ("status", "DOOR_OPEN"),
+        ("fault", "DOOR_OPEN: shuffler door is open"),  # a new fault on top of the error
+    ]
+    assert kinds("STATE IDLE", 13) == [("status", "IDLE"), ("cleared", "IDLE")]
+    assert sent(session) == ["ACK 0001"]  # STATE carries no seq: nothing else to ACK
+
+
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        (b"DONE 0001 S1 8 416*00\r\n", "bad checksum"),
+        (b"DONE 0001 S1 8 416*5g\r\n", "bad checksum"),
+        (b"DONE 0001 S1 8 416\r\n", "missing checksum"),
+        (frame("FINISHED 0001 S1 8 416"), "unknown message"),
+        (frame("DONE 0001 S1 8 4l6"), "malformed fields"),
+        (frame("DONE 1 S1 8 416"), "malformed fields"),
+        (frame("ERR 0001 E01"), "malformed fields"),
+        (frame("STATE JAMMED"), "malformed fields"),
+        (b"\x00\x13\xfe\xff\r\n", "noise"),
+        (b"X" * (MAX_LINE_BYTES + 10) + b"\r\n", "line too long"),
+    ],
+)
+def test_bad_lines_are_counted_never_interpreted(data: bytes, reason: str) -> None:
+    session = connected()
+    assert session.data_received(data, 1.0) == []
+    assert session.stats.rejected == {reason: 1}
+    assert session.data_to_send() == b""  # nothing ACKed
+    assert [type(r) for r in session.data_received(frame("DONE 0002 S1 1 52"), 1.1)] == [ShuffleDone]
+
+
+def test_commands() -> None:
+    session = connected()
+    for command, body in [
+        (DeviceCommand("shuffle", {"shuffle_id": "S-9", "decks": 1}), "SHUFFLE S-9 1"),
+        (DeviceCommand("shuffle", {"shuffle_id": 12, "decks": 8}), "SHUFFLE 12 8"),
+        (DeviceCommand("shuffle", {"decks": 1}), "SHUFFLE 1000 1"),  # no id: the time in ms
+        (DeviceCommand("abort"), "ABORT"),
+        (DeviceCommand("reset"), "RESET"),
+        (DeviceCommand("status"), "STATUS?"),
+    ]:
+        assert session.command(command, 1.0) == []
+        assert sent(session) == [body]
+    assert session.requested_shuffle is None  # the abort forgot the shuffle
+    bad_args: list[dict[str, Any]] = [
+        {"shuffle_id": "S 1", "decks": 1},
+        {"shuffle_id": "S*1", "decks": 1},
+        {"shuffle_id": "", "decks": 1},
+        {"shuffle_id": True, "decks": 1},
+        {"shuffle_id": "S", "decks": 0},
+        {"shuffle_id": "S", "decks": 100},
+        {"shuffle_id": "S", "decks": True},
+        {"shuffle_id": "S", "decks": "8"},
+        {"shuffle_id": "S"},
+    ]
+    for args in bad_args:
+        with pytest.raises(UnknownDeviceCommand):
+            session.command(DeviceCommand("shuffle", args), 1.0)
+    with pytest.raises(UnknownDeviceCommand, match="lock"):
+        session.command(DeviceCommand("lock"), 1.0)
+    assert session.data_to_send() == b""
+
+
+def chunked(data: bytes, cuts: list[int]) -> list[bytes]:
+    points = sorted({cut % (len(data) + 1) for cut in cuts})
+    return [data[a:b] for a, b in itertools.pairwise([0, *points, len(data)])]
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.binary(max_size=3000), cuts=st.lists(st.integers(min_value=0), max_size=30))
+def test_arbitrary_bytes_never_raise(data: bytes, cuts: list[int]) -> None:
+    session = ShufflerSession("shuffler1")
+    session.connection_made(0.0)
+    now = 0.0
+    for piece in chunked(data, cuts):
+        now += 0.01
+        for reading in session.data_received(piece, now):
+            if isinstance(reading, ShuffleDone):  # only a checksummed DONE with the right count
+                assert reading.cards == reading.decks * 52
+        session.tick(now)
+    assert session.stats.bytes_received == len(data)
+
+
+line_noise = st.binary(min_size=1, max_size=40).filter(
+    lambda n: b"\n" not in n and not isinstance(parse_frame(n.removesuffix(b"\r")), str)
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    shuffles=st.lists(st.tuples(st.integers(1, 8), st.integers(-2, 2)), max_size=15),
+    repeats=st.lists(st.integers(1, 3), max_size=15),
+    noise=st.lists(st.one_of(st.none(), line_noise), max_size=15),
+    cuts=st.lists(st.integers(min_value=0), max_size=30),
+)
+def test_every_done_is_judged_once_by_its_count_among_noise_and_copies(
+    shuffles: list[tuple[int, int]], repeats: list[int], noise: list[bytes | None], cuts: list[int]
+) -> None:
+    stream = bytearray(frame("HELLO S 1 X"))
+    copies = [repeats[i] if i < len(repeats) else 1 for i in range(len(shuffles))]
+    bursts = 0
+    for index, (decks, off_by) in enumerate(shuffles):
+        stream += frame(f"DONE {index:04d} s{index} {decks} {decks * 52 + off_by}") * copies[index]
+        burst = noise[index] if index < len(noise) else None
+        if burst is not None:
+            stream += burst + b"\r\n"
+            bursts += 1
+    session = ShufflerSession("shuffler1")
+    session.connection_made(0.0)
+    session.data_to_send()
+    readings: list[Reading] = []
+    for piece in chunked(bytes(stream), cuts):
+        readings += session.data_received(piece, 1.0)
+    outcomes = [
+        (r.shuffle_id, "done") if isinstance(r, ShuffleDone) else (r.shuffle_id, "failed")
+        for r in readings
+        if isinstance(r, ShuffleDone | ShuffleFailed)
+    ]
+    assert outcomes == [(f"s{i}", "done" if off == 0 else "failed") for i, (_, off) in enumerate(shuffles)]
+    assert sent(session) == [f"ACK {i:04d}" for i in range(len(shuffles)) for _ in range(copies[i])]
+    assert session.stats.duplicates == sum(copies) - len(shuffles)
+    assert session.stats.rejected_total == bursts
+
+
+# --- the simulated shuffler against the session, sans-IO (times passed in) ------------------------------
+
+
+class Wire:
+    """Connects a ShufflerDevice and a ShufflerSession directly; `step` moves bytes both ways at `now`."""
+
+    def __init__(self, device: ShufflerDevice, deliver_acks: bool = True) -> None:
+        self.device = device
+        self.session = ShufflerSession("shuffler1")
+        self.deliver_acks = deliver_acks
+        self.readings: list[Reading] = []
+        self.now = 0.0
+        device.connected(0.0)
+        self.session.connection_made(0.0)
+
+    def step(self, now: float) -> bytes:
+        self.now = now
+        emitted = self.device.poll(now)
+        self.readings += self.session.data_received(emitted, now)
+        self.readings += self.session.tick(now)
+        to_device = self.session.data_to_send()
+        if self.deliver_acks or not to_device.startswith(b"ACK "):
+            self.device.receive(to_device, now)
+        return emitted
+
+    def run(self, seconds: float, step: float = 0.05) -> None:
+        end = self.now + seconds
+        while self.now < end:
+            self.step(round(self.now + step, 6))
+
+    def send(self, name: str, **args: Any) -> None:
+        self.session.command(DeviceCommand(name, args), self.now)
+
+    def of(self, kind: type[Reading]) -> list[Any]:
+        return [r for r in self.readings if isinstance(r, kind)]
+
+    def states(self) -> list[str]:
+        return [r.state for r in self.of(DeviceStatus)]
+
+
+def test_simulated_shuffle_takes_its_time_and_is_retransmitted_until_acked() -> None:
+    device = ShufflerDevice(speed=10.0)  # (4 s + 6 s per deck) / 10: one deck takes 1.0 s
+    assert device.shuffle_seconds(1) == pytest.approx(1.0)
+    wire = Wire(device, deliver_acks=False)
+    assert wire.step(0.0) == frame("HELLO SIMSHUF 1.0.0 SIM0002")
+    assert wire.step(0.05) == frame("STATE IDLE")  # the answer to the session's STATUS?
+    assert device.load(52, 0.1)
+    assert wire.step(0.1) == frame("STATE LOADING")
+    wire.send("shuffle", shuffle_id="A1", decks=1)
+    assert wire.step(0.15) == b""  # the SHUFFLE reaches the shuffler at 0.15
+    assert wire.step(0.2) == frame("STATE SHUFFLING")
+    assert device.shuffling
+    assert wire.step(1.1) == frame("HB 1")  # 0.95 s into the shuffle: not done
+    assert wire.step(1.15) == frame("DONE 0001 A1 1 52")
+    assert wire.step(1.2) == b""  # stop-and-wait: STATE READY waits behind the unacknowledged DONE
+    assert wire.step(1.4) == frame("DONE 0001 A1 1 52")  # 250 ms later, same seq
+    assert wire.step(1.65) == frame("DONE 0001 A1 1 52")
+    wire.deliver_acks = True
+    assert wire.step(1.9) == frame("DONE 0001 A1 1 52")  # this copy's ACK reaches the shuffler
+    assert wire.step(1.95) == frame("STATE READY")
+    assert wire.of(ShuffleDone) == [
+        ShuffleDone(
+            device="shuffler1", time=1.15, raw=raw("DONE 0001 A1 1 52"), shuffle_id="A1", decks=1, cards=52
+        )
+    ]
+    assert wire.session.stats.duplicates == 3
+    assert device.shuffles[0].outcome == "done"
+    assert device.take_output(2.1) == 52
+    wire.run(0.1)
+    assert wire.states()[-1] == "IDLE"
+
+
+def test_simulated_jam_then_reset_then_a_good_shuffle() -> None:
+    device = ShufflerDevice(speed=20.0)
+    wire = Wire(device)
+    wire.run(0.1)
+    device.load(8 * 52, wire.now)
+    device.jam_next()
+    wire.send("shuffle", shuffle_id="J1", decks=8)
+    wire.run(device.shuffle_seconds(8) / 2 + 0.2)
+    [failed] = wire.of(ShuffleFailed)
+    assert (failed.code, failed.reason, failed.shuffle_id) == ("E01", "JAM", "J1")
+    assert [(f.code, f.reason) for f in wire.of(DeviceFault)] == [("E01", "JAM")]
+    assert device.state == "ERROR"
+    wire.send("shuffle", shuffle_id="J2", decks=8)  # refused in ERROR: answered with STATE ERROR
+    wire.run(0.2)
+    assert wire.states()[-1] == "ERROR"
+    wire.send("reset")
+    wire.run(0.2)
+    assert wire.states()[-1] == "LOADING"  # the cards are back in the input tray
+    assert len(wire.of(DeviceFaultCleared)) == 1
+    wire.send("shuffle", shuffle_id="J3", decks=8)
+    wire.run(device.shuffle_seconds(8) + 0.3)
+    assert [(d.shuffle_id, d.cards) for d in wire.of(ShuffleDone)] == [("J3", 416)]
+    assert [r.outcome for r in device.shuffles] == ["E01", "done"]
+    assert [r.shuffle_id for r in device.shuffles] == ["J1", "J3"]
+
+
+@pytest.mark.parametrize(
+    ("loaded", "miscount", "checks_count", "expected"),
+    [
+        (51, 0, False, ("COUNT_MISMATCH", 52, 51)),  # the dealer lost a card
+        (52, 1, False, ("COUNT_MISMATCH", 52, 53)),  # the counting sensor saw one too many
+        (53, 0, True, ("E02", 52, 53)),  # the firmware checks the count itself
+    ],
+)
+def test_simulated_count_mismatch_is_never_a_usable_deck(
+    loaded: int, miscount: int, checks_count: bool, expected: tuple[str, int, int]
+) -> None:
+    device = ShufflerDevice(speed=20.0, checks_count=checks_count)
+    wire = Wire(device)
+    wire.run(0.1)
+    device.load(loaded, wire.now)
+    if miscount:
+        device.miscount_next(miscount)
+    wire.send("shuffle", shuffle_id="C1", decks=1)
+    wire.run(device.shuffle_seconds(1) + 0.3)
+    assert wire.of(ShuffleDone) == []
+    [failed] = wire.of(ShuffleFailed)
+    assert (failed.code, failed.expected, failed.actual, failed.shuffle_id) == (*expected, "C1")
+    assert [fault.code for fault in wire.of(DeviceFault)] == [expected[0]]
+    assert wire.session.faulted
+    assert wire.of(DeviceFaultCleared) == []
+    if checks_count:
+        wire.send("reset")
+    else:
+        device.take_output(wire.now)  # the dealer removes the bad deck
+    wire.run(0.2)
+    assert len(wire.of(DeviceFaultCleared)) == 1
+    assert not wire.session.faulted
+
+
+def test_simulated_door_abort_and_empty_input() -> None:
+    device = ShufflerDevice(speed=20.0)
+    wire = Wire(device)
+    wire.run(0.1)
+    wire.send("shuffle", shuffle_id="E1", decks=1)  # nothing loaded
+    wire.run(0.2)
+    assert [(f.code, f.reason) for f in wire.of(ShuffleFailed)] == [("E04", "INPUT_EMPTY")]
+    wire.send("reset")
+    wire.run(0.1)
+    assert device.load(52, wire.now)
+    wire.run(0.1)
+    assert device.state == "LOADING"
+
+    wire.send("shuffle", shuffle_id="D1", decks=1)
+    wire.run(0.1)
+    device.open_door(wire.now)
+    wire.run(0.2)
+    assert [(f.code, f.reason) for f in wire.of(ShuffleFailed)][-1] == ("E03", "DOOR_OPEN")
+    assert wire.states()[-1] == "DOOR_OPEN"
+    wire.send("reset")  # refused while the door is open
+    wire.run(0.2)
+    assert wire.states()[-1] == "DOOR_OPEN"
+    device.close_door(wire.now)
+    wire.run(0.1)
+    assert wire.states()[-1] == "ERROR"
+    wire.send("reset")
+    wire.run(0.1)
+    assert wire.states()[-1] == "LOADING"
+
+    wire.send("shuffle", shuffle_id="A1", decks=1)
+    wire.run(0.2)
+    wire.send("abort")
+    wire.run(device.shuffle_seconds(1) + 0.3)  # well past when it would have finished
+    assert wire.of(ShuffleDone) == []
+    assert wire.states()[-1] == "LOADING"
+    assert [r.outcome for r in device.shuffles] == ["E04", "E03", "aborted"]
+    assert wire.session.requested_shuffle is None
+    assert wire.of(DeviceFaultCleared) and not wire.session.faulted
+
+
+def test_simulated_shuffles_through_spoiled_lines_come_out_exactly_once() -> None:
+    faults = ShufflerFaults(
+        jam_rate=0.15,
+        motor_rate=0.1,
+        miscount_rate=0.15,
+        bad_checksum_rate=0.3,
+        noise_rate=0.2,
+        duplicate_rate=0.3,
+        seed=4,
+    )
+    device = ShufflerDevice(speed=40.0, faults=faults)
+    wire = Wire(device)
+    wire.run(0.2)
+    for number in range(30):
+        device.load(2 * 52, wire.now)
+        wire.send("shuffle", shuffle_id=f"R{number}", decks=2)
+        wire.run(device.shuffle_seconds(2) + 1.0)
+        if device.state == "ERROR":
+            wire.send("reset")
+            wire.run(0.5)
+        device.take_output(wire.now)
+        if device.input_cards:  # a failed shuffle left its cards in the input tray
+            device.input_cards = 0
+        wire.run(0.5)
+    outcomes = {r.shuffle_id: r.outcome for r in device.shuffles}
+    done = {d.shuffle_id for d in wire.of(ShuffleDone)}
+    failed = {f.shuffle_id: f.code for f in wire.of(ShuffleFailed)}
+    assert len(wire.of(ShuffleDone)) == len(done)  # exactly once each
+    assert len(wire.of(ShuffleFailed)) == len(failed)
+    assert done == {i for i, o in outcomes.items() if o == "done" and i not in failed}
+    assert {i: c for i, c in failed.items() if c != "COUNT_MISMATCH"} == {
+        i: o for i, o in outcomes.items() if o not in ("done",)
+    }
+    miscounted = {r.shuffle_id for r in device.shuffles if r.outcome == "done" and r.counted != 104}
+    assert {i for i, c in failed.items() if c == "COUNT_MISMATCH"} == miscounted
+    assert done and miscounted and len(failed) > len(miscounted)  # every path was taken
+    assert wire.session.stats.rejected == {
+        "bad checksum": device.injected["bad_checksum"],
+        "noise": device.injected["noise"],
+    }
+    assert device.injected["bad_checksum"] > 0 and device.injected["noise"] > 0
+    assert not wire.of(DeviceOffline)
+
+
+# --- end to end on a real pty, through DeviceRunner --------------------------------------------------------
+
+
+class Table:
+    """A DeviceRunner with a ShufflerSession on the link, recording every reading."""
+
+    def __init__(self, url: str) -> None:
+        self.session = ShufflerSession("shuffler1")
+        self.readings: list[Reading] = []
+        self.runner = DeviceRunner(
+            self.session,
+            url,
+            on_readings=self._on_readings,
+            tick_interval=0.05,
+            reconnect_min=0.05,
+            reconnect_max=0.2,
+        )
+
+    async def _on_readings(self, readings: list[Reading]) -> None:
+        self.readings += readings
+
+    def of(self, kind: type[Reading]) -> list[Any]:
+        return [r for r in self.readings if isinstance(r, kind)]
+
+    async def wait_until(self, condition: Callable[[], bool], what: str, timeout: float = 5.0) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while not condition():
+            if loop.time() > deadline:
+                raise AssertionError(f"timed out waiting for {what}; readings: {self.readings}")
+            await asyncio.sleep(0.01)
+
+    async def wait_for(self, kind: type[Reading], count: int = 1, timeout: float = 5.0) -> None:
+        await self.wait_until(lambda: len(self.of(kind)) >= count, f"{count} x {kind.__name__}", timeout)
+
+    async def send(self, name: str, **args: Any) -> None:
+        await self.runner.send(DeviceCommand(name, args))
+
+
+@contextlib.asynccontextmanager
+async def shuffler_on_pty(tmp_path: Path, **options: Any) -> AsyncIterator[tuple[ShufflerSimulator, Table]]:
+    async with ShufflerSimulator(speed=50.0, **options) as simulator:
+        await simulator.start_pty(str(tmp_path / "ttySHUF"))
+        table = Table(simulator.url)
+        task = asyncio.create_task(table.runner.run())
+        try:
+            await table.wait_for(DeviceOnline)
+            await table.wait_for(DeviceStatus)  # the answer to STATUS?: the host knows where the device is
+            yield simulator, table
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+
+def acked(simulator: ShufflerSimulator) -> list[str]:
+    return [line.text for line in simulator.received if line.text.startswith("ACK ")]
+
+
+async def test_pty_shuffle_done(tmp_path: Path) -> None:
+    async with shuffler_on_pty(tmp_path) as (simulator, table):
+        assert simulator.load_decks(8)
+        await table.send("shuffle", shuffle_id="P1", decks=8)
+        await table.wait_for(ShuffleDone)
+        await table.wait_until(lambda: table.session.state == "READY", "STATE READY")
+        assert simulator.take_output() == 416
+        await table.wait_until(lambda: table.session.state == "IDLE", "STATE IDLE")
+    [done] = table.of(ShuffleDone)
+    assert (done.shuffle_id, done.decks, done.cards, done.raw) == ("P1", 8, 416, raw("DONE 0001 P1 8 416"))
+    assert table.of(ShuffleFailed) == [] and table.of(DeviceFault) == []
+    assert acked(simulator) == ["ACK 0001"]
+    assert [line.text for line in simulator.received][:2] == ["STATUS?", "SHUFFLE P1 8"]
+    assert [s.state for s in table.of(DeviceStatus)] == ["IDLE", "LOADING", "SHUFFLING", "READY", "IDLE"]
+
+
+async def test_pty_error_then_reset(tmp_path: Path) -> None:
+    async with shuffler_on_pty(tmp_path) as (simulator, table):
+        simulator.load_decks(1)
+        simulator.jam_next()
+        await table.send("shuffle", shuffle_id="P2", decks=1)
+        await table.wait_for(ShuffleFailed)
+        await table.wait_until(lambda: table.session.state == "ERROR", "STATE ERROR")
+        await table.send("reset")
+        await table.wait_for(DeviceFaultCleared)
+        await table.send("shuffle", shuffle_id="P3", decks=1)
+        await table.wait_for(ShuffleDone)
+    [failed] = table.of(ShuffleFailed)
+    assert (failed.code, failed.reason, failed.shuffle_id) == ("E01", "JAM", "P2")
+    assert [(f.code, f.reason) for f in table.of(DeviceFault)] == [("E01", "JAM")]
+    assert [d.shuffle_id for d in table.of(ShuffleDone)] == ["P3"]
+    assert acked(simulator) == ["ACK 0001", "ACK 0002"]
+
+
+async def test_pty_count_mismatch_is_a_fault(tmp_path: Path) -> None:
+    async with shuffler_on_pty(tmp_path) as (simulator, table):
+        simulator.load(8 * 52 - 1)
+        await table.send("shuffle", shuffle_id="P4", decks=8)
+        await table.wait_for(ShuffleFailed)
+        await table.wait_until(lambda: table.session.state == "READY", "STATE READY")
+        await asyncio.sleep(0.3)  # retransmissions, if any, have been de-duplicated by now
+    assert table.of(ShuffleDone) == []
+    [failed] = table.of(ShuffleFailed)
+    assert (failed.code, failed.expected, failed.actual) == ("COUNT_MISMATCH", 416, 415)
+    assert [f.code for f in table.of(DeviceFault)] == ["COUNT_MISMATCH"]
+    assert table.of(DeviceFaultCleared) == []
+
+
+async def test_pty_unplug_during_shuffle_delivers_done_once_after_replug(tmp_path: Path) -> None:
+    async with shuffler_on_pty(tmp_path) as (simulator, table):
+        simulator.load_decks(8)
+        await table.send("shuffle", shuffle_id="P5", decks=8)
+        await table.wait_until(lambda: table.session.state == "SHUFFLING", "STATE SHUFFLING")
+        await simulator.unplug()
+        await table.wait_for(DeviceOffline)
+        # the shuffle ends while the cable is out: DONE goes into the void and is retransmitted
+        await asyncio.sleep(simulator.device.shuffle_seconds(8) + 0.3)
+        assert simulator.device.shuffles[0].outcome == "done"
+        assert table.of(ShuffleDone) == []
+        await simulator.replug()
+        await table.wait_for(DeviceOnline, 2)
+        await table.wait_for(ShuffleDone)
+        await asyncio.sleep(0.6)
+    assert [d.shuffle_id for d in table.of(ShuffleDone)] == ["P5"]
+    assert len(table.of(DeviceOffline)) == 1
+    kinds = [type(r) for r in table.readings if isinstance(r, DeviceOffline | DeviceOnline | ShuffleDone)]
+    assert kinds == [DeviceOnline, DeviceOffline, DeviceOnline, ShuffleDone]
+    assert acked(simulator) == ["ACK 0001"]  # the copies sent while unplugged reached nobody
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.binary(max_size=2000), cuts=st.lists(st.integers(min_value=0), max_size=20))
+def test_the_simulated_shuffler_survives_any_host_bytes(data: bytes, cuts: list[int]) -> None:
+    device = ShufflerDevice(speed=100.0)
+    device.connected(0.0)
+    assert device.load(52, 0.0)
+    now = 0.0
+    # the line end resynchronises the shuffler after whatever garbage came before the SHUFFLE
+    for piece in chunked(data + b"\n" + frame("SHUFFLE Z 1"), cuts):
+        now += 0.05
+        device.receive(piece, now)
+        device.poll(now)
+    device.poll(now + 1.0)
+    assert [(record.shuffle_id, record.outcome) for record in device.shuffles] == [("Z", "done")]
