@@ -75,6 +75,10 @@ class CloseBetting(Command):
     """Close betting early (dealer or rules engine)."""
 
 
+class PlayersDone(Command):
+    """Every player has decided (5 Card Stud: bet or fold): the dealer's remaining cards may be dealt."""
+
+
 # name -> model. `table` commands go to the runtime; `bus` commands are served by the MQTT bus itself.
 TABLE_COMMANDS: dict[str, type[Command]] = {
     "pause": Pause,
@@ -90,6 +94,7 @@ BUS_COMMANDS: dict[str, type[Command]] = {
 }
 INPUTS: dict[str, type[Command]] = {
     "close_betting": CloseBetting,
+    "players_done": PlayersDone,
 }
 
 Kind = Literal["commands", "inputs"]

@@ -23,6 +23,7 @@ from typing import Any, TextIO
 import aiomqtt
 
 from controller.config import TableConfig, config_from_dict
+from controller.events import Envelope
 from controller.games import game_spec
 from controller.service import TableService
 from drivers.registry import simulator_class
@@ -32,6 +33,8 @@ log = logging.getLogger(__name__)
 DEMO_GAME_SETTINGS: dict[str, dict[str, Any]] = {
     "baccarat": {"betting_seconds": 2.0, "round_gap_seconds": 1.0},
     "roulette": {"betting_seconds": 2.0, "round_gap_seconds": 1.0},
+    "andar_bahar": {"betting_seconds": 2.0, "round_gap_seconds": 1.0},
+    "stud": {"hands": 3, "betting_seconds": 2.0, "decision_seconds": 2.0, "round_gap_seconds": 1.0},
 }
 
 
@@ -70,17 +73,20 @@ async def start_embedded_broker(port: int) -> Any:
 
 
 def make_simulator(game: str, seed: int, faults: bool) -> Any:
-    protocol = next(iter(game_spec(game).devices.values()))[0]
+    spec = game_spec(game)
+    protocol = next(iter(spec.devices.values()))[0]
     cls = simulator_class(protocol)
     if protocol == "shoe-line":
-        from drivers.shoe.simulator import ShoeFaults
+        from drivers.shoe.simulator import DEFAULT_CUT_POSITION, ShoeFaults
 
         shoe_faults = (
             ShoeFaults(noread_rate=0.05, noise_rate=0.02, bad_checksum_rate=0.02, seed=seed)
             if faults
             else ShoeFaults()
         )
-        return cls(decks=8, seed=seed, faults=shoe_faults)
+        # a pack that is replaced every round has no cut card
+        cut_position = None if spec.fresh_deck_each_round else DEFAULT_CUT_POSITION
+        return cls(decks=spec.demo_decks, seed=seed, faults=shoe_faults, cut_position=cut_position)
     if protocol == "cammegh-ss2":
         return cls(seed=seed, speed=8.0)
     raise ValueError(f"no demo simulator for {protocol}")
@@ -93,9 +99,17 @@ class VirtualDealer:
         self.service = service
         self.simulator = simulator
         self.rng = random.Random(seed)
+        self.spec = game_spec(service.config.table.game)
+        if self.spec.fresh_deck_each_round:
+            service.listeners.append(self._fresh_deck_after_round)
+
+    def _fresh_deck_after_round(self, envelope: Envelope) -> None:
+        """Single-deck games: the used pack goes to the shuffler and a freshly shuffled one is loaded."""
+        if envelope.type in ("round.closed", "round.voided"):
+            self.simulator.load_new_deck(self.rng.randrange(2**32), decks=self.spec.demo_decks)
 
     async def run(self) -> None:
-        if self.service.config.table.game != "baccarat":
+        if "shoe" not in self.spec.devices:
             return  # the wheel needs no hands: the controller starts each game itself
         while True:
             await asyncio.sleep(0.15 + self.rng.random() * 0.25)
@@ -105,7 +119,10 @@ class VirtualDealer:
                 continue
             if game_state.get("awaiting_rescan"):
                 self.simulator.rescan()
-            elif state["round_phase"] in ("betting_closed", "in_play") and game_state.get("next_position"):
+            # "waiting": a card that comes before the round opens (Andar Bahar's game card)
+            elif state["round_phase"] in ("waiting", "betting_closed", "in_play") and game_state.get(
+                "next_position"
+            ):
                 self.simulator.draw()
 
 
@@ -122,6 +139,21 @@ def describe(envelope: dict[str, Any]) -> str:
     if kind == "round.result" and data.get("game") == "roulette":
         wheel = f"spin {data['spin']}, {data['rotor_rpm']} rpm {data['direction']}"
         return f"{data['number']} {data['color']} ({wheel})"
+    if kind == "round.result" and data.get("game") == "andar_bahar":
+        first_three = f", first 3 {data['first_three']}" if data.get("first_three") else ""
+        return (
+            f"game card {data['game_card']}: Andar {' '.join(data['andar'])}"
+            f" | Bahar {' '.join(data['bahar'])}"
+            f" -> {data['winner'].upper()} ({data['cards_dealt']} cards, {data['bucket']}{first_three})"
+        )
+    if kind == "round.result" and data.get("game") == "stud":
+        hands = "; ".join(
+            f"{' '.join(hand['cards'])} {hand['category']} {outcome}"
+            for hand, outcome in zip(data["hands"], data["outcomes"], strict=True)
+        )
+        dealer = data["dealer"]
+        qualifies = "qualifies" if data["dealer_qualifies"] else "does not qualify"
+        return f"Dealer {' '.join(dealer['cards'])} {dealer['category']} ({qualifies}) | {hands}"
     if kind == "card.dealt":
         return f"{data['card']} to {data['position']}{' (re-scan)' if data.get('rescan') else ''}"
     skip = {"round_id"}

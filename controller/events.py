@@ -112,9 +112,67 @@ class RouletteResult(EventData):
     raw: str = Field("", description="the wheel lines that produced the result")
 
 
-RESULT_MODELS: tuple[type[EventData], ...] = (BaccaratResult, RouletteResult)
+AndarBaharBucket = Literal[
+    "1-5", "6-10", "11-15", "16-20", "21-25", "26-30", "31-35", "36-40", "41-45", "46-49"
+]
 
-RoundResult = Annotated[BaccaratResult | RouletteResult, Field(discriminator="game")]
+
+class AndarBaharResult(EventData):
+    game: Literal["andar_bahar"] = "andar_bahar"
+    round_id: str
+    game_card: str = Field(description="the card drawn before betting; its rank is the one to match")
+    andar: list[str] = Field(description="Andar's cards in dealing order (Andar gets the 1st, 3rd, ...)")
+    bahar: list[str] = Field(description="Bahar's cards in dealing order (Bahar gets the 2nd, 4th, ...)")
+    winner: Literal["andar", "bahar"] = Field(description="the side that received the matching card")
+    cards_dealt: int = Field(ge=1, le=49, description="Andar and Bahar cards together, game card excluded")
+    bucket: AndarBaharBucket = Field(description="the 'number of cards dealt' bet range cards_dealt is in")
+    first_andar_match: bool = Field(description="the first Andar card has the game card's rank")
+    first_bahar_match: bool = Field(description="the first Bahar card has the game card's rank")
+    first_three: Literal["straight_flush", "straight", "flush"] | None = Field(
+        description="game card + first Andar + first Bahar; ace high (Q-K-A) or low (A-2-3), no wrap "
+        "(K-A-2); null when no pattern or fewer than 3 cards"
+    )
+
+
+PokerCategory = Literal[
+    "high_card",
+    "one_pair",
+    "two_pair",
+    "three_of_a_kind",
+    "straight",
+    "flush",
+    "full_house",
+    "four_of_a_kind",
+    "straight_flush",
+    "royal_flush",
+]
+
+
+class StudHand(EventData):
+    cards: list[str] = Field(description="in dealing order")
+    category: PokerCategory
+    ranks: list[int] = Field(
+        description="tie-break ranks, most significant first (2..14, ace 14): the groups by size then rank, "
+        "then the kickers; a straight gives its top card only (5 for A-2-3-4-5)"
+    )
+
+
+class StudResult(EventData):
+    game: Literal["stud"] = "stud"
+    round_id: str
+    hands: list[StudHand] = Field(description="the player hands in seat order (one: the common hand)")
+    dealer: StudHand
+    dealer_qualifies: bool = Field(description="the dealer has ace-king or better")
+    outcomes: list[Literal["win", "lose", "tie"]] = Field(
+        description="each player hand against the dealer's, qualified or not (payouts are the rules engine's)"
+    )
+
+
+RESULT_MODELS: tuple[type[EventData], ...] = (BaccaratResult, RouletteResult, AndarBaharResult, StudResult)
+
+RoundResult = Annotated[
+    BaccaratResult | RouletteResult | AndarBaharResult | StudResult, Field(discriminator="game")
+]
 
 
 class RoundClosed(EventData):

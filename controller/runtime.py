@@ -32,6 +32,7 @@ from controller.commands import (
     ManualCard,
     NewShoe,
     Pause,
+    PlayersDone,
     Resume,
     VoidRound,
 )
@@ -253,12 +254,15 @@ class TableCore:
             if command.round_id is not None and command.round_id != round_id:
                 raise CommandError(f"round {command.round_id} is not the current round ({round_id})")
             step.add(self.flow.void_round(now, command.reason, by))
-        elif isinstance(command, ManualCard | NewShoe | CloseBetting):
+        elif isinstance(command, ManualCard | NewShoe | CloseBetting | PlayersDone):
             if self.paused:
                 raise CommandError("the table is paused")
-            name = {ManualCard: "manual_card", NewShoe: "new_shoe", CloseBetting: "close_betting"}[
-                type(command)
-            ]
+            name = {
+                ManualCard: "manual_card",
+                NewShoe: "new_shoe",
+                CloseBetting: "close_betting",
+                PlayersDone: "players_done",
+            }[type(command)]
             payload = command.model_dump(exclude={"transaction", "by"})
             try:
                 step.add(self.flow.on_input(name, payload, now))

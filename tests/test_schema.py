@@ -20,6 +20,7 @@ from controller.commands import BUS_COMMANDS, INPUTS, TABLE_COMMANDS, Command, C
 from controller.events import (
     EVENT_MODELS,
     RESULT_MODELS,
+    AndarBaharResult,
     BaccaratHand,
     BaccaratResult,
     BettingClosed,
@@ -41,6 +42,8 @@ from controller.events import (
     RoundResumed,
     RoundVoided,
     ShoeStarted,
+    StudHand,
+    StudResult,
     format_sequence,
     iso_ms,
     make_event,
@@ -89,6 +92,29 @@ ROULETTE_ZERO = RouletteResult(
     raw="",
 )
 
+ANDAR_BAHAR = AndarBaharResult(  # the seed's example
+    round_id="t7-0000004",
+    game_card="KS",
+    andar=["AC", "8D", "JH", "KD"],
+    bahar=["QS", "7C", "2H"],
+    winner="andar",
+    cards_dealt=7,
+    bucket="6-10",
+    first_andar_match=False,
+    first_bahar_match=False,
+    first_three="straight",
+)
+STUD = StudResult(
+    round_id="t7-0000005",
+    hands=[
+        StudHand(cards=["AS", "KS", "QS", "JS", "TS"], category="royal_flush", ranks=[14]),
+        StudHand(cards=["9C", "9D", "4H", "4S", "2C"], category="two_pair", ranks=[9, 4, 2]),
+    ],
+    dealer=StudHand(cards=["AH", "KD", "7C", "5S", "3D"], category="high_card", ranks=[14, 13, 7, 5, 3]),
+    dealer_qualifies=True,
+    outcomes=["win", "lose"],
+)
+
 # At least one real sample per event type: a new type without one fails test_every_event_type_has_a_sample.
 SAMPLES: dict[str, list[EventData]] = {
     "round.opened": [
@@ -108,7 +134,7 @@ SAMPLES: dict[str, list[EventData]] = {
     "card.unreadable": [CardUnreadable(round_id="t7-0000001", ref="nr-1", prompt="re-scan the card")],
     "shoe.started": [ShoeStarted(shoe_id="shoe-0001", decks=8)],
     "shoe.cut_card": [CutCardSeen(round_id="t7-0000001", shoe_id="shoe-0001")],
-    "round.result": [BACCARAT, ROULETTE, ROULETTE_ZERO],
+    "round.result": [BACCARAT, ROULETTE, ROULETTE_ZERO, ANDAR_BAHAR, STUD],
     "round.closed": [RoundClosed(round_id="t7-0000001")],
     "round.paused": [
         RoundPaused(round_id="t7-0000001", reason="shoe offline", device="shoe", by="device"),
@@ -240,7 +266,19 @@ BACCARAT_ENVELOPE = envelope(make_event("round.result", BACCARAT, T0))
 ROULETTE_ENVELOPE = envelope(make_event("round.result", ROULETTE, T0))
 PAUSED_ENVELOPE = envelope(make_event("round.paused", SAMPLES["round.paused"][0], T0))
 
+ANDAR_BAHAR_ENVELOPE = envelope(make_event("round.result", ANDAR_BAHAR, T0))
+STUD_ENVELOPE = envelope(make_event("round.result", STUD, T0))
+
 BROKEN_DATA = [
+    ("andar bahar bucket out of range", "round.result", broken(ANDAR_BAHAR_ENVELOPE, bucket="50-52")),
+    ("andar bahar 50 cards dealt", "round.result", broken(ANDAR_BAHAR_ENVELOPE, cards_dealt=50)),
+    ("andar bahar winner tie", "round.result", broken(ANDAR_BAHAR_ENVELOPE, winner="tie")),
+    ("stud outcome push", "round.result", broken(STUD_ENVELOPE, outcomes=["push", "lose"])),
+    (
+        "stud unknown category",
+        "round.result",
+        broken(STUD_ENVELOPE, dealer={"cards": [], "category": "five_of_a_kind", "ranks": [14]}),
+    ),
     ("baccarat missing winner", "round.result", broken(BACCARAT_ENVELOPE, winner=...)),
     ("baccarat winner not a literal", "round.result", broken(BACCARAT_ENVELOPE, winner="dragon")),
     ("baccarat extra field", "round.result", broken(BACCARAT_ENVELOPE, bonus=1)),
@@ -338,6 +376,8 @@ COMMAND_PAYLOADS: list[tuple[str, str, Any, bool]] = [
     ("inputs", "close_betting", {}, True),
     ("inputs", "close_betting", {"transaction": "re-9", "by": "rules-engine"}, True),
     ("inputs", "close_betting", {"seconds": 3}, False),
+    ("inputs", "players_done", {"by": "rules-engine", "transaction": 9}, True),
+    ("inputs", "players_done", {"hands": [1]}, False),
 ]
 
 

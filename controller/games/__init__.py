@@ -20,6 +20,10 @@ class GameSpec:
     settings_path: str
     #: device name -> protocols that can serve it (the first is the default, used by the demo's simulator)
     devices: dict[str, tuple[str, ...]]
+    #: the demo's simulated shoe holds this many decks
+    demo_decks: int = 8
+    #: a freshly shuffled pack for every round (no cut card): the demo's dealer reloads the shoe after each
+    fresh_deck_each_round: bool = False
 
     def flow_class(self) -> type[GameFlow]:
         cls: type[GameFlow] = _load(self.flow_path)
@@ -45,6 +49,20 @@ GAMES: dict[str, GameSpec] = {
         "controller.games.roulette:RouletteFlow",
         "controller.games.roulette:RouletteSettings",
         {"wheel": ("cammegh-ss2",)},
+    ),
+    "andar_bahar": GameSpec(
+        "controller.games.andar_bahar:AndarBaharFlow",
+        "controller.games.andar_bahar:AndarBaharSettings",
+        {"shoe": ("shoe-line",)},
+        demo_decks=1,
+        fresh_deck_each_round=True,
+    ),
+    "stud": GameSpec(
+        "controller.games.stud:StudFlow",
+        "controller.games.stud:StudSettings",
+        {"shoe": ("shoe-line",)},
+        demo_decks=1,
+        fresh_deck_each_round=True,
     ),
 }
 

@@ -1,0 +1,453 @@
+"""Andar Bahar as a pure state machine.
+
+One 52-card deck, a fresh (already shuffled) deck for every round (seed 003). The procedure differs from the
+common lifecycle in one way: the dealer draws the GAME CARD before any bet is taken, and the countdown starts
+when it is shown. So this flow does not open a round on a timer; it waits, between rounds, for the game card
+(`next_position == "game"`, prompt "Draw the game card"), and the game card itself opens the round:
+`round.opened` (with `betting_closes_at` = now + betting_seconds) then `card.dealt` at position "game".
+Until the first Andar card the round has not started, so a fault during betting voids it (bets refunded);
+the next round then starts again from a new deck and a new game card.
+
+After betting closes cards alternate Andar, Bahar, Andar, ... until one has the game card's rank; that side
+wins. Cards that break the procedure (between rounds, during betting, after the match, or a second copy of a
+card of the one deck) are rejected and reported, never guessed. The shoe's gate is locked while no card is
+expected. Time only comes in as `now`: replays are exact and a pickled flow resumes where it was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import pairwise
+from typing import Any, Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from controller.cards import Card, InvalidCard, ShoeComposition, ShoeExhausted
+from controller.events import (
+    AndarBaharBucket,
+    AndarBaharResult,
+    CardDealt,
+    CardRejected,
+    CardUnreadable,
+    iso_ms,
+)
+from controller.flow import DeviceRequest, FlowOutput, GameFlow, InputRejected, Phase
+from drivers.readings import CardSeen, CardUnread, CutCardSeen, Reading
+from drivers.session import DeviceCommand
+
+Side = Literal["andar", "bahar"]
+Position = Literal["game", "andar", "bahar"]
+FirstThree = Literal["straight_flush", "straight", "flush"]
+
+DECKS = 1
+
+PROMPT_GAME_CARD = "Draw the game card"
+PROMPT_RESCAN = "Re-scan the card"
+PROMPT_VOIDED = "Round voided — collect the cards and take the shuffled deck"
+
+_PROMPT_DEAL = {"andar": "Deal to Andar", "bahar": "Deal to Bahar"}
+_SIDE_NAME = {"andar": "Andar", "bahar": "Bahar"}
+
+
+class AndarBaharSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    betting_seconds: float = Field(
+        default=15.0, gt=0, description="the countdown that starts when the game card is shown"
+    )
+    round_gap_seconds: float = Field(
+        default=3.0, ge=0, description="pause between a round's close and asking for the next game card"
+    )
+    shoe_device: str = Field(
+        default="shoe", min_length=1, description="the configured device name of the shoe"
+    )
+    shuffler_device: str | None = Field(
+        default=None,
+        min_length=1,
+        description="if set, this device is asked to shuffle one deck after every round",
+    )
+
+
+# --- the rules of Andar Bahar -----------------------------------------------------------------------------
+
+#: The 'number of cards dealt' bet ranges (seed 003), as the contract names them. The last one is short:
+#: one deck holds 48 cards of other ranks, so the match comes at the 49th card at the latest.
+BUCKETS: tuple[tuple[int, int, AndarBaharBucket], ...] = tuple(
+    (int(label.split("-")[0]), int(label.split("-")[1]), label) for label in get_args(AndarBaharBucket)
+)
+
+
+def side_of(card_number: int) -> Side:
+    """Where the `card_number`-th card after betting goes (1-based): odd to Andar, even to Bahar."""
+    return "andar" if card_number % 2 == 1 else "bahar"
+
+
+def bucket_of(cards_dealt: int) -> AndarBaharBucket:
+    for low, high, label in BUCKETS:
+        if low <= cards_dealt <= high:
+            return label
+    raise ValueError(f"{cards_dealt} cards cannot be dealt from one deck before a match (1..49)")
+
+
+def _consecutive(values: Sequence[int]) -> bool:
+    ordered = sorted(values)
+    return all(b - a == 1 for a, b in pairwise(ordered))
+
+
+def is_three_card_straight(cards: Sequence[Card]) -> bool:
+    """Three ranks in sequence. The ace plays high (Q-K-A, seed example) or low (A-2-3, as in three-card
+    poker); a run never wraps round the ace (K-A-2 is no straight)."""
+    low = [card.rank_index for card in cards]  # ace 1
+    high = [14 if value == 1 else value for value in low]
+    return _consecutive(low) or _consecutive(high)
+
+
+def first_three(cards: Sequence[Card]) -> FirstThree | None:
+    """The 'First 3' pattern of game card + first Andar + first Bahar; None with fewer than three cards (the
+    bet loses then) or when they form no pattern."""
+    if len(cards) < 3:
+        return None
+    straight = is_three_card_straight(cards[:3])
+    flush = len({card.suit for card in cards[:3]}) == 1
+    if straight and flush:
+        return "straight_flush"
+    if straight:
+        return "straight"
+    if flush:
+        return "flush"
+    return None
+
+
+def andar_bahar_result(
+    round_id: str, game_card: Card, andar: Sequence[Card], bahar: Sequence[Card]
+) -> AndarBaharResult:
+    """The result of a complete round: the last card dealt matches the game card's rank."""
+    winner: Side = "andar" if len(andar) > len(bahar) else "bahar"
+    assert (andar if winner == "andar" else bahar)[-1].rank == game_card.rank, "the round has no match yet"
+    cards_dealt = len(andar) + len(bahar)
+    return AndarBaharResult(
+        round_id=round_id,
+        game_card=game_card.code,
+        andar=[card.code for card in andar],
+        bahar=[card.code for card in bahar],
+        winner=winner,
+        cards_dealt=cards_dealt,
+        bucket=bucket_of(cards_dealt),
+        first_andar_match=andar[0].rank == game_card.rank,
+        first_bahar_match=bool(bahar) and bahar[0].rank == game_card.rank,
+        first_three=first_three([game_card, *andar[:1], *bahar[:1]]),
+    )
+
+
+# --- the flow ---------------------------------------------------------------------------------------------
+
+
+class AndarBaharFlow(GameFlow):
+    game = "andar_bahar"
+
+    def __init__(self, table_id: str, settings: AndarBaharSettings) -> None:
+        super().__init__(table_id)
+        self.settings = settings
+        self.composition = ShoeComposition(DECKS)
+        # Between rounds, once the new deck is in: the next card out is the game card (it opens the round).
+        self.awaiting_game_card = False
+        self.game_card: Card | None = None
+        self.andar: list[Card] = []
+        self.bahar: list[Card] = []
+        self.betting_closes_at: float | None = None
+        self.last_close_time: float | None = None
+        # A card came out unread: nothing advances until its re-scan (or a hand-entered card) arrives.
+        self.unread_ref: str | None = None
+        self.unread_raw = ""
+        self.idle_reason = "the table has not started yet"
+
+    # -- time ------------------------------------------------------------------------------------------
+
+    def on_tick(self, now: float) -> FlowOutput:
+        out = FlowOutput()
+        if not self.rounds.in_round:
+            if not self.awaiting_game_card and self._gap_over(now):
+                self._await_game_card(out)
+        elif (
+            self.rounds.phase == Phase.BETTING_OPEN
+            and self.betting_closes_at is not None
+            and now >= self.betting_closes_at
+        ):
+            self._close_betting(now, out, "timer")
+        return out
+
+    def _gap_over(self, now: float) -> bool:
+        return self.last_close_time is None or now - self.last_close_time >= self.settings.round_gap_seconds
+
+    # -- readings --------------------------------------------------------------------------------------
+
+    def on_reading(self, reading: Reading, now: float) -> FlowOutput:
+        # Device health belongs to the runtime; the flow only cares about what came out of its shoe.
+        if reading.device != self.settings.shoe_device:
+            return FlowOutput()
+        if isinstance(reading, CardSeen):
+            return self._on_card_seen(reading, now)
+        if isinstance(reading, CardUnread):
+            return self._on_card_unread(reading, now)
+        if isinstance(reading, CutCardSeen):
+            out = FlowOutput()
+            reason = "a cut card has no place in Andar Bahar: the deck is replaced after every round"
+            self._reject(out, now, None, reading.raw, reason)
+            return out
+        return FlowOutput()
+
+    def _on_card_seen(self, reading: CardSeen, now: float) -> FlowOutput:
+        out = FlowOutput()
+        if self.unread_ref is not None:
+            if reading.rescan_of != self.unread_ref:
+                self._reject(
+                    out, now, reading.code, reading.raw,
+                    f"re-scan the unread card first (card {self.unread_ref} could not be read)",
+                )
+                return out
+            checked = self._check_card(reading.code)
+            if isinstance(checked, str):
+                # The re-scan itself is impossible: the card stays unread and the dealer tries again.
+                self._reject(out, now, reading.code, reading.raw, checked)
+                return out
+            raw = "\n".join(part for part in (self.unread_raw, reading.raw) if part)
+            self._clear_unread()
+            self._deal(checked, now, out, raw=raw, rescan=True)
+            return out
+        if reading.rescan_of is not None:
+            self._reject(
+                out, now, reading.code, reading.raw,
+                f"re-scan of card {reading.rescan_of}, but no unread card is waiting for a re-scan",
+            )
+            return out
+        refusal = self._why_no_card_now()
+        if refusal is not None:
+            self._reject(out, now, reading.code, reading.raw, refusal)
+            return out
+        checked = self._check_card(reading.code)
+        if isinstance(checked, str):
+            self._reject(out, now, reading.code, reading.raw, checked)
+            return out
+        self._deal(checked, now, out, raw=reading.raw, rescan=False)
+        return out
+
+    def _on_card_unread(self, reading: CardUnread, now: float) -> FlowOutput:
+        out = FlowOutput()
+        if self.unread_ref is not None:
+            if reading.ref == self.unread_ref:
+                # The re-scan failed too: the dealer passes the same card over the reader again.
+                self._announce_unread(now, out)
+            else:
+                self._reject(
+                    out, now, None, reading.raw,
+                    f"another card came out unread: re-scan the unread card first "
+                    f"(card {self.unread_ref} could not be read)",
+                )
+            return out
+        refusal = self._why_no_card_now()
+        if refusal is not None:
+            self._reject(out, now, None, reading.raw, f"unreadable card: {refusal}")
+            return out
+        if self.rounds.in_round:
+            # An Andar/Bahar card is physically out: from now a fault pauses the round instead of voiding it.
+            self.rounds.start_play()
+        self.unread_ref = reading.ref
+        self.unread_raw = reading.raw
+        self._announce_unread(now, out)
+        return out
+
+    def _announce_unread(self, now: float, out: FlowOutput) -> None:
+        assert self.unread_ref is not None
+        self.prompt = PROMPT_RESCAN
+        out.emit(
+            "card.unreadable",
+            CardUnreadable(round_id=self.rounds.round_id, ref=self.unread_ref, prompt=PROMPT_RESCAN),
+            now,
+        )
+
+    # -- inputs ----------------------------------------------------------------------------------------
+
+    def on_input(self, name: str, payload: dict[str, Any], now: float) -> FlowOutput:
+        # `transaction` and `by` may ride along in any payload: they are the runtime's business.
+        if name == "manual_card":
+            return self._manual_card(payload, now)
+        if name == "close_betting":
+            if not self.rounds.in_round or self.rounds.phase != Phase.BETTING_OPEN:
+                raise InputRejected("betting is not open")
+            out = FlowOutput()
+            self._close_betting(now, out, "input")
+            return out
+        if name == "new_shoe":
+            raise InputRejected("andar_bahar takes no new_shoe: every round starts from a fresh deck")
+        raise InputRejected(f"andar_bahar takes no input {name!r}; it takes manual_card, close_betting")
+
+    def _manual_card(self, payload: dict[str, Any], now: float) -> FlowOutput:
+        code = payload.get("card")
+        if not isinstance(code, str):
+            raise InputRejected("manual_card needs the card code, e.g. {\"card\": \"TD\"}")
+        refusal = self._why_no_card_now()
+        if refusal is not None:
+            raise InputRejected(f"no card is expected now: {refusal}")
+        checked = self._check_card(code)
+        if isinstance(checked, str):
+            raise InputRejected(checked)
+        out = FlowOutput()
+        raw = "\n".join(part for part in (self.unread_raw, f"manual_card {checked.code}") if part)
+        self._clear_unread()
+        self._deal(checked, now, out, raw=raw, rescan=False)
+        return out
+
+    # -- interruptions -----------------------------------------------------------------------------------
+
+    def void_round(self, now: float, reason: str, by: str) -> FlowOutput:
+        if not self.rounds.in_round:
+            raise InputRejected("there is no round to void")
+        out = FlowOutput()
+        self.rounds.void(now, out, reason, by)
+        self._end_of_round(now, out)
+        self.game_card, self.andar, self.bahar = None, [], []
+        self.prompt = PROMPT_VOIDED
+        self.idle_reason = "the round was voided: no card is expected until the next game card is asked for"
+        return out
+
+    def on_pause(self, now: float) -> FlowOutput:
+        out = FlowOutput()
+        self._request_shoe(out, "lock")
+        return out
+
+    def on_resume(self, now: float) -> FlowOutput:
+        out = FlowOutput()
+        if self._why_no_card_now() is None:
+            self._request_shoe(out, "unlock")
+        return out
+
+    # -- state ---------------------------------------------------------------------------------------------
+
+    def public_state(self) -> dict[str, Any]:
+        closes = self.betting_closes_at
+        return {
+            "game": self.game,
+            "phase": str(self.rounds.phase),
+            "round_id": self.rounds.round_id,
+            "betting_closes_at": iso_ms(closes) if closes is not None else None,
+            "game_card": self.game_card.code if self.game_card is not None else None,
+            "andar": [card.code for card in self.andar],
+            "bahar": [card.code for card in self.bahar],
+            # Set exactly when a card is wanted now (a pending re-scan goes there too): the dealer's cue.
+            "next_position": self._next_position() if self._why_no_card_now() is None else None,
+            "awaiting_rescan": self.unread_ref is not None,
+            "cards_dealt": len(self.andar) + len(self.bahar),
+            "cards_left_in_deck": self.composition.cards_left,
+            "prompt": self.prompt,
+        }
+
+    # -- internals -----------------------------------------------------------------------------------------
+
+    def _await_game_card(self, out: FlowOutput) -> None:
+        # The other, already shuffled deck is in the shoe now: everything is back in it.
+        self.composition.reset()
+        self.game_card, self.andar, self.bahar = None, [], []
+        self.awaiting_game_card = True
+        self._request_shoe(out, "unlock")
+        self.prompt = PROMPT_GAME_CARD
+
+    def _next_position(self) -> Position:
+        if self.game_card is None:
+            return "game"
+        return side_of(len(self.andar) + len(self.bahar) + 1)
+
+    def _why_no_card_now(self) -> str | None:
+        """Why no card may come out now, or None while one is expected."""
+        if not self.rounds.in_round:
+            return None if self.awaiting_game_card else self.idle_reason
+        if self.rounds.phase == Phase.BETTING_OPEN:
+            return "betting is open: deal to Andar only after betting closes"
+        return None
+
+    def _check_card(self, code: str) -> Card | str:
+        """The card, or why it cannot be dealt (not a card, or already out of this round's deck)."""
+        try:
+            card = Card.parse(code)
+            self.composition.check(card)
+        except (InvalidCard, ShoeExhausted) as exc:
+            return str(exc)
+        return card
+
+    def _deal(self, card: Card, now: float, out: FlowOutput, raw: str, rescan: bool) -> None:
+        if not self.rounds.in_round:
+            self._deal_game_card(card, now, out, raw, rescan)
+            return
+        assert self.rounds.round_id is not None and self.game_card is not None
+        side = side_of(len(self.andar) + len(self.bahar) + 1)
+        self.composition.take(card)
+        self.rounds.start_play()
+        hand = self.andar if side == "andar" else self.bahar
+        hand.append(card)
+        out.emit(
+            "card.dealt",
+            CardDealt(
+                round_id=self.rounds.round_id, card=card.code, position=side, index=len(hand) - 1,
+                rescan=rescan, raw=raw,
+            ),
+            now,
+        )
+        if card.rank == self.game_card.rank:
+            self._finish_round(now, out)
+        else:
+            self.prompt = _PROMPT_DEAL[side_of(len(self.andar) + len(self.bahar) + 1)]
+
+    def _deal_game_card(self, card: Card, now: float, out: FlowOutput, raw: str, rescan: bool) -> None:
+        # The game card is on the table: the round opens and the countdown starts (seed 003).
+        self.awaiting_game_card = False
+        round_id = self.rounds.open(now, out, betting_seconds=self.settings.betting_seconds, with_shoe=False)
+        self.betting_closes_at = now + self.settings.betting_seconds
+        self.composition.take(card)
+        self.game_card = card
+        out.emit(
+            "card.dealt",
+            CardDealt(round_id=round_id, card=card.code, position="game", index=0, rescan=rescan, raw=raw),
+            now,
+        )
+        # No card may come out while bets are taken.
+        self._request_shoe(out, "lock")
+        self.prompt = f"Game card {card.code} — betting open, do not deal yet"
+
+    def _close_betting(self, now: float, out: FlowOutput, reason: str) -> None:
+        self.rounds.close_betting(now, out, reason)
+        self.betting_closes_at = None
+        self._request_shoe(out, "unlock")
+        self.prompt = _PROMPT_DEAL["andar"]
+
+    def _finish_round(self, now: float, out: FlowOutput) -> None:
+        assert self.rounds.round_id is not None and self.game_card is not None
+        result = andar_bahar_result(self.rounds.round_id, self.game_card, self.andar, self.bahar)
+        out.emit("round.result", result, now)
+        self.rounds.close(now, out)
+        self._end_of_round(now, out)
+        self.idle_reason = "the round is over: no card is expected until the next game card is asked for"
+        matching = (self.andar if result.winner == "andar" else self.bahar)[-1]
+        self.prompt = (
+            f"{_SIDE_NAME[result.winner]} wins — {matching.code} matches {self.game_card.code} "
+            f"({result.cards_dealt} cards). Collect the cards and take the shuffled deck"
+        )
+
+    def _end_of_round(self, now: float, out: FlowOutput) -> None:
+        self.last_close_time = now
+        self.betting_closes_at = None
+        self._clear_unread()
+        self._request_shoe(out, "lock")
+        if self.settings.shuffler_device is not None:
+            # The used deck goes into the shuffler while the other one is dealt (seed 003).
+            command = DeviceCommand("shuffle", {"decks": DECKS})
+            out.requests.append(DeviceRequest(self.settings.shuffler_device, command))
+
+    def _clear_unread(self) -> None:
+        self.unread_ref = None
+        self.unread_raw = ""
+
+    def _reject(self, out: FlowOutput, now: float, code: str | None, raw: str, reason: str) -> None:
+        rejection = CardRejected(round_id=self.rounds.round_id, card=code, reason=reason, raw=raw)
+        out.emit("card.rejected", rejection, now)
+
+    def _request_shoe(self, out: FlowOutput, command: str) -> None:
+        out.requests.append(DeviceRequest(self.settings.shoe_device, DeviceCommand(command)))

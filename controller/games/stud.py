@@ -1,0 +1,543 @@
+"""5 Card Stud (the casino game against the dealer) as a pure state machine.
+
+Seed 000 ("Regras do 5 Card Stud"): antes are placed while betting is open; each player hand gets 5
+cards, the dealer 1 face up; the players then bet (2x ante) or fold; then the dealer gets 4 more cards,
+qualifies with ace-king or better, and every hand is compared with the dealer's. Payouts, including "the
+dealer does not qualify" and the jackpot on a flush or better, are the rules engine's: the result gives it
+every hand's category and tie-break ranks, `dealer_qualifies` and the plain comparison of each hand with
+the dealer's.
+
+Dealing order (the seed does not say, so the usual casino order): one card at a time round the player hands
+in seat order (hand1 first: the dealer's left), five times, then the dealer's face-up card. Positions are
+"hand1".."hand7" and "dealer". With `hands = 1` there is one common hand for every player.
+
+After the dealer's first card the shoe's gate is locked while the players decide; the decision window ends
+with the rules engine's input `players_done` or after `decision_seconds` (so a table without a rules engine
+still plays on). One deck, a fresh (shuffled) deck every round. Time only comes in as `now`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from controller.cards import Card, InvalidCard, ShoeComposition, ShoeExhausted
+from controller.events import (
+    CardDealt,
+    CardRejected,
+    CardUnreadable,
+    PokerCategory,
+    StudHand,
+    StudResult,
+    iso_ms,
+)
+from controller.flow import DeviceRequest, FlowOutput, GameFlow, InputRejected, Phase
+from drivers.readings import CardSeen, CardUnread, CutCardSeen, Reading
+from drivers.session import DeviceCommand
+
+Outcome = Literal["win", "lose", "tie"]
+Stage = Literal["waiting", "betting", "dealing_hands", "deciding", "dealing_dealer"]
+
+CARDS_PER_HAND = 5
+
+PROMPT_RESCAN = "Re-scan the card"
+PROMPT_BETTING_OPEN = "Betting open — do not deal yet"
+PROMPT_DECIDING = "Players decide: bet or fold — do not deal"
+PROMPT_DEALER = "Deal to Dealer"
+PROMPT_VOIDED = "Round voided — collect the cards and take the shuffled deck"
+
+
+class StudSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    hands: int = Field(
+        default=1, ge=1, le=7, description="1: one common hand for every player; 2-7: one hand per seat"
+    )
+    # Poker ranks assume five different cards: with two decks a hand could hold the same card twice.
+    decks: int = Field(default=1, ge=1, le=1, description="one deck, replaced by a shuffled one every round")
+    betting_seconds: float = Field(default=15.0, gt=0, description="time to place antes")
+    decision_seconds: float = Field(
+        default=20.0, gt=0, description="time for the players to bet or fold once their cards are out"
+    )
+    round_gap_seconds: float = Field(
+        default=3.0, ge=0, description="pause between a round's close and the next opening"
+    )
+    shoe_device: str = Field(
+        default="shoe", min_length=1, description="the configured device name of the shoe"
+    )
+
+
+# --- poker hands ------------------------------------------------------------------------------------------
+
+#: weakest first; the index is the category's strength
+CATEGORIES: tuple[PokerCategory, ...] = (
+    "high_card",
+    "one_pair",
+    "two_pair",
+    "three_of_a_kind",
+    "straight",
+    "flush",
+    "full_house",
+    "four_of_a_kind",
+    "straight_flush",
+    "royal_flush",
+)
+ACE = 14
+KING = 13
+
+
+def poker_rank(card: Card) -> int:
+    """2..10 at face value, J 11, Q 12, K 13, A 14 (an ace plays low only in the A-2-3-4-5 straight)."""
+    return ACE if card.rank == "A" else card.rank_index
+
+
+@dataclass(frozen=True, slots=True)
+class HandValue:
+    category: PokerCategory
+    ranks: tuple[int, ...]
+
+    @property
+    def key(self) -> tuple[int, tuple[int, ...]]:
+        """Compare hands by this: category first, then the tie-break ranks in order. Suits never count."""
+        return CATEGORIES.index(self.category), self.ranks
+
+
+def _straight_top(ranks_high_first: Sequence[int]) -> int | None:
+    """The top card of a five-card straight, or None. A-2-3-4-5 (the wheel) is a straight to the five."""
+    if len(set(ranks_high_first)) != CARDS_PER_HAND:
+        return None
+    if ranks_high_first[0] - ranks_high_first[-1] == CARDS_PER_HAND - 1:
+        return ranks_high_first[0]
+    if list(ranks_high_first) == [ACE, 5, 4, 3, 2]:
+        return 5
+    return None
+
+
+def evaluate(cards: Sequence[Card]) -> HandValue:
+    """The poker value of exactly five different cards."""
+    if len(cards) != CARDS_PER_HAND or len(set(cards)) != CARDS_PER_HAND:
+        raise ValueError(f"a poker hand is five different cards, not {[card.code for card in cards]}")
+    ranks = sorted((poker_rank(card) for card in cards), reverse=True)
+    # Groups of equal rank, biggest group first, then higher rank first: the tie-break order of every
+    # category (the trips of a full house before its pair, a pair before its kickers...).
+    groups = sorted(Counter(ranks).items(), key=lambda rank_count: (rank_count[1], rank_count[0]))
+    groups.reverse()
+    by_group = tuple(rank for rank, _ in groups)
+    shape = tuple(count for _, count in groups)
+    flush = len({card.suit for card in cards}) == 1
+    top = _straight_top(ranks)
+    if top is not None and flush:
+        return HandValue("royal_flush" if top == ACE else "straight_flush", (top,))
+    if shape == (4, 1):
+        return HandValue("four_of_a_kind", by_group)
+    if shape == (3, 2):
+        return HandValue("full_house", by_group)
+    if flush:
+        return HandValue("flush", tuple(ranks))
+    if top is not None:
+        return HandValue("straight", (top,))
+    if shape == (3, 1, 1):
+        return HandValue("three_of_a_kind", by_group)
+    if shape == (2, 2, 1):
+        return HandValue("two_pair", by_group)
+    if shape == (2, 1, 1, 1):
+        return HandValue("one_pair", by_group)
+    return HandValue("high_card", tuple(ranks))
+
+
+def dealer_qualifies(value: HandValue) -> bool:
+    """Ace-king or better: any pair or better, or a high-card hand holding both an ace and a king."""
+    if value.category != "high_card":
+        return True
+    return value.ranks[0] == ACE and value.ranks[1] == KING
+
+
+def compare(player: HandValue, dealer: HandValue) -> Outcome:
+    if player.key > dealer.key:
+        return "win"
+    if player.key < dealer.key:
+        return "lose"
+    return "tie"
+
+
+def stud_hand(cards: Sequence[Card]) -> StudHand:
+    value = evaluate(cards)
+    return StudHand(cards=[card.code for card in cards], category=value.category, ranks=list(value.ranks))
+
+
+def stud_result(round_id: str, hands: Sequence[Sequence[Card]], dealer: Sequence[Card]) -> StudResult:
+    dealer_value = evaluate(dealer)
+    return StudResult(
+        round_id=round_id,
+        hands=[stud_hand(hand) for hand in hands],
+        dealer=stud_hand(dealer),
+        dealer_qualifies=dealer_qualifies(dealer_value),
+        outcomes=[compare(evaluate(hand), dealer_value) for hand in hands],
+    )
+
+
+# --- the flow ---------------------------------------------------------------------------------------------
+
+
+def hand_position(index: int) -> str:
+    return f"hand{index + 1}"
+
+
+class StudFlow(GameFlow):
+    game = "stud"
+
+    def __init__(self, table_id: str, settings: StudSettings) -> None:
+        super().__init__(table_id)
+        self.settings = settings
+        self.composition = ShoeComposition(settings.decks)
+        self.hands: list[list[Card]] = [[] for _ in range(settings.hands)]
+        self.dealer: list[Card] = []
+        self.betting_closes_at: float | None = None
+        self.decisions_close_at: float | None = None
+        self.decisions_done = False
+        self.last_close_time: float | None = None
+        # A card came out unread: nothing advances until its re-scan (or a hand-entered card) arrives.
+        self.unread_ref: str | None = None
+        self.unread_raw = ""
+        self.idle_reason = "no round is open yet"
+
+    # -- time ------------------------------------------------------------------------------------------
+
+    def on_tick(self, now: float) -> FlowOutput:
+        out = FlowOutput()
+        if not self.rounds.in_round:
+            if self.last_close_time is None or now - self.last_close_time >= self.settings.round_gap_seconds:
+                self._open_round(now, out)
+        elif (
+            self.rounds.phase == Phase.BETTING_OPEN
+            and self.betting_closes_at is not None
+            and now >= self.betting_closes_at
+        ):
+            self._close_betting(now, out, "timer")
+        elif self.decisions_close_at is not None and now >= self.decisions_close_at:
+            self._end_decisions(out)
+        return out
+
+    # -- readings --------------------------------------------------------------------------------------
+
+    def on_reading(self, reading: Reading, now: float) -> FlowOutput:
+        # Device health belongs to the runtime; the flow only cares about what came out of its shoe.
+        if reading.device != self.settings.shoe_device:
+            return FlowOutput()
+        if isinstance(reading, CardSeen):
+            return self._on_card_seen(reading, now)
+        if isinstance(reading, CardUnread):
+            return self._on_card_unread(reading, now)
+        if isinstance(reading, CutCardSeen):
+            out = FlowOutput()
+            reason = "a cut card has no place in 5 Card Stud: the deck is replaced after every round"
+            self._reject(out, now, None, reading.raw, reason)
+            return out
+        return FlowOutput()
+
+    def _on_card_seen(self, reading: CardSeen, now: float) -> FlowOutput:
+        out = FlowOutput()
+        if self.unread_ref is not None:
+            if reading.rescan_of != self.unread_ref:
+                self._reject(
+                    out, now, reading.code, reading.raw,
+                    f"re-scan the unread card first (card {self.unread_ref} could not be read)",
+                )
+                return out
+            checked = self._check_card(reading.code)
+            if isinstance(checked, str):
+                # The re-scan itself is impossible: the card stays unread and the dealer tries again.
+                self._reject(out, now, reading.code, reading.raw, checked)
+                return out
+            raw = "\n".join(part for part in (self.unread_raw, reading.raw) if part)
+            self._clear_unread()
+            self._deal(checked, now, out, raw=raw, rescan=True)
+            return out
+        if reading.rescan_of is not None:
+            self._reject(
+                out, now, reading.code, reading.raw,
+                f"re-scan of card {reading.rescan_of}, but no unread card is waiting for a re-scan",
+            )
+            return out
+        refusal = self._why_no_card_now()
+        if refusal is not None:
+            self._reject(out, now, reading.code, reading.raw, refusal)
+            return out
+        checked = self._check_card(reading.code)
+        if isinstance(checked, str):
+            self._reject(out, now, reading.code, reading.raw, checked)
+            return out
+        self._deal(checked, now, out, raw=reading.raw, rescan=False)
+        return out
+
+    def _on_card_unread(self, reading: CardUnread, now: float) -> FlowOutput:
+        out = FlowOutput()
+        if self.unread_ref is not None:
+            if reading.ref == self.unread_ref:
+                # The re-scan failed too: the dealer passes the same card over the reader again.
+                self._announce_unread(now, out)
+            else:
+                self._reject(
+                    out, now, None, reading.raw,
+                    f"another card came out unread: re-scan the unread card first "
+                    f"(card {self.unread_ref} could not be read)",
+                )
+            return out
+        refusal = self._why_no_card_now()
+        if refusal is not None:
+            self._reject(out, now, None, reading.raw, f"unreadable card: {refusal}")
+            return out
+        # A card is physically out: from now a fault pauses the round instead of voiding it.
+        self.rounds.start_play()
+        self.unread_ref = reading.ref
+        self.unread_raw = reading.raw
+        self._announce_unread(now, out)
+        return out
+
+    def _announce_unread(self, now: float, out: FlowOutput) -> None:
+        assert self.unread_ref is not None
+        self.prompt = PROMPT_RESCAN
+        out.emit(
+            "card.unreadable",
+            CardUnreadable(round_id=self.rounds.round_id, ref=self.unread_ref, prompt=PROMPT_RESCAN),
+            now,
+        )
+
+    # -- inputs ----------------------------------------------------------------------------------------
+
+    def on_input(self, name: str, payload: dict[str, Any], now: float) -> FlowOutput:
+        # `transaction` and `by` may ride along in any payload: they are the runtime's business.
+        out = FlowOutput()
+        if name == "manual_card":
+            return self._manual_card(payload, now)
+        if name == "close_betting":
+            if not self.rounds.in_round or self.rounds.phase != Phase.BETTING_OPEN:
+                raise InputRejected("betting is not open")
+            self._close_betting(now, out, "input")
+            return out
+        if name == "players_done":
+            if self.stage() != "deciding":
+                raise InputRejected(
+                    "the players are not deciding now: they decide once every hand has its five cards "
+                    "and the dealer's first card is up"
+                )
+            self._end_decisions(out)
+            return out
+        raise InputRejected(
+            f"stud takes no input {name!r}; it takes manual_card, close_betting, players_done"
+        )
+
+    def _manual_card(self, payload: dict[str, Any], now: float) -> FlowOutput:
+        code = payload.get("card")
+        if not isinstance(code, str):
+            raise InputRejected("manual_card needs the card code, e.g. {\"card\": \"TD\"}")
+        refusal = self._why_no_card_now()
+        if refusal is not None:
+            raise InputRejected(f"no card is expected now: {refusal}")
+        checked = self._check_card(code)
+        if isinstance(checked, str):
+            raise InputRejected(checked)
+        out = FlowOutput()
+        raw = "\n".join(part for part in (self.unread_raw, f"manual_card {checked.code}") if part)
+        self._clear_unread()
+        self._deal(checked, now, out, raw=raw, rescan=False)
+        return out
+
+    # -- interruptions -----------------------------------------------------------------------------------
+
+    def void_round(self, now: float, reason: str, by: str) -> FlowOutput:
+        if not self.rounds.in_round:
+            raise InputRejected("there is no round to void")
+        out = FlowOutput()
+        self.rounds.void(now, out, reason, by)
+        self._request(out, "lock")
+        self.hands = [[] for _ in range(self.settings.hands)]
+        self.dealer = []
+        self._after_round(now)
+        self.prompt = PROMPT_VOIDED
+        self.idle_reason = "the round was voided: no card is expected until the next round's betting closes"
+        return out
+
+    def on_pause(self, now: float) -> FlowOutput:
+        out = FlowOutput()
+        self._request(out, "lock")
+        return out
+
+    def on_resume(self, now: float) -> FlowOutput:
+        out = FlowOutput()
+        if self.rounds.in_round and self._why_no_card_now() is None:
+            self._request(out, "unlock")
+        return out
+
+    # -- state ---------------------------------------------------------------------------------------------
+
+    def stage(self) -> Stage:
+        if not self.rounds.in_round:
+            return "waiting"
+        if self.rounds.phase == Phase.BETTING_OPEN:
+            return "betting"
+        if self._player_cards_dealt() < self._player_cards_total() or not self.dealer:
+            return "dealing_hands"
+        if not self.decisions_done:
+            return "deciding"
+        return "dealing_dealer"
+
+    def public_state(self) -> dict[str, Any]:
+        betting, deciding = self.betting_closes_at, self.decisions_close_at
+        return {
+            "game": self.game,
+            "phase": str(self.rounds.phase),
+            "stage": self.stage(),
+            "round_id": self.rounds.round_id,
+            "betting_closes_at": iso_ms(betting) if betting is not None else None,
+            "decisions_close_at": iso_ms(deciding) if deciding is not None else None,
+            "hands": [[card.code for card in hand] for hand in self.hands],
+            "dealer": [card.code for card in self.dealer],
+            # Set exactly when a card is wanted now (a pending re-scan goes there too): the dealer's cue.
+            "next_position": self._next_position() if self._why_no_card_now() is None else None,
+            "awaiting_rescan": self.unread_ref is not None,
+            "cards_left_in_deck": self.composition.cards_left,
+            "prompt": self.prompt,
+        }
+
+    # -- internals -----------------------------------------------------------------------------------------
+
+    def _player_cards_total(self) -> int:
+        return CARDS_PER_HAND * self.settings.hands
+
+    def _player_cards_dealt(self) -> int:
+        return sum(len(hand) for hand in self.hands)
+
+    def _next_position(self) -> str | None:
+        """Round-robin over the hands, then the dealer's up card; the dealer's other four after decisions."""
+        dealt = self._player_cards_dealt()
+        if dealt < self._player_cards_total():
+            return hand_position(dealt % self.settings.hands)
+        if not self.dealer or (self.decisions_done and len(self.dealer) < CARDS_PER_HAND):
+            return "dealer"
+        return None
+
+    def _why_no_card_now(self) -> str | None:
+        """Why no card may come out now, or None while the round expects one."""
+        stage = self.stage()
+        if stage == "waiting":
+            return self.idle_reason
+        if stage == "betting":
+            return "betting is still open: deal only after betting closes"
+        if stage == "deciding":
+            return "the players are deciding: deal to the dealer only when they are done"
+        return None
+
+    def _open_round(self, now: float, out: FlowOutput) -> None:
+        # A fresh shuffled deck for every round.
+        self.composition.reset()
+        self.hands = [[] for _ in range(self.settings.hands)]
+        self.dealer = []
+        self.decisions_done = False
+        self.decisions_close_at = None
+        self._clear_unread()
+        self.rounds.open(now, out, betting_seconds=self.settings.betting_seconds, with_shoe=False)
+        self.betting_closes_at = now + self.settings.betting_seconds
+        # The gate stays closed while antes are taken: no card can come out early.
+        self._request(out, "lock")
+        self.prompt = PROMPT_BETTING_OPEN
+
+    def _close_betting(self, now: float, out: FlowOutput, reason: str) -> None:
+        self.rounds.close_betting(now, out, reason)
+        self.betting_closes_at = None
+        self._request(out, "unlock")
+        self.prompt = self._deal_prompt()
+
+    def _deal_prompt(self) -> str:
+        position = self._next_position()
+        if position == "dealer":
+            return PROMPT_DEALER
+        assert position is not None
+        if self.settings.hands == 1:
+            return "Deal to the hand"
+        return f"Deal to Hand {position.removeprefix('hand')}"
+
+    def _check_card(self, code: str) -> Card | str:
+        """The card, or why it cannot be dealt (not a card, or already out of this round's deck)."""
+        try:
+            card = Card.parse(code)
+            self.composition.check(card)
+        except (InvalidCard, ShoeExhausted) as exc:
+            return str(exc)
+        return card
+
+    def _deal(self, card: Card, now: float, out: FlowOutput, raw: str, rescan: bool) -> None:
+        position = self._next_position()
+        assert position is not None and self.rounds.round_id is not None, "a card nobody expects was dealt"
+        self.composition.take(card)
+        self.rounds.start_play()
+        hand = self.dealer if position == "dealer" else self.hands[int(position.removeprefix("hand")) - 1]
+        hand.append(card)
+        out.emit(
+            "card.dealt",
+            CardDealt(
+                round_id=self.rounds.round_id, card=card.code, position=position, index=len(hand) - 1,
+                rescan=rescan, raw=raw,
+            ),
+            now,
+        )
+        if len(self.dealer) == CARDS_PER_HAND:
+            self._finish_round(now, out)
+        elif position == "dealer" and len(self.dealer) == 1:
+            self._start_decisions(now, out)
+        else:
+            self.prompt = self._deal_prompt()
+
+    def _start_decisions(self, now: float, out: FlowOutput) -> None:
+        self.decisions_close_at = now + self.settings.decision_seconds
+        # No card may come out while the players bet or fold.
+        self._request(out, "lock")
+        self.prompt = PROMPT_DECIDING
+
+    def _end_decisions(self, out: FlowOutput) -> None:
+        self.decisions_done = True
+        self.decisions_close_at = None
+        self._request(out, "unlock")
+        self.prompt = PROMPT_DEALER
+
+    def _finish_round(self, now: float, out: FlowOutput) -> None:
+        assert self.rounds.round_id is not None
+        result = stud_result(self.rounds.round_id, self.hands, self.dealer)
+        out.emit("round.result", result, now)
+        self.rounds.close(now, out)
+        self._after_round(now)
+        self.idle_reason = "the round is over: no card is expected until the next round's betting closes"
+        self.prompt = self._result_prompt(result)
+
+    def _result_prompt(self, result: StudResult) -> str:
+        dealer = result.dealer.category.replace("_", " ")
+        qualifies = "qualifies" if result.dealer_qualifies else "does not qualify"
+        verbs = {"win": "wins", "lose": "loses", "tie": "ties"}
+        if len(result.outcomes) == 1:
+            outcomes = f"the hand {verbs[result.outcomes[0]]}"
+        else:
+            outcomes = ", ".join(
+                f"Hand {i} {verbs[outcome]}" for i, outcome in enumerate(result.outcomes, start=1)
+            )
+        return f"Dealer has {dealer} ({qualifies}) — {outcomes}"
+
+    def _after_round(self, now: float) -> None:
+        self.last_close_time = now
+        self.betting_closes_at = None
+        self.decisions_close_at = None
+        self._clear_unread()
+
+    def _clear_unread(self) -> None:
+        self.unread_ref = None
+        self.unread_raw = ""
+
+    def _reject(self, out: FlowOutput, now: float, code: str | None, raw: str, reason: str) -> None:
+        rejection = CardRejected(round_id=self.rounds.round_id, card=code, reason=reason, raw=raw)
+        out.emit("card.rejected", rejection, now)
+
+    def _request(self, out: FlowOutput, command: str) -> None:
+        out.requests.append(DeviceRequest(self.settings.shoe_device, DeviceCommand(command)))

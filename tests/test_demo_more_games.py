@@ -1,0 +1,137 @@
+"""`tablectl demo` for the single-deck card games: whole rounds as published, a fresh deck every round."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from controller.events import AndarBaharResult, StudResult
+from controller.schema import event_schema
+from drivers.shoe.simulator import ShoeDevice, shuffled_shoe
+
+ROOT = Path(__file__).resolve().parent.parent
+ROUNDS = 2
+
+
+def demo_command(game: str) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "controller.cli",
+        "demo",
+        "--game",
+        game,
+        "--rounds",
+        str(ROUNDS),
+        "--json",
+        "--panel-port",
+        "0",
+    ]
+
+
+@pytest.fixture(scope="module")
+def published() -> dict[str, list[dict[str, Any]]]:
+    """Both demos run side by side (each has its own broker, pty and data directory): half the wait."""
+    games = ("andar_bahar", "stud")
+    running = {
+        game: subprocess.Popen(
+            demo_command(game), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for game in games
+    }
+    envelopes_by_game: dict[str, list[dict[str, Any]]] = {}
+    try:
+        # read both at once: a demo blocked on a full pipe would stall its whole event loop
+        with ThreadPoolExecutor(len(running)) as pool:
+            outputs = {game: pool.submit(p.communicate, timeout=120) for game, p in running.items()}
+        for game, process in running.items():
+            stdout, stderr = outputs[game].result()
+            assert process.returncode == 0, stderr
+            envelopes = [json.loads(line) for line in stdout.splitlines()]
+            for envelope in envelopes:
+                jsonschema.validate(envelope, event_schema(envelope["type"]))
+            assert [int(e["sequence"]) for e in envelopes] == list(range(1, len(envelopes) + 1))
+            assert envelopes[-1]["type"] == "round.closed"
+            envelopes_by_game[game] = envelopes
+    finally:
+        for process in running.values():
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+    return envelopes_by_game
+
+
+def accepted_cards(envelopes: list[dict[str, Any]], round_id: str) -> list[dict[str, Any]]:
+    return [e["data"] for e in envelopes if e["type"] == "card.dealt" and e["subject"] == round_id]
+
+
+def test_andar_bahar_demo_plays_whole_rounds_from_a_fresh_deck(
+    published: dict[str, list[dict[str, Any]]],
+) -> None:
+    envelopes = published["andar_bahar"]
+    results = [AndarBaharResult.model_validate(e["data"]) for e in envelopes if e["type"] == "round.result"]
+    assert len(results) == ROUNDS
+    assert len([e for e in envelopes if e["type"] == "round.closed"]) == ROUNDS
+    for result in results:
+        dealt = accepted_cards(envelopes, result.round_id)
+        assert [d["card"] for d in dealt if d["position"] == "game"] == [result.game_card]
+        assert dealt[0]["position"] == "game"
+        assert [d["card"] for d in dealt if d["position"] == "andar"] == result.andar
+        assert [d["card"] for d in dealt if d["position"] == "bahar"] == result.bahar
+        codes = [d["card"] for d in dealt]
+        assert len(codes) == len(set(codes))  # one deck
+        matching = (result.andar if result.winner == "andar" else result.bahar)[-1]
+        assert matching[0] == result.game_card[0]
+        assert all(code[0] != result.game_card[0] for code in codes[1:-1])
+        # the round opened with the game card, and the countdown came after it
+        kinds = [e["type"] for e in envelopes if e["subject"] == result.round_id]
+        assert kinds[:2] == ["round.opened", "card.dealt"]
+        assert kinds.index("round.betting_closed") < kinds.index("card.dealt", 2)
+
+
+def test_stud_demo_plays_whole_rounds_with_the_decision_window_timing_out(
+    published: dict[str, list[dict[str, Any]]],
+) -> None:
+    envelopes = published["stud"]
+    results = [StudResult.model_validate(e["data"]) for e in envelopes if e["type"] == "round.result"]
+    assert len(results) == ROUNDS
+    for result in results:
+        assert len(result.hands) == 3  # the demo's setting
+        dealt = accepted_cards(envelopes, result.round_id)
+        assert [d["position"] for d in dealt] == ["hand1", "hand2", "hand3"] * 5 + ["dealer"] * 5
+        for i, stud_hand in enumerate(result.hands, start=1):
+            assert [d["card"] for d in dealt if d["position"] == f"hand{i}"] == stud_hand.cards
+        assert [d["card"] for d in dealt if d["position"] == "dealer"] == result.dealer.cards
+        codes = [d["card"] for d in dealt]
+        assert len(codes) == len(set(codes)) == 20
+        dealer_times = [
+            datetime.fromisoformat(e["time"])
+            for e in envelopes
+            if e["type"] == "card.dealt"
+            and e["subject"] == result.round_id
+            and e["data"]["position"] == "dealer"
+        ]
+        # nobody sent players_done: the demo's 2 s decision window ended by itself after the dealer's up card
+        assert (dealer_times[1] - dealer_times[0]).total_seconds() >= 2.0
+
+
+def test_a_simulated_shoe_takes_a_new_pack_and_deals_it_from_the_top() -> None:
+    device = ShoeDevice(cards=["AS", "KD"], cut_position=None)
+    assert device.draw(0.0) and device.draw(0.0)
+    assert device.state == "EMPTY" and not device.draw(0.0)
+    device.load(["2C", "3C", "4C"])
+    assert (device.remaining, device.state, device.cut_index) == (3, "READY", None)
+    assert device.draw(0.0) and device.cards[device.position - 1] == "2C"
+    device.load(shuffled_shoe(1, seed=5), cut_position=16)
+    assert (device.remaining, device.cut_index) == (52, 36)
+    assert sorted(device.cards) == sorted(shuffled_shoe(1, seed=6))  # one whole deck, in another order
+    with pytest.raises(ValueError, match="one printable ASCII word"):
+        device.load(["A S"])
