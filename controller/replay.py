@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from controller.config import TableConfig, config_from_dict
+from controller.config import ConfigError, TableConfig, config_from_dict
 from controller.events import Envelope
 from controller.journal import Journal
 from controller.runtime import Step, TableCore
@@ -37,6 +37,11 @@ REPLAY_GAME_OVERRIDES: dict[str, dict[str, Any]] = {
 
 def replay_config(game: str, protocol: str, base: TableConfig | None = None) -> TableConfig:
     """The configuration a replay runs with: the table's own (if given) with the replay overrides."""
+    if game not in REPLAY_GAME_OVERRIDES:
+        # a capture knows nothing of bets: without overrides saying when betting closes, a replay would
+        # reject every card dealt inside the live betting window; refuse rather than print a wrong story
+        known = ", ".join(sorted(REPLAY_GAME_OVERRIDES))
+        raise ConfigError(f"replay: {game} captures cannot be replayed yet (replayable: {known})")
     if base is not None:
         raw = base.model_dump(mode="python")
     else:

@@ -112,3 +112,11 @@ def test_unusable_data_dir_is_one_clear_line(tmp_path: Path) -> None:
     assert result.returncode == 2, result.stderr
     assert result.stderr.startswith("tablectl: error: table.data_dir ")
     assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_replay_of_a_game_without_replay_rules_is_refused(tmp_path: Path) -> None:
+    capture = tmp_path / "ab.bin"
+    capture.write_bytes(b"")
+    result = tablectl("replay", "--game", "andar_bahar", "--protocol", "shoe-line", str(capture))
+    assert result.returncode == 2
+    assert "andar_bahar captures cannot be replayed yet" in result.stderr and "Traceback" not in result.stderr
