@@ -656,6 +656,7 @@ def test_public_state_is_json_and_complete() -> None:
     table.open_and_close_betting()
     table.deal("2S", "3C", "4D")
     state = json.loads(json.dumps(table.flow.public_state()))
+    assert state.pop("positions") == json.loads(json.dumps(table.flow.positions()))
     assert state == {
         "game": "baccarat",
         "phase": "in_play",

@@ -657,6 +657,7 @@ def test_public_state_is_json_and_complete() -> None:
     table.open_and_close_betting()
     table.deal("2S", "3H", "4S")
     state = json.loads(json.dumps(table.flow.public_state()))
+    assert state.pop("positions") == json.loads(json.dumps(table.flow.positions()))
     assert state == {
         "game": "stud",
         "phase": "in_play",

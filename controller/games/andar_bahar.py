@@ -22,17 +22,12 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from controller.cards import Card, InvalidCard, ShoeComposition, ShoeExhausted
-from controller.events import (
-    AndarBaharBucket,
-    AndarBaharResult,
-    CardDealt,
-    CardRejected,
-    CardUnreadable,
-    iso_ms,
-)
-from controller.flow import DeviceRequest, FlowOutput, GameFlow, InputRejected, Phase
-from drivers.readings import CardSeen, CardUnread, CutCardSeen, Reading
+from controller.cards import Card
+from controller.events import AndarBaharBucket, AndarBaharResult, CardDealt, iso_ms
+from controller.flow import DeviceRequest, FlowOutput, InputRejected, Phase
+from controller.games.card_flow import PROMPT_RESCAN as PROMPT_RESCAN  # re-exported: it used to live here
+from controller.games.card_flow import CardFlow, position_view
+from drivers.readings import CutCardSeen
 from drivers.session import DeviceCommand
 
 Side = Literal["andar", "bahar"]
@@ -42,7 +37,6 @@ FirstThree = Literal["straight_flush", "straight", "flush"]
 DECKS = 1
 
 PROMPT_GAME_CARD = "Draw the game card"
-PROMPT_RESCAN = "Re-scan the card"
 PROMPT_VOIDED = "Round voided — collect the cards and take the shuffled deck"
 
 _PROMPT_DEAL = {"andar": "Deal to Andar", "bahar": "Deal to Bahar"}
@@ -142,13 +136,15 @@ def andar_bahar_result(
 # --- the flow ---------------------------------------------------------------------------------------------
 
 
-class AndarBaharFlow(GameFlow):
+class AndarBaharFlow(CardFlow):
+    """Reading the cards (re-scans, hand-entered cards, impossible cards) is `CardFlow`'s; this class is the
+    Andar Bahar procedure: when a card may come out and where it goes."""
+
     game = "andar_bahar"
+    settings: AndarBaharSettings
 
     def __init__(self, table_id: str, settings: AndarBaharSettings) -> None:
-        super().__init__(table_id)
-        self.settings = settings
-        self.composition = ShoeComposition(DECKS)
+        super().__init__(table_id, settings, decks=DECKS)
         # Between rounds, once the new deck is in: the next card out is the game card (it opens the round).
         self.awaiting_game_card = False
         self.game_card: Card | None = None
@@ -156,9 +152,6 @@ class AndarBaharFlow(GameFlow):
         self.bahar: list[Card] = []
         self.betting_closes_at: float | None = None
         self.last_close_time: float | None = None
-        # A card came out unread: nothing advances until its re-scan (or a hand-entered card) arrives.
-        self.unread_ref: str | None = None
-        self.unread_raw = ""
         self.idle_reason = "the table has not started yet"
 
     # -- time ------------------------------------------------------------------------------------------
@@ -179,91 +172,19 @@ class AndarBaharFlow(GameFlow):
     def _gap_over(self, now: float) -> bool:
         return self.last_close_time is None or now - self.last_close_time >= self.settings.round_gap_seconds
 
-    # -- readings --------------------------------------------------------------------------------------
+    # -- readings (the card-reading procedure itself is CardFlow's) ------------------------------------------
 
-    def on_reading(self, reading: Reading, now: float) -> FlowOutput:
-        # Device health belongs to the runtime; the flow only cares about what came out of its shoe.
-        if reading.device != self.settings.shoe_device:
-            return FlowOutput()
-        if isinstance(reading, CardSeen):
-            return self._on_card_seen(reading, now)
-        if isinstance(reading, CardUnread):
-            return self._on_card_unread(reading, now)
-        if isinstance(reading, CutCardSeen):
-            out = FlowOutput()
-            reason = "a cut card has no place in Andar Bahar: the deck is replaced after every round"
-            self._reject(out, now, None, reading.raw, reason)
-            return out
-        return FlowOutput()
-
-    def _on_card_seen(self, reading: CardSeen, now: float) -> FlowOutput:
-        out = FlowOutput()
-        if self.unread_ref is not None:
-            if reading.rescan_of != self.unread_ref:
-                self._reject(
-                    out, now, reading.code, reading.raw,
-                    f"re-scan the unread card first (card {self.unread_ref} could not be read)",
-                )
-                return out
-            checked = self._check_card(reading.code)
-            if isinstance(checked, str):
-                # The re-scan itself is impossible: the card stays unread and the dealer tries again.
-                self._reject(out, now, reading.code, reading.raw, checked)
-                return out
-            raw = "\n".join(part for part in (self.unread_raw, reading.raw) if part)
-            self._clear_unread()
-            self._deal(checked, now, out, raw=raw, rescan=True)
-            return out
-        if reading.rescan_of is not None:
-            self._reject(
-                out, now, reading.code, reading.raw,
-                f"re-scan of card {reading.rescan_of}, but no unread card is waiting for a re-scan",
-            )
-            return out
-        refusal = self._why_no_card_now()
-        if refusal is not None:
-            self._reject(out, now, reading.code, reading.raw, refusal)
-            return out
-        checked = self._check_card(reading.code)
-        if isinstance(checked, str):
-            self._reject(out, now, reading.code, reading.raw, checked)
-            return out
-        self._deal(checked, now, out, raw=reading.raw, rescan=False)
-        return out
-
-    def _on_card_unread(self, reading: CardUnread, now: float) -> FlowOutput:
-        out = FlowOutput()
-        if self.unread_ref is not None:
-            if reading.ref == self.unread_ref:
-                # The re-scan failed too: the dealer passes the same card over the reader again.
-                self._announce_unread(now, out)
-            else:
-                self._reject(
-                    out, now, None, reading.raw,
-                    f"another card came out unread: re-scan the unread card first "
-                    f"(card {self.unread_ref} could not be read)",
-                )
-            return out
-        refusal = self._why_no_card_now()
-        if refusal is not None:
-            self._reject(out, now, None, reading.raw, f"unreadable card: {refusal}")
-            return out
+    def _unread_card_out(self, now: float, out: FlowOutput) -> None:
+        # An unread game card opens nothing yet: the round opens when it is known. An unread Andar/Bahar card
+        # has started the round: from now a fault pauses the round instead of voiding it.
         if self.rounds.in_round:
-            # An Andar/Bahar card is physically out: from now a fault pauses the round instead of voiding it.
             self.rounds.start_play()
-        self.unread_ref = reading.ref
-        self.unread_raw = reading.raw
-        self._announce_unread(now, out)
-        return out
 
-    def _announce_unread(self, now: float, out: FlowOutput) -> None:
-        assert self.unread_ref is not None
-        self.prompt = PROMPT_RESCAN
-        out.emit(
-            "card.unreadable",
-            CardUnreadable(round_id=self.rounds.round_id, ref=self.unread_ref, prompt=PROMPT_RESCAN),
-            now,
-        )
+    def _on_cut_card(self, reading: CutCardSeen, now: float) -> FlowOutput:
+        out = FlowOutput()
+        reason = "a cut card has no place in Andar Bahar: the deck is replaced after every round"
+        self._reject(out, now, None, reading.raw, reason)
+        return out
 
     # -- inputs ----------------------------------------------------------------------------------------
 
@@ -281,22 +202,6 @@ class AndarBaharFlow(GameFlow):
             raise InputRejected("andar_bahar takes no new_shoe: every round starts from a fresh deck")
         raise InputRejected(f"andar_bahar takes no input {name!r}; it takes manual_card, close_betting")
 
-    def _manual_card(self, payload: dict[str, Any], now: float) -> FlowOutput:
-        code = payload.get("card")
-        if not isinstance(code, str):
-            raise InputRejected("manual_card needs the card code, e.g. {\"card\": \"TD\"}")
-        refusal = self._why_no_card_now()
-        if refusal is not None:
-            raise InputRejected(f"no card is expected now: {refusal}")
-        checked = self._check_card(code)
-        if isinstance(checked, str):
-            raise InputRejected(checked)
-        out = FlowOutput()
-        raw = "\n".join(part for part in (self.unread_raw, f"manual_card {checked.code}") if part)
-        self._clear_unread()
-        self._deal(checked, now, out, raw=raw, rescan=False)
-        return out
-
     # -- interruptions -----------------------------------------------------------------------------------
 
     def void_round(self, now: float, reason: str, by: str) -> FlowOutput:
@@ -310,23 +215,13 @@ class AndarBaharFlow(GameFlow):
         self.idle_reason = "the round was voided: no card is expected until the next game card is asked for"
         return out
 
-    def on_pause(self, now: float) -> FlowOutput:
-        out = FlowOutput()
-        self._request_shoe(out, "lock")
-        return out
-
-    def on_resume(self, now: float) -> FlowOutput:
-        out = FlowOutput()
-        if self._why_no_card_now() is None:
-            self._request_shoe(out, "unlock")
-        return out
-
     # -- state ---------------------------------------------------------------------------------------------
 
     def public_state(self) -> dict[str, Any]:
         closes = self.betting_closes_at
         return {
             "game": self.game,
+            "positions": self.positions(),  # the uniform view the panel draws
             "phase": str(self.rounds.phase),
             "round_id": self.rounds.round_id,
             "betting_closes_at": iso_ms(closes) if closes is not None else None,
@@ -334,12 +229,21 @@ class AndarBaharFlow(GameFlow):
             "andar": [card.code for card in self.andar],
             "bahar": [card.code for card in self.bahar],
             # Set exactly when a card is wanted now (a pending re-scan goes there too): the dealer's cue.
-            "next_position": self._next_position() if self._why_no_card_now() is None else None,
+            "next_position": self._next_position_wanted(),
             "awaiting_rescan": self.unread_ref is not None,
             "cards_dealt": len(self.andar) + len(self.bahar),
             "cards_left_in_deck": self.composition.cards_left,
             "prompt": self.prompt,
         }
+
+    def positions(self) -> list[dict[str, Any]]:
+        position = self._next_position_wanted()
+        game_card = [self.game_card] if self.game_card is not None else []
+        return [
+            position_view("game", "Game card", game_card, position),
+            position_view("andar", "Andar", self.andar, position),
+            position_view("bahar", "Bahar", self.bahar, position),
+        ]
 
     # -- internals -----------------------------------------------------------------------------------------
 
@@ -356,41 +260,24 @@ class AndarBaharFlow(GameFlow):
             return "game"
         return side_of(len(self.andar) + len(self.bahar) + 1)
 
+    def _next_position_wanted(self) -> Position | None:
+        return self._next_position() if self._why_no_card_now() is None else None
+
     def _why_no_card_now(self) -> str | None:
-        """Why no card may come out now, or None while one is expected."""
+        """Why no card may come out now, or None while one is expected (and the gate is open)."""
         if not self.rounds.in_round:
             return None if self.awaiting_game_card else self.idle_reason
         if self.rounds.phase == Phase.BETTING_OPEN:
             return "betting is open: deal to Andar only after betting closes"
         return None
 
-    def _check_card(self, code: str) -> Card | str:
-        """The card, or why it cannot be dealt (not a card, or already out of this round's deck)."""
-        try:
-            card = Card.parse(code)
-            self.composition.check(card)
-        except (InvalidCard, ShoeExhausted) as exc:
-            return str(exc)
-        return card
-
     def _deal(self, card: Card, now: float, out: FlowOutput, raw: str, rescan: bool) -> None:
         if not self.rounds.in_round:
             self._deal_game_card(card, now, out, raw, rescan)
             return
-        assert self.rounds.round_id is not None and self.game_card is not None
+        assert self.game_card is not None
         side = side_of(len(self.andar) + len(self.bahar) + 1)
-        self.composition.take(card)
-        self.rounds.start_play()
-        hand = self.andar if side == "andar" else self.bahar
-        hand.append(card)
-        out.emit(
-            "card.dealt",
-            CardDealt(
-                round_id=self.rounds.round_id, card=card.code, position=side, index=len(hand) - 1,
-                rescan=rescan, raw=raw,
-            ),
-            now,
-        )
+        self._place_card(card, self.andar if side == "andar" else self.bahar, side, now, out, raw, rescan)
         if card.rank == self.game_card.rank:
             self._finish_round(now, out)
         else:
@@ -440,14 +327,3 @@ class AndarBaharFlow(GameFlow):
             # The used deck goes into the shuffler while the other one is dealt (seed 003).
             command = DeviceCommand("shuffle", {"decks": DECKS})
             out.requests.append(DeviceRequest(self.settings.shuffler_device, command))
-
-    def _clear_unread(self) -> None:
-        self.unread_ref = None
-        self.unread_raw = ""
-
-    def _reject(self, out: FlowOutput, now: float, code: str | None, raw: str, reason: str) -> None:
-        rejection = CardRejected(round_id=self.rounds.round_id, card=code, reason=reason, raw=raw)
-        out.emit("card.rejected", rejection, now)
-
-    def _request_shoe(self, out: FlowOutput, command: str) -> None:
-        out.requests.append(DeviceRequest(self.settings.shoe_device, DeviceCommand(command)))

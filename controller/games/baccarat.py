@@ -16,24 +16,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from controller.cards import Card, InvalidCard, ShoeComposition, ShoeExhausted
-from controller.events import (
-    BaccaratHand,
-    BaccaratResult,
-    CardDealt,
-    CardRejected,
-    CardUnreadable,
-    ShoeStarted,
-    iso_ms,
-)
+from controller.cards import Card
+from controller.events import BaccaratHand, BaccaratResult, ShoeStarted, iso_ms
 from controller.events import CutCardSeen as CutCardEvent
-from controller.flow import DeviceRequest, FlowOutput, GameFlow, InputRejected, Phase
-from drivers.readings import CardSeen, CardUnread, CutCardSeen, Reading
-from drivers.session import DeviceCommand
+from controller.flow import FlowOutput, InputRejected, Phase
+from controller.games.card_flow import PROMPT_RESCAN as PROMPT_RESCAN  # re-exported: it used to live here
+from controller.games.card_flow import CardFlow, position_view
+from drivers.readings import CutCardSeen
 
 Position = Literal["player", "banker"]
 
-PROMPT_RESCAN = "Re-scan the card"
 PROMPT_SHOE_FINISHED = "Shoe finished: load a new shoe"
 PROMPT_BETTING_OPEN = "Betting open — do not deal yet"
 PROMPT_BETTING_OPEN_FIRST_CARD = "Betting open — the first card dealt to Player closes betting"
@@ -120,14 +112,16 @@ def is_pair(hand: Sequence[Card]) -> bool:
 # --- the flow ---------------------------------------------------------------------------------------------
 
 
-class BaccaratFlow(GameFlow):
+class BaccaratFlow(CardFlow):
+    """Reading the cards (re-scans, hand-entered cards, impossible cards) is `CardFlow`'s; this class is the
+    baccarat procedure: when a card may come out and where it goes."""
+
     game = "baccarat"
+    settings: BaccaratSettings
 
     def __init__(self, table_id: str, settings: BaccaratSettings) -> None:
-        super().__init__(table_id)
+        super().__init__(table_id, settings, decks=settings.decks)
         self.table_id = table_id
-        self.settings = settings
-        self.composition = ShoeComposition(settings.decks)
         self.shoe_number = 0
         self.shoe_id: str | None = None
         # The cut-card round is over: no round opens until a new shoe starts (by itself or by input).
@@ -137,9 +131,6 @@ class BaccaratFlow(GameFlow):
         self.betting_closes_at: float | None = None
         self.player: list[Card] = []
         self.banker: list[Card] = []
-        # A card came out unread: nothing advances until its re-scan (or a hand-entered card) arrives.
-        self.unread_ref: str | None = None
-        self.unread_raw = ""
         self.idle_reason = "no round is open yet"
 
     # -- time ------------------------------------------------------------------------------------------
@@ -168,91 +159,15 @@ class BaccaratFlow(GameFlow):
             return True
         return now - self.last_close_time >= self.settings.round_gap_seconds
 
-    # -- readings --------------------------------------------------------------------------------------
+    # -- readings (the card-reading procedure itself is CardFlow's) ------------------------------------------
 
-    def on_reading(self, reading: Reading, now: float) -> FlowOutput:
-        # Device health belongs to the runtime; the flow only cares about what came out of its shoe.
-        if reading.device != self.settings.shoe_device:
-            return FlowOutput()
-        if isinstance(reading, CardSeen):
-            return self._on_card_seen(reading, now)
-        if isinstance(reading, CardUnread):
-            return self._on_card_unread(reading, now)
-        if isinstance(reading, CutCardSeen):
-            return self._on_cut_card(now)
-        return FlowOutput()
-
-    def _on_card_seen(self, reading: CardSeen, now: float) -> FlowOutput:
-        out = FlowOutput()
-        if self.unread_ref is not None:
-            if reading.rescan_of != self.unread_ref:
-                self._reject(
-                    out, now, reading.code, reading.raw,
-                    f"re-scan the unread card first (card {self.unread_ref} could not be read)",
-                )
-                return out
-            checked = self._check_card(reading.code)
-            if isinstance(checked, str):
-                # The re-scan itself is impossible: the card stays unread and the dealer tries again.
-                self._reject(out, now, reading.code, reading.raw, checked)
-                return out
-            raw = "\n".join(part for part in (self.unread_raw, reading.raw) if part)
-            self._clear_unread()
-            self._deal(checked, now, out, raw=raw, rescan=True)
-            return out
-        if reading.rescan_of is not None:
-            self._reject(
-                out, now, reading.code, reading.raw,
-                f"re-scan of card {reading.rescan_of}, but no unread card is waiting for a re-scan",
-            )
-            return out
-        refusal = self._why_no_card_now()
-        if refusal is not None:
-            self._reject(out, now, reading.code, reading.raw, refusal)
-            return out
-        checked = self._check_card(reading.code)
-        if isinstance(checked, str):
-            self._reject(out, now, reading.code, reading.raw, checked)
-            return out
-        self._deal(checked, now, out, raw=reading.raw, rescan=False)
-        return out
-
-    def _on_card_unread(self, reading: CardUnread, now: float) -> FlowOutput:
-        out = FlowOutput()
-        if self.unread_ref is not None:
-            if reading.ref == self.unread_ref:
-                # The re-scan failed too: the dealer passes the same card over the reader again.
-                self._announce_unread(now, out)
-            else:
-                self._reject(
-                    out, now, None, reading.raw,
-                    f"another card came out unread: re-scan the unread card first "
-                    f"(card {self.unread_ref} could not be read)",
-                )
-            return out
-        refusal = self._why_no_card_now()
-        if refusal is not None:
-            self._reject(out, now, None, reading.raw, f"unreadable card: {refusal}")
-            return out
+    def _unread_card_out(self, now: float, out: FlowOutput) -> None:
+        # In first-card mode an unread first card closes betting just as a read one does.
         if self.rounds.phase == Phase.BETTING_OPEN:
             self._close_betting(now, out, "first_card")
-        # A card is physically out: from now a fault pauses the round instead of cancelling it.
-        self.rounds.start_play()
-        self.unread_ref = reading.ref
-        self.unread_raw = reading.raw
-        self._announce_unread(now, out)
-        return out
+        super()._unread_card_out(now, out)
 
-    def _announce_unread(self, now: float, out: FlowOutput) -> None:
-        assert self.unread_ref is not None
-        self.prompt = PROMPT_RESCAN
-        out.emit(
-            "card.unreadable",
-            CardUnreadable(round_id=self.rounds.round_id, ref=self.unread_ref, prompt=PROMPT_RESCAN),
-            now,
-        )
-
-    def _on_cut_card(self, now: float) -> FlowOutput:
+    def _on_cut_card(self, reading: CutCardSeen, now: float) -> FlowOutput:
         out = FlowOutput()
         if self.shoe_id is None or (self.shoe_finished and self.settings.auto_new_shoe):
             # The finished shoe already gave its cut card: this one belongs to the shoe that comes next.
@@ -281,22 +196,6 @@ class BaccaratFlow(GameFlow):
             f"baccarat takes no input {name!r}; it takes manual_card, new_shoe, close_betting"
         )
 
-    def _manual_card(self, payload: dict[str, Any], now: float) -> FlowOutput:
-        code = payload.get("card")
-        if not isinstance(code, str):
-            raise InputRejected("manual_card needs the card code, e.g. {\"card\": \"TD\"}")
-        refusal = self._why_no_card_now()
-        if refusal is not None:
-            raise InputRejected(f"no card is expected now: {refusal}")
-        checked = self._check_card(code)
-        if isinstance(checked, str):
-            raise InputRejected(checked)
-        out = FlowOutput()
-        raw = "\n".join(part for part in (self.unread_raw, f"manual_card {checked.code}") if part)
-        self._clear_unread()
-        self._deal(checked, now, out, raw=raw, rescan=False)
-        return out
-
     def _new_shoe_input(self, now: float) -> FlowOutput:
         if self.rounds.in_round:
             raise InputRejected(
@@ -323,7 +222,7 @@ class BaccaratFlow(GameFlow):
             raise InputRejected("there is no round to void")
         out = FlowOutput()
         self.rounds.void(now, out, reason, by)
-        self._request(out, "lock")
+        self._request_shoe(out, "lock")
         # Cards already out stay counted in the composition: they left the shoe whatever happens to bets.
         # A voided last round does not finish the shoe: the next round is the last one again.
         self.player, self.banker = [], []
@@ -332,25 +231,6 @@ class BaccaratFlow(GameFlow):
         self.idle_reason = "the round was voided: no card is expected until the next round's betting closes"
         return out
 
-    def on_pause(self, now: float) -> FlowOutput:
-        out = FlowOutput()
-        self._request(out, "lock")
-        return out
-
-    def on_resume(self, now: float) -> FlowOutput:
-        out = FlowOutput()
-        if self._gate_should_be_open():
-            self._request(out, "unlock")
-        return out
-
-    def _gate_should_be_open(self) -> bool:
-        if not self.rounds.in_round:
-            return False
-        if self.rounds.phase in (Phase.BETTING_CLOSED, Phase.IN_PLAY):
-            return True
-        # In first-card mode the first card itself closes betting, so the gate is open while bets are taken.
-        return self.rounds.phase == Phase.BETTING_OPEN and self.settings.betting_closes_on_first_card
-
     # -- state ---------------------------------------------------------------------------------------------
 
     def public_state(self) -> dict[str, Any]:
@@ -358,6 +238,7 @@ class BaccaratFlow(GameFlow):
         closes = self.betting_closes_at
         return {
             "game": self.game,
+            "positions": self.positions(),  # the uniform view the panel draws
             "phase": str(self.rounds.phase),
             "round_id": self.rounds.round_id,
             "round_number_in_shoe": self.rounds.number_in_shoe or None,
@@ -367,14 +248,21 @@ class BaccaratFlow(GameFlow):
             "betting_closes_at": iso_ms(closes) if closes is not None else None,
             "player": [card.code for card in self.player],
             "banker": [card.code for card in self.banker],
-            "player_total": hand_total(self.player) if self.player else None,
-            "banker_total": hand_total(self.banker) if self.banker else None,
+            "player_total": self._total_or_none(self.player),
+            "banker_total": self._total_or_none(self.banker),
             "next_position": position,
             "awaiting_rescan": self.unread_ref is not None,
             "cards_dealt_in_shoe": self.composition.cards_dealt,
             "cards_left_in_shoe": self.composition.cards_left,
             "prompt": self.prompt,
         }
+
+    def positions(self) -> list[dict[str, Any]]:
+        position = self._next_position_if_dealing()
+        return [
+            position_view("player", "Player", self.player, position, self._total_or_none(self.player)),
+            position_view("banker", "Banker", self.banker, position, self._total_or_none(self.banker)),
+        ]
 
     # -- internals -----------------------------------------------------------------------------------------
 
@@ -393,63 +281,40 @@ class BaccaratFlow(GameFlow):
         if self.settings.betting_closes_on_first_card:
             self.rounds.open(now, out, betting_seconds=None)
             self.betting_closes_at = None
-            self._request(out, "unlock")
+            self._request_shoe(out, "unlock")
             self.prompt = PROMPT_BETTING_OPEN_FIRST_CARD
         else:
             self.rounds.open(now, out, betting_seconds=self.settings.betting_seconds)
             self.betting_closes_at = now + self.settings.betting_seconds
             # The gate stays closed while bets are taken: no card can come out early.
-            self._request(out, "lock")
+            self._request_shoe(out, "lock")
             self.prompt = PROMPT_BETTING_OPEN
 
     def _close_betting(self, now: float, out: FlowOutput, reason: str) -> None:
         self.rounds.close_betting(now, out, reason)
         self.betting_closes_at = None
         if reason != "first_card":  # the gate is already open when a card closed betting
-            self._request(out, "unlock")
+            self._request_shoe(out, "unlock")
         self.prompt = _PROMPT_DEAL["player"]
 
     def _why_no_card_now(self) -> str | None:
-        """Why no card may come out now, or None while the round expects one."""
+        """Why no card may come out now, or None while the round expects one (and the gate is open)."""
         if not self.rounds.in_round:
             if self.shoe_finished and not self.settings.auto_new_shoe:
                 return "the shoe is finished: load a new shoe"
             return self.idle_reason
+        # In first-card mode the first card itself closes betting, so a card is expected while bets are taken.
         if self.rounds.phase == Phase.BETTING_OPEN and not self.settings.betting_closes_on_first_card:
             return "betting is still open: deal only after betting closes"
         return None
-
-    def _check_card(self, code: str) -> Card | str:
-        """The card, or why it cannot be dealt (not a card, or more than the shoe holds)."""
-        try:
-            card = Card.parse(code)
-            self.composition.check(card)
-        except (InvalidCard, ShoeExhausted) as exc:
-            return str(exc)
-        return card
 
     def _deal(self, card: Card, now: float, out: FlowOutput, raw: str, rescan: bool) -> None:
         if self.rounds.phase == Phase.BETTING_OPEN:
             self._close_betting(now, out, "first_card")
         position = next_position(self.player, self.banker)
         assert position is not None, "a card was dealt to a complete hand"
-        assert self.rounds.round_id is not None
-        self.composition.take(card)
-        self.rounds.start_play()
         hand = self.player if position == "player" else self.banker
-        hand.append(card)
-        out.emit(
-            "card.dealt",
-            CardDealt(
-                round_id=self.rounds.round_id,
-                card=card.code,
-                position=position,
-                index=len(hand) - 1,
-                rescan=rescan,
-                raw=raw,
-            ),
-            now,
-        )
+        self._place_card(card, hand, position, now, out, raw, rescan)
         following = next_position(self.player, self.banker)
         if following is None:
             self._finish_round(now, out)
@@ -524,18 +389,12 @@ class BaccaratFlow(GameFlow):
         self.betting_closes_at = None
         self._clear_unread()
 
-    def _clear_unread(self) -> None:
-        self.unread_ref = None
-        self.unread_raw = ""
+    @staticmethod
+    def _total_or_none(hand: Sequence[Card]) -> int | None:
+        """No total before the hand's first card: an empty hand is not a hand worth 0."""
+        return hand_total(hand) if hand else None
 
     def _next_position_if_dealing(self) -> Position | None:
         if not self.rounds.in_round:
             return None
         return next_position(self.player, self.banker)
-
-    def _reject(self, out: FlowOutput, now: float, code: str | None, raw: str, reason: str) -> None:
-        rejection = CardRejected(round_id=self.rounds.round_id, card=code, reason=reason, raw=raw)
-        out.emit("card.rejected", rejection, now)
-
-    def _request(self, out: FlowOutput, command: str) -> None:
-        out.requests.append(DeviceRequest(self.settings.shoe_device, DeviceCommand(command)))

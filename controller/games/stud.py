@@ -25,26 +25,18 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from controller.cards import Card, InvalidCard, ShoeComposition, ShoeExhausted
-from controller.events import (
-    CardDealt,
-    CardRejected,
-    CardUnreadable,
-    PokerCategory,
-    StudHand,
-    StudResult,
-    iso_ms,
-)
-from controller.flow import DeviceRequest, FlowOutput, GameFlow, InputRejected, Phase
-from drivers.readings import CardSeen, CardUnread, CutCardSeen, Reading
-from drivers.session import DeviceCommand
+from controller.cards import Card
+from controller.events import PokerCategory, StudHand, StudResult, iso_ms
+from controller.flow import FlowOutput, InputRejected, Phase
+from controller.games.card_flow import PROMPT_RESCAN as PROMPT_RESCAN  # re-exported: it used to live here
+from controller.games.card_flow import CardFlow, position_view
+from drivers.readings import CutCardSeen
 
 Outcome = Literal["win", "lose", "tie"]
 Stage = Literal["waiting", "betting", "dealing_hands", "deciding", "dealing_dealer"]
 
 CARDS_PER_HAND = 5
 
-PROMPT_RESCAN = "Re-scan the card"
 PROMPT_BETTING_OPEN = "Betting open — do not deal yet"
 PROMPT_DECIDING = "Players decide: bet or fold — do not deal"
 PROMPT_DEALER = "Deal to Dealer"
@@ -187,22 +179,21 @@ def hand_position(index: int) -> str:
     return f"hand{index + 1}"
 
 
-class StudFlow(GameFlow):
+class StudFlow(CardFlow):
+    """Reading the cards (re-scans, hand-entered cards, impossible cards) is `CardFlow`'s; this class is the
+    stud procedure: when a card may come out and where it goes."""
+
     game = "stud"
+    settings: StudSettings
 
     def __init__(self, table_id: str, settings: StudSettings) -> None:
-        super().__init__(table_id)
-        self.settings = settings
-        self.composition = ShoeComposition(settings.decks)
+        super().__init__(table_id, settings, decks=settings.decks)
         self.hands: list[list[Card]] = [[] for _ in range(settings.hands)]
         self.dealer: list[Card] = []
         self.betting_closes_at: float | None = None
         self.decisions_close_at: float | None = None
         self.decisions_done = False
         self.last_close_time: float | None = None
-        # A card came out unread: nothing advances until its re-scan (or a hand-entered card) arrives.
-        self.unread_ref: str | None = None
-        self.unread_raw = ""
         self.idle_reason = "no round is open yet"
 
     # -- time ------------------------------------------------------------------------------------------
@@ -222,90 +213,13 @@ class StudFlow(GameFlow):
             self._end_decisions(out)
         return out
 
-    # -- readings --------------------------------------------------------------------------------------
+    # -- readings (the card-reading procedure itself is CardFlow's) ------------------------------------------
 
-    def on_reading(self, reading: Reading, now: float) -> FlowOutput:
-        # Device health belongs to the runtime; the flow only cares about what came out of its shoe.
-        if reading.device != self.settings.shoe_device:
-            return FlowOutput()
-        if isinstance(reading, CardSeen):
-            return self._on_card_seen(reading, now)
-        if isinstance(reading, CardUnread):
-            return self._on_card_unread(reading, now)
-        if isinstance(reading, CutCardSeen):
-            out = FlowOutput()
-            reason = "a cut card has no place in 5 Card Stud: the deck is replaced after every round"
-            self._reject(out, now, None, reading.raw, reason)
-            return out
-        return FlowOutput()
-
-    def _on_card_seen(self, reading: CardSeen, now: float) -> FlowOutput:
+    def _on_cut_card(self, reading: CutCardSeen, now: float) -> FlowOutput:
         out = FlowOutput()
-        if self.unread_ref is not None:
-            if reading.rescan_of != self.unread_ref:
-                self._reject(
-                    out, now, reading.code, reading.raw,
-                    f"re-scan the unread card first (card {self.unread_ref} could not be read)",
-                )
-                return out
-            checked = self._check_card(reading.code)
-            if isinstance(checked, str):
-                # The re-scan itself is impossible: the card stays unread and the dealer tries again.
-                self._reject(out, now, reading.code, reading.raw, checked)
-                return out
-            raw = "\n".join(part for part in (self.unread_raw, reading.raw) if part)
-            self._clear_unread()
-            self._deal(checked, now, out, raw=raw, rescan=True)
-            return out
-        if reading.rescan_of is not None:
-            self._reject(
-                out, now, reading.code, reading.raw,
-                f"re-scan of card {reading.rescan_of}, but no unread card is waiting for a re-scan",
-            )
-            return out
-        refusal = self._why_no_card_now()
-        if refusal is not None:
-            self._reject(out, now, reading.code, reading.raw, refusal)
-            return out
-        checked = self._check_card(reading.code)
-        if isinstance(checked, str):
-            self._reject(out, now, reading.code, reading.raw, checked)
-            return out
-        self._deal(checked, now, out, raw=reading.raw, rescan=False)
+        reason = "a cut card has no place in 5 Card Stud: the deck is replaced after every round"
+        self._reject(out, now, None, reading.raw, reason)
         return out
-
-    def _on_card_unread(self, reading: CardUnread, now: float) -> FlowOutput:
-        out = FlowOutput()
-        if self.unread_ref is not None:
-            if reading.ref == self.unread_ref:
-                # The re-scan failed too: the dealer passes the same card over the reader again.
-                self._announce_unread(now, out)
-            else:
-                self._reject(
-                    out, now, None, reading.raw,
-                    f"another card came out unread: re-scan the unread card first "
-                    f"(card {self.unread_ref} could not be read)",
-                )
-            return out
-        refusal = self._why_no_card_now()
-        if refusal is not None:
-            self._reject(out, now, None, reading.raw, f"unreadable card: {refusal}")
-            return out
-        # A card is physically out: from now a fault pauses the round instead of voiding it.
-        self.rounds.start_play()
-        self.unread_ref = reading.ref
-        self.unread_raw = reading.raw
-        self._announce_unread(now, out)
-        return out
-
-    def _announce_unread(self, now: float, out: FlowOutput) -> None:
-        assert self.unread_ref is not None
-        self.prompt = PROMPT_RESCAN
-        out.emit(
-            "card.unreadable",
-            CardUnreadable(round_id=self.rounds.round_id, ref=self.unread_ref, prompt=PROMPT_RESCAN),
-            now,
-        )
 
     # -- inputs ----------------------------------------------------------------------------------------
 
@@ -331,22 +245,6 @@ class StudFlow(GameFlow):
             f"stud takes no input {name!r}; it takes manual_card, close_betting, players_done"
         )
 
-    def _manual_card(self, payload: dict[str, Any], now: float) -> FlowOutput:
-        code = payload.get("card")
-        if not isinstance(code, str):
-            raise InputRejected("manual_card needs the card code, e.g. {\"card\": \"TD\"}")
-        refusal = self._why_no_card_now()
-        if refusal is not None:
-            raise InputRejected(f"no card is expected now: {refusal}")
-        checked = self._check_card(code)
-        if isinstance(checked, str):
-            raise InputRejected(checked)
-        out = FlowOutput()
-        raw = "\n".join(part for part in (self.unread_raw, f"manual_card {checked.code}") if part)
-        self._clear_unread()
-        self._deal(checked, now, out, raw=raw, rescan=False)
-        return out
-
     # -- interruptions -----------------------------------------------------------------------------------
 
     def void_round(self, now: float, reason: str, by: str) -> FlowOutput:
@@ -354,23 +252,12 @@ class StudFlow(GameFlow):
             raise InputRejected("there is no round to void")
         out = FlowOutput()
         self.rounds.void(now, out, reason, by)
-        self._request(out, "lock")
+        self._request_shoe(out, "lock")
         self.hands = [[] for _ in range(self.settings.hands)]
         self.dealer = []
         self._after_round(now)
         self.prompt = PROMPT_VOIDED
         self.idle_reason = "the round was voided: no card is expected until the next round's betting closes"
-        return out
-
-    def on_pause(self, now: float) -> FlowOutput:
-        out = FlowOutput()
-        self._request(out, "lock")
-        return out
-
-    def on_resume(self, now: float) -> FlowOutput:
-        out = FlowOutput()
-        if self.rounds.in_round and self._why_no_card_now() is None:
-            self._request(out, "unlock")
         return out
 
     # -- state ---------------------------------------------------------------------------------------------
@@ -390,6 +277,7 @@ class StudFlow(GameFlow):
         betting, deciding = self.betting_closes_at, self.decisions_close_at
         return {
             "game": self.game,
+            "positions": self.positions(),  # the uniform view the panel draws
             "phase": str(self.rounds.phase),
             "stage": self.stage(),
             "round_id": self.rounds.round_id,
@@ -398,11 +286,21 @@ class StudFlow(GameFlow):
             "hands": [[card.code for card in hand] for hand in self.hands],
             "dealer": [card.code for card in self.dealer],
             # Set exactly when a card is wanted now (a pending re-scan goes there too): the dealer's cue.
-            "next_position": self._next_position() if self._why_no_card_now() is None else None,
+            "next_position": self._next_position_wanted(),
             "awaiting_rescan": self.unread_ref is not None,
             "cards_left_in_deck": self.composition.cards_left,
             "prompt": self.prompt,
         }
+
+    def positions(self) -> list[dict[str, Any]]:
+        position = self._next_position_wanted()
+        # One common hand is "the hand", as the dealer's prompt calls it; several are numbered by seat.
+        single = self.settings.hands == 1
+        hands = [
+            position_view(hand_position(i), "Hand" if single else f"Hand {i + 1}", hand, position)
+            for i, hand in enumerate(self.hands)
+        ]
+        return [*hands, position_view("dealer", "Dealer", self.dealer, position)]
 
     # -- internals -----------------------------------------------------------------------------------------
 
@@ -421,8 +319,11 @@ class StudFlow(GameFlow):
             return "dealer"
         return None
 
+    def _next_position_wanted(self) -> str | None:
+        return self._next_position() if self._why_no_card_now() is None else None
+
     def _why_no_card_now(self) -> str | None:
-        """Why no card may come out now, or None while the round expects one."""
+        """Why no card may come out now, or None while the round expects one (and the gate is open)."""
         stage = self.stage()
         if stage == "waiting":
             return self.idle_reason
@@ -443,13 +344,13 @@ class StudFlow(GameFlow):
         self.rounds.open(now, out, betting_seconds=self.settings.betting_seconds, with_shoe=False)
         self.betting_closes_at = now + self.settings.betting_seconds
         # The gate stays closed while antes are taken: no card can come out early.
-        self._request(out, "lock")
+        self._request_shoe(out, "lock")
         self.prompt = PROMPT_BETTING_OPEN
 
     def _close_betting(self, now: float, out: FlowOutput, reason: str) -> None:
         self.rounds.close_betting(now, out, reason)
         self.betting_closes_at = None
-        self._request(out, "unlock")
+        self._request_shoe(out, "unlock")
         self.prompt = self._deal_prompt()
 
     def _deal_prompt(self) -> str:
@@ -461,30 +362,11 @@ class StudFlow(GameFlow):
             return "Deal to the hand"
         return f"Deal to Hand {position.removeprefix('hand')}"
 
-    def _check_card(self, code: str) -> Card | str:
-        """The card, or why it cannot be dealt (not a card, or already out of this round's deck)."""
-        try:
-            card = Card.parse(code)
-            self.composition.check(card)
-        except (InvalidCard, ShoeExhausted) as exc:
-            return str(exc)
-        return card
-
     def _deal(self, card: Card, now: float, out: FlowOutput, raw: str, rescan: bool) -> None:
         position = self._next_position()
-        assert position is not None and self.rounds.round_id is not None, "a card nobody expects was dealt"
-        self.composition.take(card)
-        self.rounds.start_play()
+        assert position is not None, "a card nobody expects was dealt"
         hand = self.dealer if position == "dealer" else self.hands[int(position.removeprefix("hand")) - 1]
-        hand.append(card)
-        out.emit(
-            "card.dealt",
-            CardDealt(
-                round_id=self.rounds.round_id, card=card.code, position=position, index=len(hand) - 1,
-                rescan=rescan, raw=raw,
-            ),
-            now,
-        )
+        self._place_card(card, hand, position, now, out, raw, rescan)
         if len(self.dealer) == CARDS_PER_HAND:
             self._finish_round(now, out)
         elif position == "dealer" and len(self.dealer) == 1:
@@ -495,13 +377,13 @@ class StudFlow(GameFlow):
     def _start_decisions(self, now: float, out: FlowOutput) -> None:
         self.decisions_close_at = now + self.settings.decision_seconds
         # No card may come out while the players bet or fold.
-        self._request(out, "lock")
+        self._request_shoe(out, "lock")
         self.prompt = PROMPT_DECIDING
 
     def _end_decisions(self, out: FlowOutput) -> None:
         self.decisions_done = True
         self.decisions_close_at = None
-        self._request(out, "unlock")
+        self._request_shoe(out, "unlock")
         self.prompt = PROMPT_DEALER
 
     def _finish_round(self, now: float, out: FlowOutput) -> None:
@@ -530,14 +412,3 @@ class StudFlow(GameFlow):
         self.betting_closes_at = None
         self.decisions_close_at = None
         self._clear_unread()
-
-    def _clear_unread(self) -> None:
-        self.unread_ref = None
-        self.unread_raw = ""
-
-    def _reject(self, out: FlowOutput, now: float, code: str | None, raw: str, reason: str) -> None:
-        rejection = CardRejected(round_id=self.rounds.round_id, card=code, reason=reason, raw=raw)
-        out.emit("card.rejected", rejection, now)
-
-    def _request(self, out: FlowOutput, command: str) -> None:
-        out.requests.append(DeviceRequest(self.settings.shoe_device, DeviceCommand(command)))

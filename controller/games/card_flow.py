@@ -1,0 +1,249 @@
+"""What every card game dealt from a scanning shoe shares: getting each card read exactly once.
+
+The shoe reports every card that leaves it, read (`CardSeen`) or not (`CardUnread`). Around that, every card
+game follows the same procedure, and it lives here so that a game module holds only its own rules:
+
+- An unread card is announced (`card.unreadable`, prompt "Re-scan the card") and nothing advances until its
+  re-scan (`CardSeen.rescan_of == ref`) or a hand-entered card (input `manual_card`) arrives. Another card
+  meanwhile is rejected: dealing on would put the unread card in the wrong place.
+- A re-scan that no unread card is waiting for is rejected: it would count one physical card twice.
+- A card that is not a card code, or one more copy than the shoe holds (`ShoeComposition.check`), is
+  rejected: it is a misread or a foreign card, never guessed at.
+- Every rejection is a `card.rejected` event; bad readings never raise.
+- The shoe's gate is locked while the table is paused, and on resume unlocked only if a card is expected.
+
+A game says *when* a card may come out (`_why_no_card_now`) and *what* a card does (`_deal`); this class
+only ever hands `_deal` a card that may come out now and that the shoe can hold.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from controller.cards import Card, InvalidCard, ShoeComposition, ShoeExhausted
+from controller.events import CardDealt, CardRejected, CardUnreadable
+from controller.flow import DeviceRequest, FlowOutput, GameFlow, InputRejected
+from drivers.readings import CardSeen, CardUnread, CutCardSeen, Reading
+from drivers.session import DeviceCommand
+
+PROMPT_RESCAN = "Re-scan the card"
+
+
+class ShoeSettings(Protocol):
+    """What the card procedure needs from a game's settings."""
+
+    @property
+    def shoe_device(self) -> str: ...
+
+
+def position_view(
+    name: str, label: str, cards: Sequence[Card], next_position: str | None, total: int | None = None
+) -> dict[str, Any]:
+    """One place on the table as the dealer's panel shows it, the same for every card game.
+
+    `next` marks where the next card goes: the position the game's own `next_position` names.
+    """
+    return {
+        "name": name,
+        "label": label,
+        "cards": [card.code for card in cards],
+        "total": total,
+        "next": name == next_position,
+    }
+
+
+class CardFlow(GameFlow):
+    """A game dealt by hand from a scanning shoe (see the module's docstring for the shared procedure).
+
+    State kept here: `composition` (what the shoe has dealt), `unread_ref`/`unread_raw` (the card waiting
+    for its re-scan). The attribute names are those the games had before this class existed, so a pickled
+    table from before still restores.
+    """
+
+    def __init__(self, table_id: str, settings: ShoeSettings, decks: int) -> None:
+        super().__init__(table_id)
+        self.settings = settings
+        self.composition = ShoeComposition(decks)
+        # A card came out unread: nothing advances until its re-scan (or a hand-entered card) arrives.
+        self.unread_ref: str | None = None
+        self.unread_raw = ""
+
+    # -- what each game decides ----------------------------------------------------------------------------
+
+    @abstractmethod
+    def _why_no_card_now(self) -> str | None:
+        """Why no card may come out now (the rejection tells the dealer), or None while one is expected."""
+
+    @abstractmethod
+    def _deal(self, card: Card, now: float, out: FlowOutput, raw: str, rescan: bool) -> None:
+        """Put `card` where it goes. Only called while `_why_no_card_now()` is None (or to settle an unread
+        card accepted then), with a card the shoe can hold; `raw` is everything the reader said about it."""
+
+    @abstractmethod
+    def _on_cut_card(self, reading: CutCardSeen, now: float) -> FlowOutput:
+        """The cut card came out of the shoe."""
+
+    def _unread_card_out(self, now: float, out: FlowOutput) -> None:
+        """A card left the shoe but is not known yet; called before it is announced for a re-scan.
+
+        By default the round has started: from now a fault pauses it instead of voiding it.
+        """
+        self.rounds.start_play()
+
+    @abstractmethod
+    def positions(self) -> list[dict[str, Any]]:
+        """The table's places, in the order the table lays them out, each a `position_view`: the same shape
+        for every card game, so the dealer's panel draws any of them without knowing the game."""
+
+    # -- readings ------------------------------------------------------------------------------------------
+
+    def on_reading(self, reading: Reading, now: float) -> FlowOutput:
+        # Device health belongs to the runtime; the flow only cares about what came out of its shoe.
+        if reading.device != self.settings.shoe_device:
+            return FlowOutput()
+        if isinstance(reading, CardSeen):
+            return self._on_card_seen(reading, now)
+        if isinstance(reading, CardUnread):
+            return self._on_card_unread(reading, now)
+        if isinstance(reading, CutCardSeen):
+            return self._on_cut_card(reading, now)
+        return FlowOutput()
+
+    def _on_card_seen(self, reading: CardSeen, now: float) -> FlowOutput:
+        out = FlowOutput()
+        if self.unread_ref is not None:
+            if reading.rescan_of != self.unread_ref:
+                reason = f"re-scan the unread card first (card {self.unread_ref} could not be read)"
+                self._reject(out, now, reading.code, reading.raw, reason)
+                return out
+            checked = self._check_card(reading.code)
+            if isinstance(checked, str):
+                # The re-scan itself is impossible: the card stays unread and the dealer tries again.
+                self._reject(out, now, reading.code, reading.raw, checked)
+                return out
+            raw = "\n".join(part for part in (self.unread_raw, reading.raw) if part)
+            self._clear_unread()
+            self._deal(checked, now, out, raw=raw, rescan=True)
+            return out
+        if reading.rescan_of is not None:
+            reason = f"re-scan of card {reading.rescan_of}, but no unread card is waiting for a re-scan"
+            self._reject(out, now, reading.code, reading.raw, reason)
+            return out
+        refusal = self._why_no_card_now()
+        if refusal is not None:
+            self._reject(out, now, reading.code, reading.raw, refusal)
+            return out
+        checked = self._check_card(reading.code)
+        if isinstance(checked, str):
+            self._reject(out, now, reading.code, reading.raw, checked)
+            return out
+        self._deal(checked, now, out, raw=reading.raw, rescan=False)
+        return out
+
+    def _on_card_unread(self, reading: CardUnread, now: float) -> FlowOutput:
+        out = FlowOutput()
+        if self.unread_ref is not None:
+            if reading.ref == self.unread_ref:
+                # The re-scan failed too: the dealer passes the same card over the reader again.
+                self._announce_unread(now, out)
+            else:
+                reason = (
+                    f"another card came out unread: re-scan the unread card first "
+                    f"(card {self.unread_ref} could not be read)"
+                )
+                self._reject(out, now, None, reading.raw, reason)
+            return out
+        refusal = self._why_no_card_now()
+        if refusal is not None:
+            self._reject(out, now, None, reading.raw, f"unreadable card: {refusal}")
+            return out
+        self._unread_card_out(now, out)
+        self.unread_ref = reading.ref
+        self.unread_raw = reading.raw
+        self._announce_unread(now, out)
+        return out
+
+    def _announce_unread(self, now: float, out: FlowOutput) -> None:
+        assert self.unread_ref is not None
+        self.prompt = PROMPT_RESCAN
+        out.emit(
+            "card.unreadable",
+            CardUnreadable(round_id=self.rounds.round_id, ref=self.unread_ref, prompt=PROMPT_RESCAN),
+            now,
+        )
+
+    # -- the dealer's hand-entered card ----------------------------------------------------------------------
+
+    def _manual_card(self, payload: dict[str, Any], now: float) -> FlowOutput:
+        """Input `manual_card`: a card the reader cannot read, typed in. It settles a pending unread card."""
+        code = payload.get("card")
+        if not isinstance(code, str):
+            raise InputRejected('manual_card needs the card code, e.g. {"card": "TD"}')
+        refusal = self._why_no_card_now()
+        if refusal is not None:
+            raise InputRejected(f"no card is expected now: {refusal}")
+        checked = self._check_card(code)
+        if isinstance(checked, str):
+            raise InputRejected(checked)
+        out = FlowOutput()
+        raw = "\n".join(part for part in (self.unread_raw, f"manual_card {checked.code}") if part)
+        self._clear_unread()
+        self._deal(checked, now, out, raw=raw, rescan=False)
+        return out
+
+    # -- the shoe's gate -------------------------------------------------------------------------------------
+
+    def on_pause(self, now: float) -> FlowOutput:
+        out = FlowOutput()
+        self._request_shoe(out, "lock")
+        return out
+
+    def on_resume(self, now: float) -> FlowOutput:
+        # The gate is open exactly while a card is expected (between rounds too, e.g. a game card).
+        out = FlowOutput()
+        if self._why_no_card_now() is None:
+            self._request_shoe(out, "unlock")
+        return out
+
+    def _request_shoe(self, out: FlowOutput, command: str) -> None:
+        out.requests.append(DeviceRequest(self.settings.shoe_device, DeviceCommand(command)))
+
+    # -- helpers ---------------------------------------------------------------------------------------------
+
+    def _place_card(
+        self, card: Card, hand: list[Card], position: str, now: float, out: FlowOutput, raw: str, rescan: bool
+    ) -> None:
+        """Add a dealt card to `hand` (the table's `position`) and announce it. The card has left the shoe for
+        good, and the round has started: from now a fault pauses it instead of voiding it."""
+        assert self.rounds.round_id is not None, "a card was placed outside a round"
+        self.composition.take(card)
+        self.rounds.start_play()
+        hand.append(card)
+        dealt = CardDealt(
+            round_id=self.rounds.round_id,
+            card=card.code,
+            position=position,
+            index=len(hand) - 1,
+            rescan=rescan,
+            raw=raw,
+        )
+        out.emit("card.dealt", dealt, now)
+
+    def _check_card(self, code: str) -> Card | str:
+        """The card, or why it cannot be dealt (not a card, or more copies than the shoe holds)."""
+        try:
+            card = Card.parse(code)
+            self.composition.check(card)
+        except (InvalidCard, ShoeExhausted) as exc:
+            return str(exc)
+        return card
+
+    def _clear_unread(self) -> None:
+        self.unread_ref = None
+        self.unread_raw = ""
+
+    def _reject(self, out: FlowOutput, now: float, code: str | None, raw: str, reason: str) -> None:
+        rejection = CardRejected(round_id=self.rounds.round_id, card=code, reason=reason, raw=raw)
+        out.emit("card.rejected", rejection, now)

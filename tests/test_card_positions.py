@@ -1,0 +1,255 @@
+"""The game-independent view of a card table for the dealer's panel: `CardFlow.positions()`.
+
+Every card game lays out its places as `{"name", "label", "cards", "total", "next"}` in table order, and
+`next` marks where the next card goes (the position the game's own `next_position` names).
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from controller.cards import full_deck
+from controller.flow import FlowOutput, InputRejected
+from controller.games.andar_bahar import AndarBaharFlow, AndarBaharSettings
+from controller.games.baccarat import BaccaratFlow, BaccaratSettings
+from controller.games.card_flow import CardFlow
+from controller.games.stud import StudFlow, StudSettings
+from drivers.readings import CardSeen, CardUnread
+
+T0 = 1_700_000_000.0
+ALL_CODES = [card.code for card in full_deck()]
+POSITION_KEYS = {"name", "label", "cards", "total", "next"}
+
+
+class Dealer:
+    """Drives any card flow the way a dealer and a shoe would."""
+
+    def __init__(self, flow: CardFlow) -> None:
+        self.flow = flow
+        self.now = T0
+        self.refs = 0
+
+    def tick(self, advance: float = 0.0) -> FlowOutput:
+        self.now += advance
+        return self.flow.on_tick(self.now)
+
+    def card(self, code: str, rescan_of: str | None = None) -> FlowOutput:
+        self.refs += 1
+        ref = rescan_of or str(self.refs)
+        seen = CardSeen(
+            device="shoe", time=self.now, raw=f"CARD {ref} {code}", code=code, ref=ref, rescan_of=rescan_of
+        )
+        return self.flow.on_reading(seen, self.now)
+
+    def noread(self) -> str:
+        self.refs += 1
+        ref = str(self.refs)
+        self.flow.on_reading(CardUnread(device="shoe", time=self.now, raw=f"NOREAD {ref}", ref=ref), self.now)
+        return ref
+
+    def deal(self, *codes: str) -> None:
+        for code in codes:
+            out = self.card(code)
+            assert "card.dealt" in [event.type for event in out.events], f"{code} was not dealt"
+
+    def positions(self) -> list[dict[str, Any]]:
+        view = self.flow.positions()
+        assert json.loads(json.dumps(view)) == view  # what the panel receives is plain JSON
+        return view
+
+
+def summary(view: list[dict[str, Any]]) -> list[tuple[str, list[str], int | None, bool]]:
+    return [(place["name"], place["cards"], place["total"], place["next"]) for place in view]
+
+
+# -- baccarat ------------------------------------------------------------------------------------------------
+
+
+def test_baccarat_positions_follow_the_deal_and_the_third_card_rule() -> None:
+    table = Dealer(BaccaratFlow("bac1", BaccaratSettings(betting_seconds=10)))
+    assert table.positions() == [
+        {"name": "player", "label": "Player", "cards": [], "total": None, "next": False},
+        {"name": "banker", "label": "Banker", "cards": [], "total": None, "next": False},
+    ]
+    table.tick()
+    # Betting open: the round already knows its first card goes to Player (as `next_position` says).
+    assert summary(table.positions()) == [("player", [], None, True), ("banker", [], None, False)]
+    table.tick(10)
+    table.deal("2S", "3C", "4D")
+    assert summary(table.positions()) == [("player", ["2S", "4D"], 6, False), ("banker", ["3C"], 3, True)]
+    table.deal("TH")  # banker 3, player stands on 6: banker draws
+    assert summary(table.positions()) == [
+        ("player", ["2S", "4D"], 6, False),
+        ("banker", ["3C", "TH"], 3, True),
+    ]
+    table.deal("9C")  # banker 2: the hand is complete; it stays on show, and no card is next
+    assert table.flow.rounds.round_id is None
+    assert summary(table.positions()) == [
+        ("player", ["2S", "4D"], 6, False),
+        ("banker", ["3C", "TH", "9C"], 2, False),
+    ]
+
+
+def test_baccarat_positions_agree_with_the_rest_of_the_state() -> None:
+    table = Dealer(BaccaratFlow("bac1", BaccaratSettings(betting_seconds=10)))
+    table.tick()
+    table.tick(10)
+    table.deal("KS", "AH")
+    state, view = table.flow.public_state(), table.positions()
+    assert [place["cards"] for place in view] == [state["player"], state["banker"]]
+    assert [place["total"] for place in view] == [state["player_total"], state["banker_total"]]
+    assert [place["name"] for place in view if place["next"]] == [state["next_position"]] == ["player"]
+
+
+# -- andar bahar ---------------------------------------------------------------------------------------------
+
+
+def test_andar_bahar_positions_game_card_then_alternating_sides() -> None:
+    table = Dealer(AndarBaharFlow("ab1", AndarBaharSettings(betting_seconds=10)))
+    assert summary(table.positions()) == [
+        ("game", [], None, False),
+        ("andar", [], None, False),
+        ("bahar", [], None, False),
+    ]
+    assert [place["label"] for place in table.positions()] == ["Game card", "Andar", "Bahar"]
+    table.tick()  # asks for the game card
+    assert [place["next"] for place in table.positions()] == [True, False, False]
+    table.deal("KS")
+    # Betting open after the game card: no card is wanted, so no place is next.
+    assert summary(table.positions()) == [
+        ("game", ["KS"], None, False),
+        ("andar", [], None, False),
+        ("bahar", [], None, False),
+    ]
+    table.tick(10)
+    assert [place["next"] for place in table.positions()] == [False, True, False]
+    table.deal("AC")
+    assert [place["next"] for place in table.positions()] == [False, False, True]
+    # An unread card is still the Bahar card: the re-scan goes there.
+    ref = table.noread()
+    assert summary(table.positions())[2] == ("bahar", [], None, True)
+    table.card("QS", rescan_of=ref)
+    assert summary(table.positions()) == [
+        ("game", ["KS"], None, False),
+        ("andar", ["AC"], None, True),
+        ("bahar", ["QS"], None, False),
+    ]
+    table.deal("KD")  # matches the game card: Andar wins, the round is over
+    assert summary(table.positions()) == [
+        ("game", ["KS"], None, False),
+        ("andar", ["AC", "KD"], None, False),
+        ("bahar", ["QS"], None, False),
+    ]
+
+
+# -- stud ----------------------------------------------------------------------------------------------------
+
+
+def test_stud_positions_go_round_the_hands_then_to_the_dealer() -> None:
+    table = Dealer(StudFlow("stud1", StudSettings(hands=3, betting_seconds=10, decision_seconds=20)))
+    table.tick()
+    view = table.positions()
+    assert [(place["name"], place["label"]) for place in view] == [
+        ("hand1", "Hand 1"),
+        ("hand2", "Hand 2"),
+        ("hand3", "Hand 3"),
+        ("dealer", "Dealer"),
+    ]
+    assert not any(place["next"] for place in view)  # antes are being placed: no card wanted
+    table.tick(10)
+    assert [place["next"] for place in table.positions()] == [True, False, False, False]
+    table.deal("2S", "3H")
+    assert summary(table.positions()) == [
+        ("hand1", ["2S"], None, False),
+        ("hand2", ["3H"], None, False),
+        ("hand3", [], None, True),
+        ("dealer", [], None, False),
+    ]
+    codes = iter(code for code in ALL_CODES if code not in ("2S", "3H"))
+    table.deal(*(next(codes) for _ in range(13)))  # hand3's first card and four more rounds of hands
+    assert [place["next"] for place in table.positions()] == [False, False, False, True]
+    table.deal(next(codes))  # the dealer's up card: the players decide, no card is wanted
+    assert [len(place["cards"]) for place in table.positions()] == [5, 5, 5, 1]
+    assert not any(place["next"] for place in table.positions())
+    table.flow.on_input("players_done", {}, table.now)
+    assert [place["next"] for place in table.positions()] == [False, False, False, True]
+
+
+def test_stud_one_common_hand_is_called_the_hand() -> None:
+    table = Dealer(StudFlow("stud1", StudSettings(hands=1)))
+    assert [(place["name"], place["label"]) for place in table.positions()] == [
+        ("hand1", "Hand"),
+        ("dealer", "Dealer"),
+    ]
+
+
+# -- every card game -----------------------------------------------------------------------------------------
+
+GAMES = {
+    "baccarat": lambda: BaccaratFlow("bac1", BaccaratSettings(betting_seconds=2, round_gap_seconds=0)),
+    "baccarat first card": lambda: BaccaratFlow(
+        "bac1", BaccaratSettings(betting_closes_on_first_card=True, round_gap_seconds=0)
+    ),
+    "andar_bahar": lambda: AndarBaharFlow("ab1", AndarBaharSettings(betting_seconds=2, round_gap_seconds=0)),
+    "stud one hand": lambda: StudFlow("stud1", StudSettings(hands=1, betting_seconds=2, decision_seconds=2)),
+    "stud three hands": lambda: StudFlow(
+        "stud1", StudSettings(hands=3, betting_seconds=2, decision_seconds=2)
+    ),
+}
+#: mostly cards, so that rounds get far (to the dealer's cards in stud, to results)
+STEPS = ["card"] * 6 + ["tick"] * 2 + ["noread", "rescan", "void", "players_done"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    game=st.sampled_from(sorted(GAMES)),
+    deck=st.permutations(ALL_CODES),
+    steps=st.lists(st.sampled_from(STEPS), min_size=40, max_size=150),
+)
+def test_positions_always_agree_with_next_position_and_the_cards_out(
+    game: str, deck: list[str], steps: list[str]
+) -> None:
+    table = Dealer(GAMES[game]())
+    drawn = 0
+    pending: str | None = None
+    for kind in steps:
+        if kind == "tick":
+            table.tick(2.0)
+        elif kind == "card" or (kind == "rescan" and pending is not None):
+            # A shuffled deck, dealt round and round: a card of the deck may come again in a later round.
+            table.card(deck[drawn % len(deck)], rescan_of=pending if kind == "rescan" else None)
+            drawn += 1
+        elif kind == "noread":
+            pending = table.noread()
+        elif kind in ("void", "players_done"):
+            try:
+                if kind == "void":
+                    table.flow.void_round(table.now, "test", "supervisor")
+                else:
+                    table.flow.on_input("players_done", {}, table.now)
+            except InputRejected:
+                pass
+        view = table.positions()
+        state = table.flow.public_state()
+        assert all(place.keys() == POSITION_KEYS for place in view)
+        assert [place["name"] for place in view if place["next"]] == (
+            [state["next_position"]] if state["next_position"] is not None else []
+        )
+        assert [card for place in view for card in place["cards"]] == _cards_on_table(state)
+    # A pickled table shows the same view.
+    assert pickle.loads(pickle.dumps(table.flow)).positions() == table.positions()
+
+
+def _cards_on_table(state: dict[str, Any]) -> list[str]:
+    """The cards of the round, in table order, from the game's own state keys."""
+    if state["game"] == "baccarat":
+        return [*state["player"], *state["banker"]]
+    if state["game"] == "andar_bahar":
+        game_card = [state["game_card"]] if state["game_card"] is not None else []
+        return [*game_card, *state["andar"], *state["bahar"]]
+    return [*(card for hand in state["hands"] for card in hand), *state["dealer"]]
