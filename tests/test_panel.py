@@ -2,7 +2,9 @@
 Mosquitto, the panel served by uvicorn, and a real headless Chromium (Playwright) tapping the screen.
 
 What the dealer sees must follow the table live (Server-Sent Events, no reload), and what the dealer can do
-is exactly: call the supervisor (pause), enter a card by hand, close betting, load a new shoe.
+is exactly: call the supervisor (pause), enter a card by hand, close betting, load a new shoe. Every card game
+is drawn from the same `positions` view (baccarat, andar bahar, stud), and its cards must stay on screen and
+readable on the kiosk's screens (1280x800, 1920x1080), up to stud's 7 hands and the dealer.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +34,24 @@ from tests.mosquitto import HOST, MosquittoBroker, free_port, require_binary, wa
 
 # Player 9S, Banker 8D (read as NOREAD, entered by hand), Player KC, Banker 5H
 CARDS = ["9S", "8D", "KC", "5H", "2C", "3D", "4H", "TS", "AS", "QD"]
+ONE_DECK = [rank + suit for suit in "SHDC" for rank in "A23456789TJQK"]
+
+
+def deck_starting_with(*first: str) -> list[str]:
+    """One whole deck, `first` on top (as dealt), the rest in a fixed order."""
+    assert len(set(first)) == len(first) and set(first) <= set(ONE_DECK)
+    return [*first, *(code for code in ONE_DECK if code not in first)]
+
+
+# Andar Bahar: the game card 7H, then 20 cards without a 7 alternating Andar, Bahar, ..., then 7S to
+# Andar (the 21st card): Andar wins with 11 cards against 10 — a long round, to see two long rows.
+AB_NO_SEVENS = ["2C", "TD", "KS", "3H", "QD", "4C", "JH", "5S", "9D", "6C"]
+AB_NO_SEVENS += ["8H", "AS", "2D", "TH", "KC", "3S", "QH", "4D", "JS", "5C"]
+ANDAR_BAHAR_DECK = deck_starting_with("7H", *AB_NO_SEVENS, "7S")
+# Stud with 3 hands, dealt round the hands five times, then the dealer: pairs of 2s, 3s and 4s against the
+# dealer's pair of aces.
+STUD_DEALING = ["2C", "3C", "4C", "2D", "3D", "4D", "5H", "6H", "7H", "8S", "9S", "TS", "JC", "QC", "KC"]
+STUD_DECK = deck_starting_with(*STUD_DEALING, "AS", "AH", "9D", "6C", "5D")
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -86,11 +107,17 @@ async def start_table(tmp_path: Path, mosquitto: MosquittoBroker) -> AsyncIterat
         game: str = "baccarat",
         cut_position: int | None = None,
         settings: dict[str, Any] | None = None,
+        cards: list[str] | None = None,
     ) -> Table:
         device: Any
+        game_settings: dict[str, Any]
         if game == "baccarat":
-            device = ShoeSimulator(cards=CARDS * 2, cut_position=cut_position)
+            device = ShoeSimulator(cards=cards or CARDS * 2, cut_position=cut_position)
             name, protocol, game_settings = "shoe", "shoe-line", {"decks": 1}
+        elif game in ("andar_bahar", "stud"):
+            # one deck, no cut card: these games take a fresh deck every round
+            device = ShoeSimulator(cards=cards or ONE_DECK, cut_position=None)
+            name, protocol, game_settings = "shoe", "shoe-line", {}
         else:
             device = WheelSimulator(seed=11, speed=10.0, boot_seconds=0.5)
             name, protocol, game_settings = "wheel", "cammegh-ss2", {}
@@ -145,9 +172,11 @@ async def browser() -> AsyncIterator[Browser]:
             await launched.close()
 
 
-async def open_panel(browser: Browser, table: Table) -> tuple[Page, list[str]]:
+async def open_panel(
+    browser: Browser, table: Table, width: int = 1280, height: int = 800
+) -> tuple[Page, list[str]]:
     """The panel on a kiosk-sized screen, and the list its uncaught JavaScript errors go to."""
-    page = await browser.new_page(viewport={"width": 1280, "height": 800})
+    page = await browser.new_page(viewport={"width": width, "height": height})
     js_errors: list[str] = []
     page.on("pageerror", lambda error: js_errors.append(str(error)))
     await page.goto(table.url)
@@ -156,9 +185,77 @@ async def open_panel(browser: Browser, table: Table) -> tuple[Page, list[str]]:
     return page, js_errors
 
 
-async def draw(table: Table) -> None:
-    """The dealer pulls the next card (the gate opens a moment after the prompt appears)."""
-    await wait_until(table.device.draw, timeout=10, what="the shoe's gate to open for a draw")
+async def draw(table: Table, count: int = 1) -> None:
+    """The dealer pulls the next card(s) (the gate opens a moment after the prompt appears)."""
+    for _ in range(count):
+        await wait_until(table.device.draw, timeout=10, what="the shoe's gate to open for a draw")
+
+
+async def wait_dealt(table: Table, count: int) -> None:
+    """Until the table has taken `count` cards (draws go faster than the table reads them)."""
+    await wait_until(
+        lambda: len([e for e in table.events if e.type == "card.dealt"]) >= count,
+        timeout=10,
+        what=f"{count} cards dealt",
+    )
+
+
+# Everything a card panel shows must be on screen, whole: every card and slot inside its place's box (no
+# scrolling), every place inside the table's area and clear of the others, and in a fan each card's corner
+# index clear of the card that covers the rest of it. Returns what is wrong, and the smallest rank's size.
+LAYOUT_PROBLEMS_JS = """() => {
+  const problems = [];
+  const inside = (inner, outer) => inner.left >= outer.left - 1 && inner.right <= outer.right + 1
+    && inner.top >= outer.top - 1 && inner.bottom <= outer.bottom + 1;
+  const area = document.getElementById("positions").getBoundingClientRect();
+  const actions = document.getElementById("actions").getBoundingClientRect();
+  if (area.bottom > actions.top + 1) problems.push("the places run under the buttons");
+  const hands = [...document.querySelectorAll("#positions .hand")];
+  hands.forEach((hand, i) => {
+    const box = hand.getBoundingClientRect();
+    if (!inside(box, area)) problems.push(`${hand.id} is outside the table's area`);
+    hands.slice(i + 1).forEach((other) => {
+      const o = other.getBoundingClientRect();
+      const apart = box.right <= o.left + 1 || o.right <= box.left + 1
+        || box.bottom <= o.top + 1 || o.bottom <= box.top + 1;
+      if (!apart) problems.push(`${hand.id} overlaps ${other.id}`);
+    });
+    const name = hand.querySelector(".hand-name");
+    if (name.scrollWidth > name.clientWidth + 1) problems.push(`${hand.id}: its name is cut`);
+  });
+  let smallestRank = Infinity;
+  for (const row of document.querySelectorAll("#positions .cards")) {
+    if (row.scrollHeight > row.clientHeight + 1) problems.push(`${row.id} scrolls`);
+    const rowBox = row.getBoundingClientRect();
+    const items = [...row.children];
+    items.forEach((item, i) => {
+      const box = item.getBoundingClientRect();
+      const what = `${row.id} ${item.dataset.code || "slot"}`;
+      if (!inside(box, rowBox)) problems.push(`${what} is outside its box`);
+      if (box.height < 40) problems.push(`${what} is too small (${box.height}px high)`);
+      const rank = item.querySelector(".rank");
+      if (!rank) return;
+      smallestRank = Math.min(smallestRank, parseFloat(getComputedStyle(rank).fontSize));
+      const next = items[i + 1];
+      if (next && Math.abs(next.getBoundingClientRect().top - box.top) < 1) {
+        const covering = next.getBoundingClientRect().left;
+        for (const index of item.querySelectorAll(".rank, .suit")) {
+          const range = document.createRange();
+          range.selectNodeContents(index);
+          const right = range.getBoundingClientRect().right;
+          if (right > covering + 1) problems.push(`${what}: its index is covered`);
+        }
+      }
+    });
+  }
+  return { problems, smallestRank };
+}"""
+
+
+async def assert_cards_readable(page: Page, smallest_rank_px: float) -> None:
+    layout = await page.evaluate(LAYOUT_PROBLEMS_JS)
+    assert layout["problems"] == [], layout["problems"]
+    assert layout["smallestRank"] >= smallest_rank_px, layout
 
 
 # -- through the dealer's screen ----------------------------------------------------------------------------
@@ -173,6 +270,7 @@ async def test_dealer_follows_the_round_live_enters_a_card_by_hand_and_calls_the
 
     await expect(page.locator("#table-id")).to_have_text("bac-panel")
     await expect(prompt).to_have_text("Deal to Player")
+    await expect(page.locator("#positions .hand-name")).to_have_text(["Player", "Banker"])
     await expect(page.locator("#hand-player")).to_have_class("hand next")
     await expect(page.locator('#devices .chip[data-device="shoe"]')).to_have_class("chip online")
     round_id = table.service.core.flow.rounds.round_id
@@ -249,6 +347,7 @@ async def test_dealer_follows_the_round_live_enters_a_card_by_hand_and_calls_the
 
     # the kiosk screen as the dealer sees it
     await page.screenshot(path=str(tmp_path / "panel-paused.png"))
+    await assert_cards_readable(page, smallest_rank_px=60)
     assert (tmp_path / "panel-paused.png").stat().st_size > 10_000
     assert await page.evaluate("window.loadedOnce === true"), "the page reloaded"
     assert js_errors == []
@@ -261,6 +360,9 @@ async def test_panel_shows_connection_lost_and_reconnects_by_itself(
     page, js_errors = await open_panel(browser, table)
     await expect(page.locator("#prompt")).to_have_text("Betting open — do not deal yet")
     await expect(page.locator("#countdown")).to_contain_text("closes in")
+    # baccarat names the next hand all round long; while bets are taken no card comes out: no highlight
+    await expect(page.locator("#positions .hand.next")).to_have_count(0)
+    await expect(page.locator("#btn-manual")).to_be_hidden()
 
     await table.stop_panel()
     await expect(page.locator("#connection-lost")).to_be_visible()
@@ -310,7 +412,7 @@ async def test_roulette_view_shows_the_wheels_last_number_with_its_colour(
     table = await start_table(betting_seconds=1.0, game="roulette")
     page, js_errors = await open_panel(browser, table)
     await expect(page.locator("#roulette-view")).to_be_visible()
-    await expect(page.locator("#baccarat-view")).to_be_hidden()
+    await expect(page.locator("#cards-view")).to_be_hidden()
     await expect(page.locator("#btn-manual")).to_be_hidden()
     await wait_until(lambda: "round.result" in table.event_types(), timeout=20, what="a spin's result")
     # freeze the table (the wheel goes on by itself) so that what the screen shows can be compared exactly
@@ -334,6 +436,173 @@ async def test_roulette_view_shows_the_wheels_last_number_with_its_colour(
     colours = {"red": "rgb(200, 16, 46)", "black": "rgb(17, 17, 17)", "green": "rgb(10, 138, 58)"}
     background = await pocket.evaluate("node => getComputedStyle(node).backgroundColor")
     assert background == colours[result["color"]]
+    assert js_errors == []
+
+
+async def test_andar_bahar_game_card_first_then_andar_and_bahar_in_turn(
+    start_table: TableFactory, browser: Browser, tmp_path: Path
+) -> None:
+    table = await start_table(
+        betting_seconds=30.0,
+        game="andar_bahar",
+        cards=ANDAR_BAHAR_DECK,
+        settings={"round_gap_seconds": 60.0},
+    )
+    page, js_errors = await open_panel(browser, table)
+    prompt = page.locator("#prompt")
+    game_place, andar, bahar = (page.locator(f"#hand-{name}") for name in ("game", "andar", "bahar"))
+
+    # between rounds the game card is asked for: it is where the next card goes, no betting yet
+    await expect(prompt).to_have_text("Draw the game card")
+    await expect(page.locator("#game-name")).to_have_text("Andar Bahar")
+    await expect(page.locator("#positions .hand-name")).to_have_text(["Game card", "Andar", "Bahar"])
+    await expect(game_place).to_have_class("hand next")
+    await expect(page.locator("#positions .hand.next")).to_have_count(1)
+    await expect(page.locator("#game-cards .slot")).to_have_count(1)
+    await expect(page.locator("#btn-manual")).to_be_visible()
+    await expect(page.locator("#btn-close-betting")).to_be_hidden()
+    await expect(page.locator("#btn-new-shoe")).to_be_hidden()
+    await expect(page.locator("#round-number-box")).to_be_hidden()
+
+    # the game card opens the round: it shows in its place, betting opens with a countdown, nothing is next
+    await draw(table)
+    game_cards = page.locator("#game-cards .card")
+    await expect(game_cards).to_have_count(1)
+    await expect(game_cards.first).to_have_attribute("data-code", "7H")
+    await expect(game_cards.first).to_have_text("7♥")
+    await expect(game_cards.first).to_have_class("card red")
+    await expect(prompt).to_have_text("Game card 7H — betting open, do not deal yet")
+    await expect(page.locator("#positions .hand.next")).to_have_count(0)
+    await expect(page.locator("#countdown")).to_contain_text("closes in")
+    await expect(page.locator("#btn-manual")).to_be_hidden()
+    round_id = table.service.core.flow.rounds.round_id
+    assert round_id is not None
+    await expect(page.locator("#round-id")).to_have_text(round_id)
+
+    # the dealer closes betting: the next card goes to Andar, and appears there
+    await page.click("#btn-close-betting")
+    await expect(prompt).to_have_text("Deal to Andar")
+    await expect(andar).to_have_class("hand next")
+    await expect(game_place).to_have_class("hand")
+    await expect(page.locator("#countdown")).to_be_hidden()
+    await expect(page.locator("#btn-close-betting")).to_be_hidden()
+    await draw(table)
+    andar_cards = page.locator("#andar-cards .card")
+    await expect(andar_cards).to_have_count(1)
+    await expect(andar_cards.first).to_have_attribute("data-code", "2C")
+    await expect(andar_cards.first).to_have_text("2♣")
+    await expect(prompt).to_have_text("Deal to Bahar")
+    await expect(bahar).to_have_class("hand next")
+    await expect(andar).to_have_class("hand")
+    await draw(table)  # a ten shows as "10", in red
+    bahar_cards = page.locator("#bahar-cards .card")
+    await expect(bahar_cards.first).to_have_text("10♦")
+    await expect(bahar_cards.first).to_have_class("card red")
+    await expect(andar).to_have_class("hand next")
+
+    # a long round: every card stays on screen, in its row, its corner readable
+    await draw(table, len(AB_NO_SEVENS) - 2)
+    await expect(page.locator("#shoe-info")).to_contain_text("20 cards dealt")
+    await expect(andar_cards).to_have_count(10)
+    await expect(bahar_cards).to_have_count(10)
+    await expect(andar).to_have_class("hand next")
+    await page.screenshot(path=str(tmp_path / "andar-bahar-1280x800.png"))
+    await assert_cards_readable(page, smallest_rank_px=24)
+    await draw(table)
+    await expect(prompt).to_have_text(
+        "Andar wins — 7S matches 7H (21 cards). Collect the cards and take the shuffled deck"
+    )
+    await expect(andar_cards.last).to_have_attribute("data-code", "7S")
+    await expect(page.locator("#positions .hand.next")).to_have_count(0)
+    await expect(page.locator("#btn-manual")).to_be_hidden()
+    dealt = [(e.data["card"], e.data["position"]) for e in table.events if e.type == "card.dealt"]
+    assert dealt[:4] == [("7H", "game"), ("2C", "andar"), ("TD", "bahar"), ("KS", "andar")]
+    assert len(dealt) == 22
+    await page.set_viewport_size({"width": 1920, "height": 1080})
+    await page.screenshot(path=str(tmp_path / "andar-bahar-1920x1080.png"))
+    await assert_cards_readable(page, smallest_rank_px=32)
+    assert js_errors == []
+
+
+async def test_stud_hands_and_dealer_with_the_next_card_going_round_the_hands(
+    start_table: TableFactory, browser: Browser, tmp_path: Path
+) -> None:
+    table = await start_table(
+        betting_seconds=1.0,
+        game="stud",
+        cards=STUD_DECK,
+        settings={"hands": 3, "decision_seconds": 2.0, "round_gap_seconds": 60.0},
+    )
+    page, js_errors = await open_panel(browser, table)
+    prompt = page.locator("#prompt")
+    await expect(page.locator("#game-name")).to_have_text("5 Card Stud")
+    await expect(page.locator("#positions .hand-name")).to_have_text(["Hand 1", "Hand 2", "Hand 3", "Dealer"])
+    await expect(prompt).to_have_text("Deal to Hand 1")
+    next_place = page.locator("#positions .hand.next")
+
+    # one card at a time round the hands, the highlight (and the slot) moving with it
+    for dealt, (hand, card) in enumerate(zip([1, 2, 3, 1], STUD_DEALING[:4], strict=True)):
+        await expect(next_place).to_have_count(1)
+        await expect(next_place).to_have_attribute("id", f"hand-hand{hand}")
+        await expect(page.locator(f"#hand{hand}-cards .slot")).to_have_count(1)
+        await draw(table)
+        await wait_dealt(table, dealt + 1)
+        await expect(page.locator(f"#hand{hand}-cards .card").last).to_have_attribute("data-code", card)
+    await expect(prompt).to_have_text("Deal to Hand 2")
+
+    # the hands complete, the dealer's first card: the players decide, with their countdown, nothing is next
+    await draw(table, len(STUD_DEALING) - 4)
+    await expect(next_place).to_have_attribute("id", "hand-dealer")
+    await expect(prompt).to_have_text("Deal to Dealer")
+    for hand, first in ((1, "2C"), (2, "3C"), (3, "4C")):
+        cards = page.locator(f"#hand{hand}-cards .card")
+        await expect(cards).to_have_count(5)
+        await expect(cards.first).to_have_attribute("data-code", first)
+    await page.screenshot(path=str(tmp_path / "stud-3-1280x800.png"))
+    await assert_cards_readable(page, smallest_rank_px=30)
+    await draw(table)
+    await expect(prompt).to_have_text("Players decide: bet or fold — do not deal")
+    countdown = page.locator("#countdown")
+    await expect(countdown).to_have_text(re.compile(r"^decisions close in [012] s$"))
+    await expect(next_place).to_have_count(0)
+    await expect(page.locator("#btn-manual")).to_be_hidden()
+    await expect(page.locator("#btn-close-betting")).to_be_hidden()
+    await page.screenshot(path=str(tmp_path / "stud-3-deciding.png"))
+
+    # the decision window runs out: the dealer's four other cards, then the result
+    await expect(prompt).to_have_text("Deal to Dealer")
+    await expect(countdown).to_be_hidden()
+    await expect(next_place).to_have_attribute("id", "hand-dealer")
+    await draw(table, 4)
+    await expect(prompt).to_have_text(
+        "Dealer has one pair (qualifies) — Hand 1 loses, Hand 2 loses, Hand 3 loses"
+    )
+    await expect(page.locator("#dealer-cards .card")).to_have_count(5)
+    await expect(next_place).to_have_count(0)
+    assert js_errors == []
+
+
+async def test_stud_with_seven_hands_fits_both_kiosk_screens(
+    start_table: TableFactory, browser: Browser, tmp_path: Path
+) -> None:
+    table = await start_table(
+        betting_seconds=0.5, game="stud", settings={"hands": 7, "round_gap_seconds": 60.0}
+    )
+    page, js_errors = await open_panel(browser, table)
+    await expect(page.locator("#positions .hand")).to_have_count(8)
+    await expect(page.locator("#prompt")).to_have_text("Deal to Hand 1")
+    # 33 of the 35 hand cards: hands 1-5 complete, 6 and 7 have four, the next card goes to hand 6
+    await draw(table, 33)
+    await wait_dealt(table, 33)
+    await expect(page.locator("#prompt")).to_have_text("Deal to Hand 6")
+    await expect(page.locator("#positions .hand.next")).to_have_attribute("id", "hand-hand6")
+    await expect(page.locator("#positions .card")).to_have_count(33)
+    await page.screenshot(path=str(tmp_path / "stud-7-1280x800.png"))
+    await assert_cards_readable(page, smallest_rank_px=28)
+    await page.set_viewport_size({"width": 1920, "height": 1080})
+    await expect(page.locator("#positions .card")).to_have_count(33)
+    await page.screenshot(path=str(tmp_path / "stud-7-1920x1080.png"))
+    await assert_cards_readable(page, smallest_rank_px=40)
     assert js_errors == []
 
 

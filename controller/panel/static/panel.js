@@ -18,7 +18,33 @@
     in_play: "In play",
     paused: "PAUSED",
   };
-  const DEALING_PHASES = ["betting_closed", "in_play"];
+  const GAME_NAMES = {
+    baccarat: "Baccarat",
+    roulette: "Roulette",
+    andar_bahar: "Andar Bahar",
+    stud: "5 Card Stud",
+  };
+  // How many cards a place usually holds: its cards are sized for that many from the first card on, so they
+  // do not shrink while the round is dealt. Only a hint: a place holding more gets smaller cards, any game.
+  // A place's own hint (by its name) comes before its game's.
+  const USUAL_CARDS = { baccarat: 3, stud: 5, andar_bahar: 6 };
+  const USUAL_CARDS_AT = { game: 1 }; // andar bahar's game card: one card, as big as it gets
+  const DEFAULT_USUAL_CARDS = 3;
+  // Up to this many places in one row, more in two rows (stud: 7 hands + the dealer is 4 x 2).
+  const ONE_ROW_UP_TO = 4;
+  // From this many places on the panels are narrow: smaller heads.
+  const COMPACT_FROM = 4;
+  // Card sizes (px): never bigger than the old fixed size, never too small to read at arm's length.
+  const MIN_CARD_WIDTH = 36;
+  const MAX_CARD_WIDTH = 240;
+  const CARD_HEIGHT_RATIO = 7 / 5;
+  // In a fan each card covers all but this share of the one before it; its corner index stays visible.
+  const FAN_VISIBLE = 0.5;
+  // A rank's size relative to the card's width, laid out flat (centred) and fanned (corner index).
+  const FLAT_RANK_SCALE = 0.5;
+  const FAN_RANK_SCALE = 0.36;
+  // A fan only when it makes the ranks this much bigger: flat cards are easier to read.
+  const FAN_GAIN = 1.15;
   const STREAM_RETRY_MS = 2000;
   const MAX_TOASTS = 2;
 
@@ -53,7 +79,9 @@
       return node;
     }
     if (suit.red) node.classList.add("red");
-    node.append(el("span", "rank", rankLabel(code.slice(0, -1))), el("span", "suit", suit.symbol));
+    const rank = el("span", "rank", rankLabel(code.slice(0, -1)));
+    if (rank.textContent.length > 1) rank.classList.add("wide"); // "10": two digits in a card's corner
+    node.append(rank, el("span", "suit", suit.symbol));
     node.setAttribute("aria-label", `${rankLabel(code.slice(0, -1))} of ${suit.name}`);
     return node;
   }
@@ -83,9 +111,10 @@
     document.body.classList.toggle("paused", !!state.paused);
 
     setText("table-id", state.table_id);
-    setText("game-name", state.game ? state.game.charAt(0).toUpperCase() + state.game.slice(1) : "");
+    setText("game-name", gameName(state.game));
     setText("round-id", state.round_id || "—");
-    show($("round-number-box"), state.round_number_in_shoe !== null && state.round_number_in_shoe !== undefined);
+    // games without a shoe of many rounds (a fresh deck every round) have no number in the shoe (0 or null)
+    show($("round-number-box"), !!state.round_number_in_shoe);
     setText("round-number", state.round_number_in_shoe);
     const phase = $("phase");
     setText("phase", PHASES[state.phase] || state.phase);
@@ -108,10 +137,12 @@
     setSizedText("prompt", state.prompt || "");
     $("prompt-box").classList.toggle("attention", !!game.awaiting_rescan);
 
-    show($("baccarat-view"), state.game === "baccarat");
-    show($("roulette-view"), state.game === "roulette");
-    if (state.game === "baccarat") renderBaccarat(game);
-    if (state.game === "roulette") renderRoulette(game);
+    // Any card game publishes its places as `positions`: the panel draws them without knowing the game.
+    const positions = Array.isArray(game.positions) ? game.positions : null;
+    show($("cards-view"), !!positions);
+    show($("roulette-view"), !positions && state.game === "roulette");
+    if (positions) renderPositions(game, positions);
+    else if (state.game === "roulette") renderRoulette(game);
 
     renderActions(game);
     guardPicker();
@@ -132,36 +163,187 @@
     );
   }
 
-  function renderHand(position, cards, total, next) {
-    const row = $(`${position}-cards`);
-    const key = cards.join(" ") + (next === position ? " +next" : "");
+  function gameName(game) {
+    if (!game) return "";
+    return GAME_NAMES[game] || game.charAt(0).toUpperCase() + game.slice(1).replaceAll("_", " ");
+  }
+
+  // Where the next card goes, as the dealer should see it: not while the table is paused, nor while a
+  // timed betting window is open (baccarat names the next hand all round long; no card comes out then).
+  function nextPositionShown(game, positions) {
+    if (state.paused) return null;
+    if (state.round_phase === "betting_open" && game.betting_closes_at) return null;
+    const next = positions.find((position) => position.next);
+    return next ? next.name : null;
+  }
+
+  function gridColumns(count) {
+    return count <= ONE_ROW_UP_TO ? Math.max(count, 1) : Math.ceil(count / 2);
+  }
+
+  function positionNode(position, compact) {
+    const hand = el("div", "hand");
+    hand.id = `hand-${position.name}`;
+    hand.dataset.position = position.name;
+    const head = el("div", "hand-head");
+    const total = el("span", "hand-total");
+    total.id = `${position.name}-total`;
+    head.append(
+      el("span", "hand-name", position.label),
+      el("span", "next-badge", compact ? "NEXT \u279c" : "NEXT CARD \u279c"),
+      total,
+    );
+    const cards = el("div", "cards");
+    cards.id = `${position.name}-cards`;
+    hand.append(head, cards);
+    cardsResized.observe(cards);
+    return hand;
+  }
+
+  function renderPositions(game, positions) {
+    const box = $("positions");
+    // The panels are built once per layout (a game, its places); after that only their content changes.
+    const places = positions.map((position) => `${position.name}:${position.label}`);
+    const layout = [state.game, ...places].join("|");
+    if (box.dataset.layout !== layout) {
+      const compact = positions.length >= COMPACT_FROM;
+      cardsResized.disconnect();
+      box.dataset.layout = layout;
+      box.dataset.game = state.game || "";
+      box.classList.toggle("compact", compact);
+      box.style.setProperty("--columns", String(gridColumns(positions.length)));
+      box.replaceChildren(...positions.map((position) => positionNode(position, compact)));
+    }
+    const next = nextPositionShown(game, positions);
+    for (const position of positions) renderPosition(position, next === position.name);
+    fitAllCards();
+    renderShoeInfo(game);
+  }
+
+  function renderPosition(position, isNext) {
+    const row = $(`${position.name}-cards`);
+    const cards = Array.isArray(position.cards) ? position.cards : [];
+    const key = cards.join(" ") + (isNext ? " +next" : "");
     if (row.dataset.key !== key) {
       row.dataset.key = key;
       const nodes = cards.map((code) => cardNode(code));
-      // an empty slot where the next card goes: the dealer's eye lands on the right hand at once
-      if (next === position) nodes.push(el("div", "slot", "?"));
+      // an empty slot where the next card goes: the dealer's eye lands on the right place at once
+      if (isNext) nodes.push(el("div", "slot", "?"));
       row.replaceChildren(...nodes);
     }
-    setText(`${position}-total`, total === null || total === undefined ? "" : total);
-    $(`hand-${position}`).classList.toggle("next", next === position);
+    const total = position.total === null || position.total === undefined ? "" : position.total;
+    setText(`${position.name}-total`, total);
+    $(`hand-${position.name}`).classList.toggle("next", isNext);
   }
 
-  function renderBaccarat(game) {
-    // The arrow shows only while a card is actually wanted (not while bets are still being taken).
-    const dealing =
-      DEALING_PHASES.includes(state.round_phase) ||
-      (state.round_phase === "betting_open" && !game.betting_closes_at);
-    const next = !state.paused && dealing ? game.next_position : null;
-    renderHand("player", game.player || [], game.player_total, next);
-    renderHand("banker", game.banker || [], game.banker_total, next);
+  function renderShoeInfo(game) {
     const info = [];
     if (game.shoe_id) info.push(`Shoe ${game.shoe_id}`);
     if (game.cards_left_in_shoe !== undefined && game.cards_left_in_shoe !== null) {
       info.push(`${game.cards_left_in_shoe} cards left`);
     }
+    if (game.cards_left_in_deck !== undefined && game.cards_left_in_deck !== null) {
+      info.push(`${game.cards_left_in_deck} cards left in the deck`);
+    }
+    if (game.cards_dealt !== undefined && game.cards_dealt !== null && game.cards_dealt > 0) {
+      info.push(`${game.cards_dealt} cards dealt`);
+    }
     if (game.last_round_of_shoe) info.push("LAST ROUND OF THE SHOE");
     if (game.shoe_finished) info.push("SHOE FINISHED");
     setText("shoe-info", info.join(" \u00b7 "));
+  }
+
+  // ---- card sizes ---------------------------------------------------------------------------------------
+  // Each place's cards get the biggest size at which all of them (and the slot) fit its box, with no
+  // scrolling: a stud table of 8 places and a long Andar row both stay on screen. The flex layout in
+  // panel.css is simulated here, line by line, with the same widths and margins.
+
+  const cardsResized = new ResizeObserver(() => fitAllCards());
+
+  function cardGap() {
+    return Math.round(Math.min(16, Math.max(8, window.innerHeight * 0.012)));
+  }
+
+  // How many lines the items take at card width `width`, or Infinity if one does not fit on a line.
+  function linesNeeded(widths, room) {
+    let lines = 1;
+    let used = 0;
+    for (const width of widths) {
+      if (width > room) return Infinity;
+      if (used > 0 && used + width > room) {
+        lines += 1;
+        used = 0;
+      }
+      used += width;
+    }
+    return lines;
+  }
+
+  function fits(width, fan, items, room, height, gap) {
+    const cardHeight = width * CARD_HEIGHT_RATIO;
+    // Flat: items side by side, a gap between them (none needed after a line's last). Fanned: each item
+    // takes FAN_VISIBLE of its width (the next one covers the rest), and the box's right padding takes the
+    // covered part of a line's last one (see .cards.fan in panel.css).
+    const itemWidth = fan ? width * FAN_VISIBLE : width + gap;
+    const lineRoom = fan ? room - width * (1 - FAN_VISIBLE) : room + gap;
+    const lines = linesNeeded(new Array(items).fill(itemWidth), lineRoom);
+    return lines * cardHeight + (lines - 1) * gap <= height;
+  }
+
+  function largestWidth(fan, items, room, height, gap, largest) {
+    for (let width = largest; width >= MIN_CARD_WIDTH; width -= 1) {
+      if (fits(width, fan, items, room, height, gap)) return width;
+    }
+    return null;
+  }
+
+  // The biggest cards that fit `row`'s box, flat or fanned; null while the box is hidden (it is fitted when
+  // it shows: the ResizeObserver calls again).
+  function cardPlan(row, gap, largest) {
+    // clientWidth/Height are rounded: a pixel less, so that a line planned to fit exactly does not wrap
+    const room = row.clientWidth - 1;
+    const height = row.clientHeight - 1;
+    if (room <= 0 || height <= 0) return null;
+    const cardCount = row.querySelectorAll(".card").length;
+    const withSlot = !!row.querySelector(".slot");
+    // sized for the usual number of cards from the start (with room for the slot), so no jumps mid-round
+    const place = row.parentElement ? row.parentElement.dataset.position : "";
+    const usual = USUAL_CARDS_AT[place] || USUAL_CARDS[state && state.game] || DEFAULT_USUAL_CARDS;
+    const planned = Math.max(cardCount + (withSlot ? 1 : 0), usual);
+    const flat = largestWidth(false, planned, room, height, gap, largest);
+    const fanned = planned >= 3 ? largestWidth(true, planned, room, height, gap, largest) : null;
+    const flatRank = flat === null ? 0 : flat * FLAT_RANK_SCALE;
+    const fanRank = fanned === null ? 0 : fanned * FAN_RANK_SCALE;
+    const box = `${room}x${height}`;
+    if (fanned !== null && (flat === null || fanRank > flatRank * FAN_GAIN)) {
+      return { box, width: fanned, fan: true, rank: fanRank };
+    }
+    if (flat !== null) return { box, width: flat, fan: false, rank: flatRank };
+    // nothing fits even at the smallest size (dozens of cards in one place): the smallest fan, clipped
+    return { box, width: MIN_CARD_WIDTH, fan: true, rank: 0 };
+  }
+
+  // Places of the same size (stud's hands and dealer, Andar and Bahar) show cards of the same size: the
+  // size that fits the fullest of them.
+  function fitAllCards() {
+    const rows = [...document.querySelectorAll("#positions .cards")];
+    const gap = cardGap();
+    const largest = Math.floor(Math.min(MAX_CARD_WIDTH, window.innerWidth * 0.1, window.innerHeight * 0.22));
+    const plans = rows.map((row) => cardPlan(row, gap, largest));
+    const tightest = new Map();
+    for (const plan of plans) {
+      if (!plan) continue;
+      const known = tightest.get(plan.box);
+      if (!known || plan.rank < known.rank) tightest.set(plan.box, plan);
+    }
+    rows.forEach((row, i) => {
+      if (!plans[i]) return;
+      const plan = tightest.get(plans[i].box);
+      row.classList.toggle("fan", plan.fan);
+      row.style.setProperty("--card-w", `${plan.width}px`);
+      row.style.setProperty("--card-gap", `${gap}px`);
+      row.style.setProperty("--fan-cover", String(1 - FAN_VISIBLE));
+    });
   }
 
   function renderRoulette(game) {
@@ -176,28 +358,44 @@
   }
 
   function renderActions(game) {
-    const baccarat = state.game === "baccarat";
+    const positions = Array.isArray(game.positions) ? game.positions : null;
     const live = !state.paused;
-    const wantsCard = live && DEALING_PHASES.includes(state.round_phase) && !!game.next_position;
+    const wantsCard = !!positions && nextPositionShown(game, positions) !== null;
     const manual = $("btn-manual");
-    show(manual, baccarat && live && (!!game.awaiting_rescan || wantsCard));
+    show(manual, !!positions && live && (!!game.awaiting_rescan || wantsCard));
     manual.classList.toggle("urgent", !!game.awaiting_rescan);
+    // what the state offers: betting that is open (andar bahar's opens with the game card), and a new
+    // shoe only for a game whose shoe can finish (baccarat's `shoe_finished`)
     show($("btn-close-betting"), live && state.round_phase === "betting_open");
-    show($("btn-new-shoe"), baccarat && live && !!game.shoe_finished);
+    show($("btn-new-shoe"), live && game.shoe_finished === true);
     const supervisor = $("btn-supervisor");
     supervisor.disabled = !!state.paused;
     setText("btn-supervisor", state.paused ? "Table paused" : "Call supervisor");
   }
 
+  // The window that is running now: betting, or (stud) the players' bet-or-fold decisions.
+  function runningWindow() {
+    const game = (state && state.game_state) || {};
+    if (!state || state.paused) return null;
+    if (state.round_phase === "betting_open" && game.betting_closes_at) {
+      return { kind: "betting", closes: game.betting_closes_at, text: "closes in" };
+    }
+    if (game.decisions_close_at) {
+      return { kind: "decisions", closes: game.decisions_close_at, text: "decisions close in" };
+    }
+    return null;
+  }
+
   function renderCountdown() {
     const box = $("countdown");
-    const closes = state && state.game_state ? state.game_state.betting_closes_at : null;
-    if (!closes || state.paused || state.round_phase !== "betting_open") {
+    const running = runningWindow();
+    if (!running) {
       show(box, false);
       return;
     }
-    const seconds = Math.max(0, Math.ceil((Date.parse(closes) - Date.now()) / 1000));
-    setText("countdown", `closes in ${seconds} s`);
+    const seconds = Math.max(0, Math.ceil((Date.parse(running.closes) - Date.now()) / 1000));
+    setText("countdown", `${running.text} ${seconds} s`);
+    box.dataset.kind = running.kind;
     show(box, true);
   }
 
@@ -283,7 +481,8 @@
 
   function dealtCount() {
     const game = (state && state.game_state) || {};
-    return (game.player || []).length + (game.banker || []).length;
+    const positions = Array.isArray(game.positions) ? game.positions : [];
+    return positions.reduce((count, position) => count + (position.cards || []).length, 0);
   }
 
   function openPicker() {
@@ -292,7 +491,8 @@
     updatePicked();
     const game = (state && state.game_state) || {};
     pickerContext = { round: state ? state.round_id : null, dealt: dealtCount() };
-    const where = game.next_position ? `Next card \u2192 ${game.next_position === "player" ? "Player" : "Banker"}` : "";
+    const next = (game.positions || []).find((position) => position.next);
+    const where = next ? `Next card \u2192 ${next.label}` : "";
     const why = game.awaiting_rescan ? "The scanner could not read the card. " : "";
     setText("picker-hint", `${why}${where}`);
     openOverlay("card-picker");
