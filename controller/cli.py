@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import importlib
 import json
 import logging
 import os
@@ -174,20 +175,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", required=True)
     p.set_defaults(func=cmd_check_config)
 
-    with contextlib.suppress(ImportError):
-        from controller.schema import register as register_schema
+    from controller.schema import register as register_schema
 
-        register_schema(sub)
+    register_schema(sub)
 
     cal = sub.add_parser(
         "calibrate", help="calibration tools (wheel sensors, firing position, bias, dice camera)"
     )
     cal_sub = cal.add_subparsers(dest="calibration", required=True, metavar="TOOL")
-    for module in ("calibration.wheel_cli", "calibration.bias_cli"):
-        with contextlib.suppress(ImportError):
-            import importlib
-
-            importlib.import_module(module).register(cal_sub)
+    # each calibration tool (a library plus its CLI module) registers its own subcommands
+    for module in ("calibration.wheel_cli", "calibration.bias_cli", "calibration.dice_cli"):
+        importlib.import_module(module).register(cal_sub)
     return parser
 
 
