@@ -1,0 +1,591 @@
+"""Fitting a `DiceCalibration` from labelled photographs of the table's dice, and storing it.
+
+The labelled examples say where each die is (a box) and what it shows. The fit measures the table's own dice
+with the reader's own code and sets every threshold from what it saw:
+
+1. segmentation: the die/background colour distance (and whether dice may be darker than the background) that
+   turns the most labelled dice into one blob each, with the fewest blobs where there is no die;
+2. dice: the accepted blob size and shape, from the blobs that hold exactly one labelled die;
+3. pips: the pip polarity (dark, light, either) and least pip contrast that read the most dice right and the
+   fewest wrong under lenient face checks; then every face tolerance (pip size, roundness, grid size, fit
+   error, tilt, centre, empty positions, sharpness) from the dice read right, with a margin;
+4. the least confidence: above every wrong reading left on the calibration images, so that none of them
+   would have been a confident one.
+
+Labels are used to fit and to score only; the reader never sees them. `save` writes a versioned JSON file and
+never replaces an older one; `load` reads it back.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+import cv2
+import numpy as np
+
+from drivers.dice.reader import (
+    CALIBRATION_KIND,
+    CALIBRATION_VERSION,
+    DiceCalibration,
+    DiceReader,
+    DieRegion,
+    FaceMeasure,
+    Pixels,
+    Polarity,
+    to_lab,
+)
+
+__all__ = [
+    "CalibrationError",
+    "DiceCalibration",
+    "DieOutcome",
+    "Evaluation",
+    "LabelledDie",
+    "LabelledImage",
+    "calibrate",
+    "evaluate",
+    "load",
+    "load_yolo_folder",
+    "save",
+]
+
+BoxKind = Literal["die", "pips"]
+
+# A YOLO "pips" box encloses the top face's pip pattern only: the die is about this much larger (2-6 pips).
+PIPS_BOX_TO_DIE_SIDE = 1.45
+# A "die" box encloses the whole die as seen (a die turned 45 degrees fills its box less).
+DIE_BOX_TO_DIE_SIDE = 1.0 / 1.12
+MAX_SEGMENTATION_IMAGES = 60
+MAX_SELECTION_DICE = 300  # dice used to choose the pip detection settings (all are used for the tolerances)
+# Even with no wrong reading in the calibration, a reading must keep this margin from every limit: dice and
+# light at the table will differ a little from the examples
+LEAST_CONFIDENCE = 0.1
+WRONG_PENALTY = 20  # a wrong reading costs this many right ones when choosing between settings
+
+
+class CalibrationError(Exception):
+    """The examples cannot produce a calibration (no labelled dice, unreadable files...)."""
+
+
+@dataclass(frozen=True)
+class LabelledDie:
+    value: int  # 1-6
+    box: tuple[float, float, float, float]  # x, y, w, h in pixels
+    box_kind: BoxKind = "die"
+
+    @property
+    def centre(self) -> tuple[float, float]:
+        x, y, w, h = self.box
+        return (x + w / 2, y + h / 2)
+
+    def die_side(self) -> float | None:
+        """The die's side in pixels as far as the box tells (None: a "pips" box of a 1 does not tell)."""
+        _, _, w, h = self.box
+        if self.box_kind == "die":
+            return max(w, h) * DIE_BOX_TO_DIE_SIDE
+        return None if self.value == 1 else max(w, h) * PIPS_BOX_TO_DIE_SIDE
+
+
+@dataclass(frozen=True)
+class LabelledImage:
+    """One example: the image itself or the file it is in (loaded when needed), and its labelled dice."""
+
+    image: Pixels | Path
+    dice: tuple[LabelledDie, ...]
+    name: str = ""
+
+    def load(self) -> Pixels:
+        if isinstance(self.image, np.ndarray):
+            return self.image
+        pixels = cv2.imread(str(self.image), cv2.IMREAD_COLOR)
+        if pixels is None:
+            raise CalibrationError(f"{self.image}: not an image OpenCV can read")
+        return pixels
+
+
+@dataclass(frozen=True)
+class DieOutcome:
+    image: str
+    truth: int
+    value: int | None
+    confidence: float
+    reason: str
+
+    @property
+    def kind(self) -> Literal["correct", "wrong", "unreadable"]:
+        if self.value is None:
+            return "unreadable"
+        return "correct" if self.value == self.truth else "wrong"
+
+
+@dataclass
+class Evaluation:
+    dice: list[DieOutcome] = field(default_factory=list)
+    images: Counter[str] = field(default_factory=Counter)  # "all right" / "any wrong" / "abstained"
+
+    def counts(self) -> Counter[str]:
+        return Counter(outcome.kind for outcome in self.dice)
+
+    def summary(self) -> str:
+        counts, total = self.counts(), max(1, len(self.dice))
+        images = sum(self.images.values())
+        parts = ", ".join(
+            f"{counts[k]} {k} ({100 * counts[k] / total:.1f}%)" for k in ("correct", "wrong", "unreadable")
+        )
+        image_parts = ", ".join(f"{self.images[k]} {k}" for k in ("all right", "any wrong", "abstained"))
+        return f"{len(self.dice)} dice: {parts}; {images} images: {image_parts}"
+
+
+# --- loading labelled folders --------------------------------------------------------------------------
+
+
+def load_yolo_folder(images: Path, labels: Path, box_kind: BoxKind = "die") -> list[LabelledImage]:
+    """Images with YOLO labels (`<stem>.txt`: `class cx cy w h` normalised, value = class + 1)."""
+    examples = []
+    for path in sorted(p for p in Path(images).iterdir() if p.suffix.lower() in (".jpg", ".jpeg", ".png")):
+        label_path = Path(labels) / f"{path.stem}.txt"
+        if not label_path.exists():
+            continue
+        height, width = _image_size(path)
+        examples.append(
+            LabelledImage(path, tuple(_yolo_dice(label_path, width, height, box_kind)), name=path.name)
+        )
+    if not examples:
+        raise CalibrationError(f"no labelled images in {images} (labels in {labels})")
+    return examples
+
+
+def _image_size(path: Path) -> tuple[int, int]:
+    pixels = cv2.imread(str(path), cv2.IMREAD_GRAYSCALE)
+    if pixels is None:
+        raise CalibrationError(f"{path}: not an image OpenCV can read")
+    return int(pixels.shape[0]), int(pixels.shape[1])
+
+
+def _yolo_dice(path: Path, width: int, height: int, box_kind: BoxKind) -> Iterator[LabelledDie]:
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        fields = line.split()
+        if not fields:
+            continue
+        try:
+            label, cx, cy, w, h = int(fields[0]), *(float(value) for value in fields[1:5])
+        except (ValueError, IndexError):
+            raise CalibrationError(f"{path}:{number}: not a YOLO label line: {line!r}") from None
+        if not 0 <= label <= 5:
+            raise CalibrationError(f"{path}:{number}: class {label} is not a die face (0-5)")
+        box = ((cx - w / 2) * width, (cy - h / 2) * height, w * width, h * height)
+        yield LabelledDie(label + 1, box, box_kind)
+
+
+# --- fitting -------------------------------------------------------------------------------------------
+
+
+def calibrate(
+    examples: Sequence[LabelledImage],
+    *,
+    roi: tuple[int, int, int, int] | None = None,
+    now: datetime | None = None,
+) -> DiceCalibration:
+    """Fit every threshold of the reader from labelled examples (see the module's docstring)."""
+    dice = [die for example in examples for die in example.dice]
+    if not dice:
+        raise CalibrationError("no labelled dice in the examples")
+    sides = [side for side in (die.die_side() for die in dice) if side is not None]
+    if not sides:
+        raise CalibrationError("the labels do not tell the dice's size (only 1s in pip boxes)")
+    low, high = float(np.percentile(sides, 2)), float(np.percentile(sides, 98))
+    base = DiceCalibration(
+        roi=roi,
+        die_side_px=(low / 1.6, high * 1.6),
+        die_side_median=float(np.median(sides)),
+        pip_area_ratio=(0.002, 0.12),
+        one_pip_area_ratio=(0.002, 0.12),
+        min_pip_roundness=0.4,
+        max_pip_area_spread=4.0,
+        pip_unit_ratio=((0.1, 0.6),) * 6,
+        max_layout_error=0.45,
+        min_face_aspect=(0.35,) * 6,
+        max_diagonal_angle=40.0,
+        max_centre_offset=0.8,
+        max_empty_level=0.8,
+        max_clutter_level=0.9,
+        max_pip_colour_spread=2.0,
+        min_sharpness=1.0,
+        min_confidence=0.0,
+    )
+    segmentation_examples = list(examples)[:: max(1, math.ceil(len(examples) / MAX_SEGMENTATION_IMAGES))]
+    base = _fit_segmentation(base, segmentation_examples)
+    singles = list(_single_dice(base, examples))
+    if len(singles) < 6:
+        raise CalibrationError(
+            f"only {len(singles)} labelled dice stand alone in the images: "
+            "need more examples of separate dice"
+        )
+    base = _fit_die_shape(base, singles)
+    singles = list(_single_dice(base, examples))
+    base = _fit_pip_detection(base, singles)
+    fitted = _fit_face_tolerances(base, singles)
+    fitted, wrong_before = _fit_min_confidence(fitted, singles)
+    evaluation = evaluate(DiceReader(fitted), examples)
+    counts = evaluation.counts()
+    when = (now or datetime.now(UTC)).astimezone(UTC)
+    return fitted.model_copy(
+        update={
+            "created_utc": when.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "fitted_on": {
+                "images": len(examples),
+                "dice": len(dice),
+                "single_dice_measured": len(singles),
+                # read wrong with no least confidence: the least confidence was set above all of these
+                "highest_wrong_confidence": round(
+                    max((w["confidence"] for w in wrong_before), default=0.0), 4
+                ),
+                "wrong_without_least_confidence": wrong_before,
+                # read back on the calibration images themselves, one die at a time
+                "correct": counts["correct"],
+                "wrong": counts["wrong"],
+                "unreadable": counts["unreadable"],
+                "images_all_right": evaluation.images["all right"],
+                "images_any_wrong": evaluation.images["any wrong"],
+                "images_abstained": evaluation.images["abstained"],
+                "wrong_readings": [
+                    {"image": o.image, "label": o.truth, "read": o.value, "confidence": o.confidence}
+                    for o in evaluation.dice
+                    if o.kind == "wrong"
+                ],
+            },
+        }
+    )
+
+
+@dataclass
+class _Single:
+    """A labelled die that the segmentation found as one blob of its own."""
+
+    name: str
+    die: LabelledDie
+    lab: Pixels
+    region: DieRegion
+
+
+def _labs(examples: Iterable[LabelledImage]) -> Iterator[tuple[LabelledImage, Pixels]]:
+    for example in examples:
+        lab = to_lab(example.load())
+        if lab is None:
+            raise CalibrationError(f"{example.name or 'an example'}: not a colour or grey 8-bit image")
+        yield example, lab
+
+
+def _segmentation_score(calibration: DiceCalibration, labs: list[tuple[LabelledImage, Pixels]]) -> float:
+    reader = DiceReader(calibration)
+    score = 0.0
+    for example, lab in labs:
+        regions = reader.find_dice(_crop(lab, calibration.roi))
+        centres = [_shift(die.centre, calibration.roi) for die in example.dice]
+        for region in regions:
+            inside = sum(1 for centre in centres if _contains(region, centre))
+            if inside == 1 and not reader.region_problem(region):
+                score += 1.0
+            elif inside == 0:
+                score -= 0.5  # a blob where there is no die: shadow, tray edge, stain
+    return score
+
+
+def _fit_segmentation(base: DiceCalibration, examples: Sequence[LabelledImage]) -> DiceCalibration:
+    labs = list(_labs(examples))
+    best, best_score = base, -math.inf
+    for contrast in (8.0, 12.0, 16.0, 22.0, 30.0):
+        for shadow in (0.0, 0.5, 1.0):
+            candidate = base.model_copy(update={"die_contrast": contrast, "shadow_weight": shadow})
+            score = _segmentation_score(candidate, labs)
+            if score > best_score:
+                best, best_score = candidate, score
+    return best
+
+
+def _single_dice(calibration: DiceCalibration, examples: Iterable[LabelledImage]) -> Iterator[_Single]:
+    reader = DiceReader(calibration)
+    for example, lab in _labs(examples):
+        lab = _crop(lab, calibration.roi)
+        regions = reader.find_dice(lab)
+        centres = [(die, _shift(die.centre, calibration.roi)) for die in example.dice]
+        for region in regions:
+            inside = [die for die, centre in centres if _contains(region, centre)]
+            if len(inside) == 1 and not region.at_edge:
+                yield _Single(example.name, inside[0], lab, region)
+
+
+def _fit_die_shape(base: DiceCalibration, singles: list[_Single]) -> DiceCalibration:
+    sides = np.array([single.region.side for single in singles])
+    aspects = np.array([single.region.aspect for single in singles])
+    solidity = np.array([single.region.solidity for single in singles])
+    # blobs far off the labelled size are two dice or a die and its shadow: not what a die looks like
+    expected = [s.die.die_side() for s in singles]
+    typical = [
+        s.region.side
+        for s, e in zip(singles, expected, strict=True)
+        if e is None or 0.6 < s.region.side / e < 1.6
+    ]
+    if len(typical) >= 6:
+        sides = np.array(typical)
+    return base.model_copy(
+        update={
+            "die_side_px": (float(np.percentile(sides, 1)) * 0.85, float(np.percentile(sides, 99)) * 1.15),
+            "die_side_median": float(np.median(sides)),
+            "max_die_aspect": max(1.2, float(np.percentile(aspects, 98)) * 1.1),
+            "min_die_solidity": min(0.9, float(np.percentile(solidity, 2)) * 0.97),
+        }
+    )
+
+
+def _lenient_values(reader: DiceReader, measures: list[FaceMeasure]) -> set[int]:
+    values = set()
+    for measure in measures:
+        value, _, _ = reader.judge(measure)
+        if value is not None:
+            values.add(value)
+    return values
+
+
+def _fit_pip_detection(base: DiceCalibration, singles: list[_Single]) -> DiceCalibration:
+    """The pip polarity and least contrast whose fitted tolerances read the most dice right and the fewest
+    wrong."""
+    best, best_score = base, -math.inf
+    sample = singles[:: max(1, math.ceil(len(singles) / MAX_SELECTION_DICE))]
+    polarities: tuple[Polarity, ...] = ("dark", "light", "any")
+    for polarity in polarities:
+        for contrast in (12.0, 20.0, 30.0):
+            candidate = base.model_copy(update={"pip_polarity": polarity, "pip_contrast": contrast})
+            try:
+                fitted = _fit_face_tolerances(candidate, sample)
+            except CalibrationError:
+                continue
+            right, wrong = _score(fitted, sample)
+            score = right - WRONG_PENALTY * wrong
+            if score > best_score:
+                best, best_score = candidate, score
+    return best
+
+
+def _score(calibration: DiceCalibration, singles: list[_Single]) -> tuple[int, int]:
+    reader = DiceReader(calibration.model_copy(update={"min_confidence": 0.0}))
+    right = wrong = 0
+    for single in singles:
+        value = reader.read_region(single.lab, single.region).value
+        right += value == single.die.value
+        wrong += value is not None and value != single.die.value
+    return right, wrong
+
+
+def _right_measures(
+    calibration: DiceCalibration, singles: list[_Single]
+) -> list[tuple[_Single, FaceMeasure]]:
+    """For each die read right under lenient checks, the measurement that read it."""
+    reader = DiceReader(calibration)
+    found = []
+    for single in singles:
+        if reader.region_problem(single.region):
+            continue
+        for measure in reader.measure_face(single.lab, single.region):
+            value, _, _ = reader.judge(measure)
+            if value == single.die.value:
+                found.append((single, measure))
+                break
+    return found
+
+
+def _fit_face_tolerances(base: DiceCalibration, singles: list[_Single]) -> DiceCalibration:
+    right = _right_measures(base, singles)
+    if len(right) < 6:
+        raise CalibrationError(
+            f"only {len(right)} dice could be read at all: the examples do not fit this method"
+        )
+    measures = [measure for _, measure in right]
+    pip_ratio = [pip.area / single.region.area for single, m in right for pip in m.pips if len(m.pips) >= 2]
+    one_ratio = [m.pips[0].area / single.region.area for single, m in right if len(m.pips) == 1]
+    pip_ratio = pip_ratio or one_ratio
+    one_ratio = one_ratio or pip_ratio
+    roundness = [pip.roundness for m in measures for pip in m.pips]
+    several = [m for m in measures if len(m.pips) >= 2]
+    units = {value: [m.unit_ratio for m in several if len(m.pips) == value] for value in range(2, 7)}
+    aspects = {value: [m.face_aspect for m in several if len(m.pips) == value] for value in range(4, 7)}
+    layout = [m.layout_error for m in measures if len(m.pips) >= 3] or [0.1]
+    diagonal = [m.diagonal_angle for m in measures if len(m.pips) in (2, 3)] or [10.0]
+    spread = [m.pip_area_spread for m in several] or [1.5]
+    colour_spread = [m.colour_spread for m in several] or [0.2]
+    centre = [m.centre_offset for m in measures]
+    empty = [m.empty_level for m in measures]
+    clutter = [m.clutter_level for m in measures]
+    sharpness = [m.sharpness for m in measures]
+    levels = [m.pip_level for m in measures]
+    return base.model_copy(
+        update={
+            "pip_area_ratio": (
+                float(np.percentile(pip_ratio, 0.5)) * 0.7,
+                float(np.percentile(pip_ratio, 99.5)) * 1.4,
+            ),
+            "one_pip_area_ratio": (
+                float(np.percentile(one_ratio, 1)) * 0.7,
+                float(np.percentile(one_ratio, 99)) * 1.4,
+            ),
+            "min_pip_roundness": max(base.min_pip_roundness, float(np.percentile(roundness, 0.5)) * 0.9),
+            "pip_unit_ratio": _unit_ranges(units),
+            "max_layout_error": min(0.45, max(0.08, float(np.percentile(layout, 99)) * 1.25)),
+            "min_face_aspect": (
+                1.0,
+                1.0,
+                1.0,
+                *(_least_aspect(aspects[value], aspects) for value in (4, 5, 6)),
+            ),
+            "max_diagonal_angle": min(40.0, max(8.0, float(np.percentile(diagonal, 99)) * 1.25)),
+            "max_pip_colour_spread": min(1.0, max(0.15, float(np.percentile(colour_spread, 99)) * 1.25)),
+            "max_pip_area_spread": min(4.0, max(1.5, float(np.percentile(spread, 99)) * 1.2)),
+            "max_centre_offset": min(0.8, max(0.05, float(np.percentile(centre, 99)) * 1.25)),
+            "max_empty_level": min(0.6, max(0.2, float(np.percentile(empty, 99)) * 1.25)),
+            "max_clutter_level": min(0.8, max(0.3, float(np.percentile(clutter, 99)) * 1.25)),
+            "min_sharpness": float(np.percentile(sharpness, 5)) * 0.9,  # the blurriest 5% are refused
+            "typical_sharpness": float(np.median(sharpness)),
+            "pip_contrast": max(
+                base.pip_contrast, min(float(np.percentile(levels, 1)) * 0.8, base.pip_contrast * 2)
+            ),
+        }
+    )
+
+
+MIN_SAMPLES_PER_FACE = 8  # fewer right readings of a face than this: its tolerance comes from all faces
+
+
+def _unit_ranges(units: dict[int, list[float]]) -> tuple[tuple[float, float], ...]:
+    """Accepted grid unit / die side for 1-6 pips; a 1's (an estimate) spans the 2-5 pip faces."""
+    every = [unit for values in units.values() for unit in values] or [0.25]
+
+    def spread(values: list[float]) -> tuple[float, float]:
+        chosen = values if len(values) >= MIN_SAMPLES_PER_FACE else every
+        return (float(np.percentile(chosen, 1)) * 0.92, float(np.percentile(chosen, 99)) * 1.08)
+
+    common = [unit for value in (2, 3, 4, 5) for unit in units[value]] or every
+    return (spread(common), *(spread(units[value]) for value in range(2, 7)))
+
+
+def _least_aspect(values: list[float], aspects: dict[int, list[float]]) -> float:
+    if len(values) < MIN_SAMPLES_PER_FACE:
+        values = [aspect for every in aspects.values() for aspect in every] or [1.0]
+    return max(0.35, min(0.9, float(np.percentile(values, 1)) * 0.95))
+
+
+def _fit_min_confidence(
+    calibration: DiceCalibration, singles: list[_Single]
+) -> tuple[DiceCalibration, list[dict[str, Any]]]:
+    """The least confidence: above the most confident wrong reading of the calibration dice. Returns them all
+    (a wrong reading of a calibration die is often a wrong label: the operator should look)."""
+    reader = DiceReader(calibration.model_copy(update={"min_confidence": 0.0}))
+    wrong: list[dict[str, Any]] = []
+    for single in singles:
+        reading = reader.read_region(single.lab, single.region)
+        if reading.value is not None and reading.value != single.die.value:
+            wrong.append(
+                {
+                    "image": single.name,
+                    "label": single.die.value,
+                    "read": reading.value,
+                    "confidence": reading.confidence,
+                    "box": [round(v) for v in single.die.box],
+                }
+            )
+    ceiling = max((float(w["confidence"]) for w in wrong), default=0.0)
+    least = max(LEAST_CONFIDENCE, ceiling + 0.05) if wrong else LEAST_CONFIDENCE
+    return calibration.model_copy(update={"min_confidence": min(1.0, least)}), wrong
+
+
+# --- measuring ------------------------------------------------------------------------------------------
+
+
+def evaluate(reader: DiceReader, examples: Iterable[LabelledImage]) -> Evaluation:
+    """Read every labelled die where it is (`read_die_at`) and score it against its label.
+
+    Per image: "all right" when every die was read right, "any wrong" when one was read confidently wrong,
+    "abstained" otherwise (at the table: re-shake)."""
+    evaluation = Evaluation()
+    for example in examples:
+        image = example.load()
+        outcomes = []
+        for die in example.dice:
+            reading = reader.read_die_at(image, die.centre)
+            outcomes.append(
+                DieOutcome(example.name, die.value, reading.value, reading.confidence, reading.reason)
+            )
+        evaluation.dice.extend(outcomes)
+        kinds = {outcome.kind for outcome in outcomes}
+        evaluation.images[
+            "any wrong" if "wrong" in kinds else "abstained" if "unreadable" in kinds else "all right"
+        ] += 1
+    return evaluation
+
+
+# --- files ----------------------------------------------------------------------------------------------
+
+
+def save(calibration: DiceCalibration, directory: str | Path, *, now: datetime | None = None) -> Path:
+    """Write `dice-calibration-<UTC time>.json` in `directory`; an existing file is never replaced."""
+    when = (now or datetime.now(UTC)).astimezone(UTC)
+    folder = Path(directory)
+    folder.mkdir(parents=True, exist_ok=True)
+    stem = f"dice-calibration-{when.strftime('%Y%m%dT%H%M%S%fZ')}"
+    text = json.dumps(calibration.model_dump(mode="json"), indent=2, sort_keys=True) + "\n"
+    for attempt in range(1, 1000):
+        path = folder / (f"{stem}.json" if attempt == 1 else f"{stem}-{attempt}.json")
+        try:
+            with path.open("x", encoding="utf-8") as handle:  # "x": fails rather than overwrite
+                handle.write(text)
+        except FileExistsError:
+            continue
+        return path
+    raise CalibrationError(f"cannot find a free file name for {stem} in {folder}")
+
+
+def load(path: str | Path) -> DiceCalibration:
+    """Read a calibration file; refuse another kind of file or a version this code does not know."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise CalibrationError(f"{path}: cannot read a dice calibration: {exc}") from None
+    if not isinstance(data, dict) or data.get("kind") != CALIBRATION_KIND:
+        raise CalibrationError(
+            f"{path}: not a dice calibration (kind {data.get('kind') if isinstance(data, dict) else None!r})"
+        )
+    if data.get("version") != CALIBRATION_VERSION:
+        raise CalibrationError(
+            f"{path}: dice calibration version {data.get('version')!r}; "
+            f"this tablectl reads version {CALIBRATION_VERSION}"
+        )
+    try:
+        return DiceCalibration.model_validate(data)
+    except ValueError as exc:
+        raise CalibrationError(f"{path}: invalid dice calibration: {exc}") from None
+
+
+# --- small helpers --------------------------------------------------------------------------------------
+
+
+def _crop(lab: Pixels, roi: tuple[int, int, int, int] | None) -> Pixels:
+    if roi is None:
+        return lab
+    x, y, w, h = roi
+    return lab[y : y + h, x : x + w]
+
+
+def _shift(point: tuple[float, float], roi: tuple[int, int, int, int] | None) -> tuple[float, float]:
+    return point if roi is None else (point[0] - roi[0], point[1] - roi[1])
+
+
+def _contains(region: DieRegion, point: tuple[float, float]) -> bool:
+    x, y, w, h = region.box
+    px, py = int(point[0]), int(point[1])
+    return x <= px < x + w and y <= py < y + h and bool(region.mask[py - y, px - x])

@@ -1,0 +1,198 @@
+"""`tablectl calibrate dice | dice-check`: fit the dice camera's calibration from labelled photos; try it.
+
+    tablectl calibrate dice --images DIR --labels DIR [--box die|pips] [--roi X,Y,W,H] [--out DIR]
+    tablectl calibrate dice-check --calibration FILE [--expected 3] IMAGE...
+
+`dice` reads images with YOLO labels (`<image stem>.txt`, one `class cx cy w h` line per die, value =
+class + 1),
+fits every threshold, writes `dice-calibration-<UTC time>.json` into `--out` (never replacing an older file)
+and prints what it fitted and how it reads the calibration images themselves, listing every die it read wrong
+(often a wrong label: check them). `dice-check` reads images with a calibration file and prints what it sees.
+
+Exit status: 0 done (dice-check: every image readable), 1 dice-check: some image not readable, 2 the tool
+could not run (missing folder, no labels, unreadable file).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import cv2
+
+from calibration.dice import CalibrationError, calibrate, load, load_yolo_folder, save
+from drivers.dice.reader import DiceCalibration, DiceReader, DiceResult
+
+EXIT_OK = 0
+EXIT_NOT_READABLE = 1
+EXIT_USAGE = 2
+DEFAULT_RECORDS_DIR = "calibration-records"
+
+Show = Callable[[str], None]
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the dice tools under `tablectl calibrate`."""
+    fit = subparsers.add_parser(
+        "dice", help="fit the dice camera's calibration from labelled photos of the dice"
+    )
+    fit.add_argument("--images", required=True, type=Path, help="folder of photos from the table's camera")
+    fit.add_argument("--labels", required=True, type=Path, help="folder of YOLO label files, one per photo")
+    fit.add_argument(
+        "--box",
+        choices=("die", "pips"),
+        default="die",
+        help="what a label box encloses: the whole die (default) or only the top face's pips",
+    )
+    fit.add_argument(
+        "--roi", type=_roi, default=None, help="X,Y,W,H: read only this part of the frame (the tray)"
+    )
+    fit.add_argument(
+        "--out", type=Path, default=Path(DEFAULT_RECORDS_DIR), help="folder for the calibration file"
+    )
+    fit.set_defaults(func=run_fit)
+
+    check = subparsers.add_parser(
+        "dice-check", help="read photos with a dice calibration and print what it sees"
+    )
+    check.add_argument("--calibration", required=True, type=Path, help="a dice-calibration-*.json file")
+    check.add_argument(
+        "--expected", type=int, default=3, help="how many dice must be seen (default 3; 0: any)"
+    )
+    check.add_argument("images", nargs="+", type=Path, metavar="IMAGE")
+    check.set_defaults(func=run_check)
+
+
+def _roi(text: str) -> tuple[int, int, int, int]:
+    try:
+        x, y, w, h = (int(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected X,Y,W,H in pixels") from None
+    if x < 0 or y < 0 or w <= 0 or h <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: X,Y must be >= 0 and W,H > 0")
+    return (x, y, w, h)
+
+
+def run_fit(args: argparse.Namespace, show: Show | None = None) -> int:
+    say: Show = show or (lambda text: print(text, flush=True))
+    for folder in (args.images, args.labels):
+        if not Path(folder).is_dir():
+            say(f"tablectl: error: {folder}: no such folder")
+            return EXIT_USAGE
+    try:
+        examples = load_yolo_folder(args.images, args.labels, args.box)
+        say(f"Fitting on {len(examples)} images, {sum(len(e.dice) for e in examples)} labelled dice...")
+        calibration = calibrate(examples, roi=args.roi)
+        path = save(calibration, args.out)
+    except (CalibrationError, OSError) as exc:
+        say(f"tablectl: error: {exc}")
+        return EXIT_USAGE
+    for line in describe(calibration):
+        say(line)
+    say(f"Read back on the calibration images, one die at a time: {readback(calibration)}")
+    raised = calibration.fitted_on.get("wrong_without_least_confidence", [])
+    if raised:
+        say(
+            f"The least confidence was raised to {calibration.min_confidence:.2f} by {len(raised)} "
+            "calibration dice read otherwise than labelled (a wrong label costs readings: check these):"
+        )
+        for wrong in raised:
+            x, y, w, h = wrong["box"]
+            say(
+                f"  {wrong['image']}: die at {x},{y} {w}x{h} labelled {wrong['label']}, read {wrong['read']} "
+                f"(confidence {wrong['confidence']:.2f})"
+            )
+    for wrong in calibration.fitted_on.get("wrong_readings", []):
+        say(
+            f"  WRONG: {wrong['image']}: labelled {wrong['label']}, read {wrong['read']} "
+            f"(confidence {wrong['confidence']:.2f}): check the label"
+        )
+    say(f"Calibration written: {path}")
+    return EXIT_OK
+
+
+def readback(calibration: DiceCalibration) -> str:
+    fitted = calibration.fitted_on
+    total = max(1, sum(int(fitted.get(k, 0)) for k in ("correct", "wrong", "unreadable")))
+    parts = [
+        f"{fitted.get(k, 0)} {k} ({100 * int(fitted.get(k, 0)) / total:.1f}%)"
+        for k in ("correct", "wrong", "unreadable")
+    ]
+    images = [
+        f"{fitted.get('images_' + k.replace(' ', '_'), 0)} {k}"
+        for k in ("all right", "any wrong", "abstained")
+    ]
+    return f"{', '.join(parts)}; images: {', '.join(images)}"
+
+
+def describe(calibration: DiceCalibration) -> list[str]:
+    low, high = calibration.die_side_px
+    units = ", ".join(f"{n}: {a:.2f}-{b:.2f}" for n, (a, b) in enumerate(calibration.pip_unit_ratio, 1))
+    return [
+        f"Dice {low:.0f}-{high:.0f} px wide, "
+        f"at least {calibration.die_contrast:.0f} Lab units from the background"
+        f"{'' if calibration.shadow_weight == 0 else ' (darker dice allowed)'}",
+        f"Pips {calibration.pip_polarity}, contrast >= {calibration.pip_contrast:.0f}, "
+        f"area {calibration.pip_area_ratio[0]:.3f}-{calibration.pip_area_ratio[1]:.3f} of the die, "
+        f"round >= {calibration.min_pip_roundness:.2f}",
+        f"Pip grid / die side by face: {units}",
+        f"Fit error <= {calibration.max_layout_error:.2f} grid units, "
+        f"centre <= {calibration.max_centre_offset:.2f} sides, "
+        f"empty positions <= {calibration.max_empty_level:.2f}, "
+        f"sharpness >= {calibration.min_sharpness:.1f}, "
+        f"least confidence {calibration.min_confidence:.2f}",
+    ]
+
+
+def run_check(args: argparse.Namespace, show: Show | None = None) -> int:
+    say: Show = show or (lambda text: print(text, flush=True))
+    try:
+        calibration = load(args.calibration)
+    except CalibrationError as exc:
+        say(f"tablectl: error: {exc}")
+        return EXIT_USAGE
+    reader = DiceReader(calibration)
+    expected = args.expected if args.expected > 0 else None
+    status = EXIT_OK
+    for path in args.images:
+        image = cv2.imread(str(path), cv2.IMREAD_COLOR)
+        if image is None:
+            say(f"tablectl: error: {path}: not an image OpenCV can read")
+            return EXIT_USAGE
+        result = reader.read(image, expected=expected)
+        for line in format_result(str(path), result):
+            say(line)
+        if not result.readable:
+            status = EXIT_NOT_READABLE
+    return status
+
+
+def format_result(name: str, result: DiceResult) -> list[str]:
+    if result.readable and result.values is not None:
+        total = sum(result.values)
+        head = f"{name}: {' '.join(str(v) for v in result.values)} (total {total})"
+    else:
+        head = f"{name}: NOT READABLE: {result.reason} (re-shake)"
+    lines = [head]
+    for number, die in enumerate(result.dice, 1):
+        x, y, w, h = die.box
+        seen = (
+            f"{die.value} (confidence {die.confidence:.2f})" if die.value is not None else f"? {die.reason}"
+        )
+        lines.append(f"  die {number} at {x},{y} {w}x{h}: {seen}")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Standalone entry (the same tools as `tablectl calibrate ...`)."""
+    parser = argparse.ArgumentParser(prog="tablectl calibrate")
+    register(parser.add_subparsers(dest="calibration", required=True, metavar="TOOL"))
+    args = parser.parse_args(argv)
+    result: int = args.func(args)
+    return result
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,738 @@
+"""Reading the dice from one camera image, with classical image processing only (OpenCV, numpy).
+
+Pure: an image in, a `DiceResult` out; no camera, no clock, no files. All thresholds come from a
+`DiceCalibration`, fitted from labelled photographs of the table's own dice (`calibration.dice`).
+
+Method, in the order the checks run:
+
+1. Dice are segmented against the background: the background colour is estimated locally (a coarse median
+   filter, so that uneven light does not matter) and a pixel belongs to a die when its Lab colour is far
+   enough from it. Specks are removed; each blob's convex hull is the die (pips are not die-coloured).
+2. Each blob is checked as a die: cut by the edge of the view; touching another die (not convex once
+   pip-sized notches are closed, an oblong as large as two dice, or twice a die's area); too large (a stacked
+   die is nearer the camera) or too small (partly hidden); not square from above (cocked).
+3. Inside a die, pips are the small blobs that differ from the die's own lightness (black-hat for dark pips,
+   top-hat for light ones, so shading across the die does not matter); a pip must have a pip's size and be
+   round. Seen at an angle a die shows pips of its side faces too: the outermost pips are tried left out
+   one by one, and a left-out pip must then lie off the fitted face. If two different values fit: refused.
+4. The pips must form the legal pattern of a face 1-6: their centres are fitted to the canonical 3x3 pip grid
+   of that face, over every pairing (similarity for 2-3 pips, affine for 4-6, so a face seen slightly from
+   the side still fits). The fit error must be small; the grid must have this face's size relative to the
+   die (a design spaces its 6 pips tighter than its 4: a 6 with two pips missed is no 4), be centred on the
+   die and not be squashed (a tilted face is a cocked die); 2 and 3 pips must lie on a face diagonal; the
+   pips of one face must be alike in size and colour (glare and marbling are not).
+5. Every grid position the face leaves empty must BE empty (a pip too faint to be found still leaves a mark:
+   a 6 must not read as 4, a 5 as 4, a 3 as 2), and the rest of the face must be clean.
+6. The die must be sharp (Laplacian spread over the die relative to its contrast): a blurred image is refused.
+
+A die is read only when every check passes; its confidence is the smallest remaining margin of the checks
+(1 = every measurement in the middle of its calibrated range, 0 = one of them at its limit), and it must reach
+the calibrated minimum. The result is readable only when every die is read and the count is the expected one.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import cv2
+import numpy as np
+from numpy.typing import NDArray
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+CALIBRATION_KIND = "tablectl.calibration.dice"
+CALIBRATION_VERSION = 1
+
+Box = tuple[int, int, int, int]  # x, y, w, h in the image
+Pixels = NDArray[Any]  # an image or a mask; OpenCV's own typing of its results is looser than numpy's
+Polarity = Literal["dark", "light", "any"]
+
+# The canonical pip grid of a face: positions (x, y) in {-1, 0, 1}^2, pips of a face at their usual places.
+GRID: tuple[tuple[int, int], ...] = tuple((x, y) for y in (-1, 0, 1) for x in (-1, 0, 1))
+FACES: dict[int, tuple[tuple[int, int], ...]] = {
+    1: ((0, 0),),
+    2: ((-1, -1), (1, 1)),
+    3: ((-1, -1), (0, 0), (1, 1)),
+    4: ((-1, -1), (1, -1), (-1, 1), (1, 1)),
+    5: ((-1, -1), (1, -1), (0, 0), (-1, 1), (1, 1)),
+    6: ((-1, -1), (-1, 0), (-1, 1), (1, -1), (1, 0), (1, 1)),
+}
+CLEAN_FACE_EXTENT = 1.35  # checked for stray marks up to here: inside the face even when seen at an angle
+# the face reaches about 1.6-1.8 grid units from its centre; marks inside 1.5 are on it
+FACE_HALF_EXTENT = 1.5
+NOISE_SIDE_FRACTION = 0.45  # blobs smaller than this fraction of the smallest die are specks, not dice
+TOUCHING_AREA_RATIO = 1.8  # a blob this many times a usual die's area is two dice (a stacked die: ~1.3)
+SIDE_BY_SIDE_ASPECT = 1.75  # an oblong this long (and large enough for two) is two dice edge to edge
+MAX_PIPS_LEFT_OUT = 6  # side-face pips tried away from the top face (a die seen at an angle shows 2 sides)
+
+
+class DiceCalibration(BaseModel):
+    """Everything the reader needs to know about one camera and one type of dice. JSON-serialisable."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    @field_validator("pip_unit_ratio", "min_face_aspect")
+    @classmethod
+    def _one_per_face(cls, value: tuple[object, ...]) -> tuple[object, ...]:
+        if len(value) != 6:
+            raise ValueError("one entry per face value 1-6")
+        return value
+
+    kind: str = CALIBRATION_KIND
+    version: int = CALIBRATION_VERSION
+    created_utc: str = ""
+    roi: tuple[int, int, int, int] | None = None  # x, y, w, h of the tray; None = the whole image
+
+    # dice against the background
+    die_side_px: tuple[float, float] = (20.0, 120.0)  # accepted range of sqrt(die blob area)
+    die_side_median: float = 50.0  # the usual die
+    die_contrast: float = 20.0  # Lab distance from the local background that makes a pixel "die"
+    shadow_weight: float = (
+        0.0  # weight of "darker than the background" (0: dice are lighter; shadows ignored)
+    )
+    background_kernel_sides: float = 4.0  # the background median filter spans this many die sides
+    max_die_aspect: float = 1.5  # long/short side of the blob's rotated rectangle
+    min_die_solidity: float = 0.85  # blob area / convex hull area
+
+    # pips
+    pip_polarity: Polarity = "dark"
+    pip_contrast: float = 25.0  # least black-hat/top-hat level of a pip (Lab L units, 0-255 scale)
+    pip_area_ratio: tuple[float, float] = (0.004, 0.08)  # pip area / die blob area
+    one_pip_area_ratio: tuple[float, float] = (0.004, 0.12)  # the same for the pip of a 1 (often larger)
+    min_pip_roundness: float = 0.5  # minor/major axis of a pip
+    max_pip_area_spread: float = 2.5  # largest/smallest pip of one face
+    max_pip_colour_spread: float = 0.5  # pips of one face share a colour; glare and marbling do not
+
+    # the face
+    # pip grid unit (px) / die side (px), for a face of 1 (the grid assumed around its pip), 2, ..., 6 pips:
+    # each design of dice spaces its 6 pips more tightly than its 4, so a 6 missing two pips is no 4
+    pip_unit_ratio: tuple[tuple[float, float], ...] = ((0.18, 0.40),) * 6
+    max_layout_error: float = 0.2  # rms distance of pips from their grid positions, in grid units
+    # smaller/larger singular value of the fitted grid (1 = seen square-on), for 1, ..., 6 pips (1-3: 1)
+    min_face_aspect: tuple[float, ...] = (0.7,) * 6
+    max_diagonal_angle: float = 20.0  # degrees off the face diagonal allowed for 2 and 3 pips
+    max_centre_offset: float = 0.2  # face centre from the die blob's centre, in die sides
+    max_empty_level: float = 0.35  # mark at a grid position the face leaves empty, relative to the pips
+    max_clutter_level: float = 0.5  # strongest mark anywhere else on the face, relative to the pips
+
+    # the image
+    min_sharpness: float = 5.0  # Laplacian spread over the die / its contrast, x100 (see `_sharpness`)
+    typical_sharpness: float = 10.0  # the calibration dice's median: a die this sharp has a full margin
+    min_confidence: float = 0.1
+
+    fitted_on: dict[str, Any] = Field(default_factory=dict)  # what the calibration was made from
+
+
+@dataclass(frozen=True)
+class DieReading:
+    value: int | None  # 1-6; None = unreadable
+    confidence: float  # 0..1
+    box: Box
+    pips: int
+    reason: str = ""  # "" when read; else why not
+
+
+@dataclass(frozen=True)
+class DiceResult:
+    dice: tuple[DieReading, ...]  # left to right in the image
+    readable: bool  # every die read, and as many dice as expected
+    values: tuple[int, ...] | None  # left to right; None unless readable
+    reason: str = ""
+
+
+# --- internal measurements ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DieRegion:
+    """One die-coloured blob: where it is and its shape."""
+
+    box: Box
+    mask: Pixels  # the blob's convex hull, filled, the size of `box`
+    area: float
+    centre: tuple[float, float]  # image coordinates
+    angle: float  # degrees, of the blob's rotated rectangle
+    aspect: float
+    solidity: float
+    at_edge: bool
+
+    @property
+    def side(self) -> float:
+        return math.sqrt(self.area)
+
+
+@dataclass(frozen=True)
+class PipBlob:
+    centre: tuple[float, float]  # image coordinates
+    area: float
+    roundness: float
+    level: float  # mean black-hat/top-hat response
+    colour: tuple[float, float, float] = (0.0, 0.0, 0.0)  # mean Lab
+
+
+@dataclass
+class FaceMeasure:
+    """Everything measured on one die for one pip polarity, before any acceptance threshold."""
+
+    polarity: str
+    pips: list[PipBlob] = field(default_factory=list)
+    strays: list[PipBlob] = field(default_factory=list)  # marks that are not pips (size/shape)
+    left_out: int = 0  # pips left out as side-face pips (they are among `strays`)
+    value: int | None = None  # pattern fitted to the pip count, if 1-6 pips
+    layout_error: float = math.inf
+    unit_ratio: float = 0.0
+    face_aspect: float = 0.0
+    diagonal_angle: float = 0.0
+    centre_offset: float = math.inf
+    empty_level: float = math.inf
+    clutter_level: float = math.inf
+    stray_on_face: bool = False
+    off_die: bool = False
+    pip_level: float = 0.0
+    pip_area_spread: float = 1.0
+    pip_area_range: tuple[float, float] = (0.0, 0.0)  # smallest and largest pip / die blob area
+    colour_spread: float = 0.0  # how far the pips' colours are apart, relative to pip vs die colour
+    sharpness: float = 0.0
+
+
+# --- the reader -------------------------------------------------------------------------------------
+
+
+class DiceReader:
+    def __init__(self, calibration: DiceCalibration) -> None:
+        self.calibration = calibration
+
+    # public ---------------------------------------------------------------------------------------
+
+    def read(self, image: np.ndarray, expected: int | None = 3) -> DiceResult:
+        """Read every die in the image. `expected`: how many dice must be there (None: any number)."""
+        lab = to_lab(image)
+        if lab is None:
+            return DiceResult((), False, None, "not a colour or grey image")
+        offset = (0, 0)
+        roi = self.calibration.roi
+        if roi is not None:
+            x, y, w, h = roi
+            lab = lab[y : y + h, x : x + w]
+            offset = (x, y)
+            if lab.size == 0:
+                return DiceResult((), False, None, "the calibrated tray area is outside the image")
+        readings = [self.read_region(lab, region, offset) for region in self.find_dice(lab)]
+        readings.sort(key=lambda reading: reading.box[0] + reading.box[2] / 2)
+        return _combine(tuple(readings), expected)
+
+    def read_die_at(self, image: np.ndarray, point: tuple[float, float]) -> DieReading:
+        """Read only the die under `point` (image coordinates), e.g. in a crop centred on one die.
+
+        Other dice are ignored unless they touch this one, and the calibrated tray area is not applied.
+        Nothing about the die's value is given away: the point only says which blob to read. For measuring
+        and calibrating; the table reads whole frames with `read`."""
+        lab = to_lab(image)
+        if lab is None:
+            return DieReading(None, 0.0, (0, 0, 0, 0), 0, "not a colour or grey image")
+        regions = self.find_dice(lab)
+        chosen = _region_at(regions, point)
+        if chosen is None:
+            return DieReading(None, 0.0, (round(point[0]), round(point[1]), 0, 0), 0, "no die there")
+        return self.read_region(lab, chosen)
+
+    # segmentation ---------------------------------------------------------------------------------
+
+    def find_dice(self, lab: Pixels) -> list[DieRegion]:
+        """Die-coloured blobs of a Lab image (specks dropped, pips filled)."""
+        cal = self.calibration
+        height, width = lab.shape[:2]
+        typical = cal.die_side_median
+        factor = max(1.0, typical / 6.0)  # the background is estimated with a die about 6 px wide
+        small = cv2.resize(
+            lab, (max(1, round(width / factor)), max(1, round(height / factor))), interpolation=cv2.INTER_AREA
+        )
+        kernel = _odd(
+            min(max(3, round(cal.background_kernel_sides * 6.0)), 2 * (min(small.shape[:2]) // 2) - 1)
+        )
+        channels = [cv2.medianBlur(np.ascontiguousarray(small[:, :, i]), kernel) for i in range(3)]
+        background = cv2.resize(cv2.merge(channels), (width, height), interpolation=cv2.INTER_LINEAR)
+        smooth = cv2.GaussianBlur(lab, (0, 0), max(0.6, typical * 0.03))
+        diff = smooth.astype(np.float32) - background.astype(np.float32)
+        lightness = diff[:, :, 0]
+        lightness = np.where(lightness > 0, lightness, lightness * cal.shadow_weight)
+        distance2 = lightness**2 + diff[:, :, 1] ** 2 + diff[:, :, 2] ** 2
+        mask: Pixels = (distance2 > cal.die_contrast**2).astype(np.uint8)
+        # closing first: a pip at the rim of a face (dark, so "not die") must not cut the die in two
+        closing = _disc(_odd(max(3, round(cal.die_side_px[0] * 0.15))))
+        opening = _disc(_odd(max(3, round(cal.die_side_px[0] * 0.12))))
+        mask = cv2.morphologyEx(mask, cv2.MORPH_CLOSE, closing)
+        mask = cv2.morphologyEx(mask, cv2.MORPH_OPEN, opening)
+        contours, _ = cv2.findContours(mask, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)
+        smallest = (cal.die_side_px[0] * NOISE_SIDE_FRACTION) ** 2
+        notch = _odd(max(3, round(typical * 0.3)))
+        regions: list[DieRegion] = []
+        for contour in contours:
+            if cv2.contourArea(contour) < smallest * 0.5:
+                continue
+            region = _region(contour, width, height, notch)
+            if region.area >= smallest:
+                regions.append(region)
+        return regions
+
+    # one die ----------------------------------------------------------------------------------------
+
+    def read_region(self, lab: Pixels, region: DieRegion, offset: tuple[int, int] = (0, 0)) -> DieReading:
+        """Read one blob found by `find_dice` in the Lab image `lab`; `offset` shifts the box reported."""
+        x, y, w, h = region.box
+        box = (x + offset[0], y + offset[1], w, h)
+        problem = self.region_problem(region)
+        if problem:
+            return DieReading(None, 0.0, box, 0, problem)
+        measures = self.measure_face(lab, region)
+        judged = [(measure, *self.judge(measure)) for measure in measures]
+        good = [(m, value, confidence) for m, value, confidence, _ in judged if value is not None]
+        values = sorted({value for _, value, _ in good})
+        if len(values) == 1:
+            measure, value, confidence = max(good, key=lambda item: item[2])
+            return DieReading(value, round(confidence, 4), box, len(measure.pips), "")
+        if values:
+            shown = "/".join(str(value) for value in values)
+            return DieReading(None, 0.0, box, 0, f"ambiguous: could be {shown}")
+        # the reason given is the whole face's (no pip left out), of the pip polarity that found pips
+        whole = [item for item in judged if item[0].left_out == 0]
+        measure, _, _, reason = next((item for item in whole if item[0].pips), whole[0])
+        return DieReading(None, 0.0, box, len(measure.pips), reason)
+
+    def region_problem(self, region: DieRegion) -> str:
+        """Why this blob cannot be one die lying flat ("" if it can)."""
+        cal = self.calibration
+        low, high = cal.die_side_px
+        if region.at_edge:
+            return "at the edge of the view"
+        usual_area = cal.die_side_median**2
+        # twice a usual die, and well beyond the largest single die (where the dice's size varies a lot)
+        too_big = region.area > max(TOUCHING_AREA_RATIO * usual_area, 1.3 * high * high)
+        if region.solidity < cal.min_die_solidity or too_big:
+            return "touching another die"
+        if region.aspect >= SIDE_BY_SIDE_ASPECT and region.area >= 1.5 * usual_area:
+            return "touching another die"  # two dice edge to edge make a convex oblong
+        if region.side > high:
+            return f"die too large ({region.side:.0f} px): stacked or cocked"
+        if region.side < low:
+            return f"die too small ({region.side:.0f} px): partly hidden or cocked"
+        if region.aspect > cal.max_die_aspect:
+            return f"die not square from above ({region.aspect:.2f}): cocked"
+        return ""
+
+    def measure_face(self, lab: Pixels, region: DieRegion) -> list[FaceMeasure]:
+        """Pips and pattern measurements of one die, for each pip polarity the calibration allows."""
+        cal = self.calibration
+        side = region.side
+        x, y, w, h = region.box
+        margin = max(2, round(side * 0.15))
+        x0, y0 = max(0, x - margin), max(0, y - margin)
+        x1, y1 = min(lab.shape[1], x + w + margin), min(lab.shape[0], y + h + margin)
+        lightness = np.ascontiguousarray(lab[y0:y1, x0:x1, 0])
+        die = np.zeros(lightness.shape, np.uint8)
+        die[y - y0 : y - y0 + h, x - x0 : x - x0 + w] = region.mask
+        inner = cv2.erode(die, _disc(_odd(max(3, round(side * 0.08)))))
+        sharpness = _sharpness(lightness, cv2.dilate(die, _disc(5)))
+        polarities = ("dark", "light") if cal.pip_polarity == "any" else (cal.pip_polarity,)
+        structuring = _disc(_odd(max(3, round(side * 0.45))))
+        measures = []
+        for polarity in polarities:
+            operation = cv2.MORPH_BLACKHAT if polarity == "dark" else cv2.MORPH_TOPHAT
+            response = cv2.morphologyEx(lightness, operation, structuring).astype(np.float32)
+            response[inner == 0] = 0.0
+            window = lab[y0:y1, x0:x1].astype(np.float32)
+            for measure in self._face_from_response(response, inner, window, region, (x0, y0), polarity):
+                measure.sharpness = sharpness
+                measures.append(measure)
+        return measures
+
+    def _face_from_response(
+        self,
+        response: Pixels,
+        inner: Pixels,
+        colours: Pixels,
+        region: DieRegion,
+        origin: tuple[int, int],
+        polarity: str,
+    ) -> list[FaceMeasure]:
+        """Pip candidates, then one measurement per candidate top face.
+
+        Seen at an angle, a die shows pips of its side faces too. Candidates are tried as the top face with
+        the outermost pips left out one by one (the pips left out must then lie off the fitted face)."""
+        cal = self.calibration
+        inside = response[inner > 0]
+        if inside.size == 0:
+            return [FaceMeasure(polarity=polarity)]
+        peak = float(np.percentile(inside, 99.5))
+        threshold = max(cal.pip_contrast, 0.4 * peak)
+        binary = (response > threshold).astype(np.uint8)
+        count, labels, stats, _ = cv2.connectedComponentsWithStats(binary, connectivity=8)
+        body = np.median(colours[(inner > 0) & (binary == 0)], axis=0) if (binary == 0).any() else None
+        low_area = min(cal.pip_area_ratio[0], cal.one_pip_area_ratio[0]) * region.area
+        high_area = max(cal.pip_area_ratio[1], cal.one_pip_area_ratio[1]) * region.area
+        pips: list[PipBlob] = []
+        strays: list[PipBlob] = []
+        for index in range(1, count):
+            area = float(stats[index, cv2.CC_STAT_AREA])
+            if area < low_area * 0.3:
+                continue  # a speck of noise, too small to hide a pip
+            ys, xs = np.nonzero(labels == index)
+            blob = PipBlob(
+                centre=(float(xs.mean()) + origin[0], float(ys.mean()) + origin[1]),
+                area=area,
+                roundness=_roundness(xs, ys),
+                level=float(response[ys, xs].mean()),
+                colour=_mean_colour(colours[ys, xs]),
+            )
+            if low_area <= area <= high_area and blob.roundness >= cal.min_pip_roundness:
+                pips.append(blob)
+            else:
+                strays.append(blob)
+        # outermost (and flattest) first: those are the likeliest to be on a side face
+        pips.sort(key=lambda pip: math.dist(pip.centre, region.centre) / region.side + (1.0 - pip.roundness))
+        if not pips:
+            return [FaceMeasure(polarity=polarity, strays=strays)]
+        measures = []
+        for left_out in range(len(pips)):
+            kept = pips[left_out:]
+            measure = FaceMeasure(
+                polarity=polarity, pips=kept, strays=strays + pips[:left_out], left_out=left_out
+            )
+            if len(kept) <= 6:
+                self._measure_pattern(measure, response, inner, region, origin)
+                measure.colour_spread = _colour_spread(kept, body)
+            measures.append(measure)
+            if left_out >= MAX_PIPS_LEFT_OUT:
+                break
+        return measures
+
+    def _measure_pattern(
+        self,
+        measure: FaceMeasure,
+        response: Pixels,
+        inner: Pixels,
+        region: DieRegion,
+        origin: tuple[int, int],
+    ) -> None:
+        cal = self.calibration
+        measure.pip_level = float(np.median([pip.level for pip in measure.pips]))
+        areas = [pip.area for pip in measure.pips]
+        measure.pip_area_spread = max(areas) / min(areas)
+        measure.pip_area_range = (min(areas) / region.area, max(areas) / region.area)
+        points = np.array([pip.centre for pip in measure.pips], np.float64)
+        value = len(measure.pips)
+        side = region.side
+        if value == 1:
+            unit = side * 0.5 * (cal.pip_unit_ratio[0][0] + cal.pip_unit_ratio[0][1])
+            theta = math.radians(region.angle)
+            matrix = unit * np.array(
+                [[math.cos(theta), -math.sin(theta)], [math.sin(theta), math.cos(theta)]]
+            )
+            translation = points[0]
+            measure.layout_error = 0.0
+            measure.unit_ratio = unit / side
+            measure.face_aspect = 1.0
+        else:
+            matrix, translation, error = _fit_face(points, FACES[value])
+            singular = np.linalg.svd(matrix, compute_uv=False)
+            measure.layout_error = error
+            measure.unit_ratio = float(math.sqrt(abs(np.linalg.det(matrix)))) / side
+            measure.face_aspect = float(singular[1] / singular[0]) if singular[0] > 0 else 0.0
+            if value in (2, 3):
+                measure.diagonal_angle = _diagonal_angle(points, region.angle)
+        measure.value = value
+        measure.centre_offset = math.dist(tuple(translation), region.centre) / side
+        pip_radius = math.sqrt(float(np.median(areas)) / math.pi)
+        measure.empty_level, measure.clutter_level, measure.off_die = _empty_level(
+            response, inner, origin, matrix, translation, points, FACES[value], pip_radius, measure.pip_level
+        )
+        measure.stray_on_face = _marks_on_face(measure.strays, matrix, translation)
+
+    def judge(self, measure: FaceMeasure) -> tuple[int | None, float, str]:
+        """Accept or refuse one measured face: (value, confidence, "") or (None, 0, why)."""
+        cal = self.calibration
+        pips = len(measure.pips)
+        if pips == 0:
+            return None, 0.0, "no pips found"
+        if pips > 6:
+            return None, 0.0, f"pip count {pips}"
+        if measure.sharpness < cal.min_sharpness:
+            return None, 0.0, "blurred"
+        if measure.off_die:
+            return None, 0.0, "pips not in a legal pattern (pattern runs off the die)"
+        if measure.stray_on_face:
+            return None, 0.0, "a mark on the face that is not a pip"
+        if measure.pip_level < cal.pip_contrast:
+            return None, 0.0, "pips too faint"
+        low_area, high_area = cal.one_pip_area_ratio if pips == 1 else cal.pip_area_ratio
+        if measure.pip_area_range[0] < low_area or measure.pip_area_range[1] > high_area:
+            return None, 0.0, "pips the wrong size for this die"
+        low_unit, high_unit = cal.pip_unit_ratio[pips - 1]
+        min_aspect = cal.min_face_aspect[pips - 1]
+        # margin of each check: 1 = in the middle of its calibrated range, 0 = at its limit; in order of how
+        # basic a failure is (the first failed one is the reason given)
+        grid_middle, grid_half = (low_unit + high_unit) / 2, (high_unit - low_unit) / 2
+        sharpness_span = max(1e-6, cal.typical_sharpness - cal.min_sharpness)
+        margins = {
+            "layout": 1.0 - measure.layout_error / cal.max_layout_error,
+            "diagonal": 1.0 - measure.diagonal_angle / cal.max_diagonal_angle if pips in (2, 3) else 1.0,
+            "grid size": 1.0 - abs(measure.unit_ratio - grid_middle) / grid_half,
+            "centre": 1.0 - measure.centre_offset / cal.max_centre_offset,
+            "tilt": 1.0 if pips <= 3 else (measure.face_aspect - min_aspect) / max(1e-6, 1.0 - min_aspect),
+            "pip size": 1.0 - (measure.pip_area_spread - 1.0) / (cal.max_pip_area_spread - 1.0),
+            "pip colour": 1.0 - measure.colour_spread / cal.max_pip_colour_spread,
+            "empty positions": 1.0 - measure.empty_level / cal.max_empty_level,
+            "clean face": 1.0 - measure.clutter_level / cal.max_clutter_level,
+            # full margins: a die as sharp as the calibration's median; pips twice the least contrast
+            "sharpness": min(1.0, (measure.sharpness - cal.min_sharpness) / sharpness_span),
+            "contrast": min(1.0, (measure.pip_level - cal.pip_contrast) / cal.pip_contrast),
+        }
+        if pips == 1:  # a lone pip has no pattern: its grid is assumed from the die, so these say nothing
+            for name in ("layout", "grid size", "tilt", "pip size", "pip colour"):
+                del margins[name]
+        failed = [name for name in margins if margins[name] <= 0.0]
+        if failed:  # the most basic failure is the reason (a wrong pattern explains a mark in an empty place)
+            return None, 0.0, _refusal(failed[0], pips)
+        weakest = min(margins, key=lambda name: margins[name])
+        confidence = margins[weakest]
+        if confidence < cal.min_confidence:
+            return None, 0.0, f"low confidence {confidence:.2f} ({weakest})"
+        return pips, min(1.0, confidence), ""
+
+
+# --- helpers --------------------------------------------------------------------------------------------
+
+
+def _refusal(check: str, pips: int) -> str:
+    reasons = {
+        "layout": f"{pips} pips not in a legal pattern",
+        "pip size": "pips of different sizes",
+        "pip colour": "pips of different colours",
+        "grid size": f"{pips} pips not in a legal pattern (wrong spacing for this die)",
+        "tilt": "face tilted: cocked",
+        "centre": f"{pips} pips not in a legal pattern (off the die's centre)",
+        "empty positions": "a mark where no pip should be",
+        "clean face": "marks on the face between the pips",
+        "sharpness": "blurred",
+        "contrast": "pips too faint",
+        "diagonal": f"{pips} pips not on a face diagonal",
+    }
+    return reasons[check]
+
+
+def _combine(readings: tuple[DieReading, ...], expected: int | None) -> DiceResult:
+    unreadable = [(i, r) for i, r in enumerate(readings, 1) if r.value is None]
+    reasons = [f"die {i}: {r.reason}" for i, r in unreadable]
+    if expected is not None and len(readings) != expected:
+        reasons.insert(0, f"{len(readings)} dice found, {expected} expected")
+    if not readings and expected is None:
+        reasons.append("no dice found")
+    if reasons:
+        return DiceResult(readings, False, None, "; ".join(reasons))
+    return DiceResult(readings, True, tuple(r.value for r in readings if r.value is not None), "")
+
+
+def to_lab(image: object) -> Pixels | None:
+    """An 8-bit BGR, BGRA or grey image as 8-bit Lab (OpenCV's scale: L 0-255); None if it is not one."""
+    if not isinstance(image, np.ndarray) or image.size == 0 or image.dtype != np.uint8:
+        return None
+    if image.ndim == 2:
+        image = cv2.cvtColor(image, cv2.COLOR_GRAY2BGR)
+    elif image.ndim != 3 or image.shape[2] not in (3, 4):
+        return None
+    elif image.shape[2] == 4:
+        image = cv2.cvtColor(image, cv2.COLOR_BGRA2BGR)
+    return cv2.cvtColor(np.ascontiguousarray(image), cv2.COLOR_BGR2LAB)
+
+
+def _odd(size: int) -> int:
+    return max(1, size) | 1
+
+
+def _disc(size: int) -> Pixels:
+    return cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (size, size))
+
+
+def _region(contour: Pixels, width: int, height: int, notch: int) -> DieRegion:
+    """A blob as a die: its convex hull (a die is convex; a pip on its rim must not bite into it)."""
+    x, y, w, h = cv2.boundingRect(contour)
+    hull = cv2.convexHull(contour)
+    mask = np.zeros((h, w), np.uint8)
+    cv2.drawContours(mask, [hull - np.array([x, y], np.int32)], -1, 1, thickness=cv2.FILLED)
+    area = float(mask.sum())
+    ys, xs = np.nonzero(mask)
+    (_, _), (rect_w, rect_h), angle = cv2.minAreaRect(contour)
+    # solidity once notches narrower than `notch` (pip-sized) are closed: pips on the rim (dark, so "not die")
+    # bite into a die's outline; the gap where two dice meet is wider
+    pad = notch
+    blob = np.zeros((h + 2 * pad, w + 2 * pad), np.uint8)
+    cv2.drawContours(blob, [contour - np.array([x - pad, y - pad], np.int32)], -1, 1, thickness=cv2.FILLED)
+    closed = cv2.morphologyEx(blob, cv2.MORPH_CLOSE, _disc(notch))
+    solid_area = float(closed.sum())
+    return DieRegion(
+        box=(x, y, w, h),
+        mask=mask,
+        area=area,
+        centre=(float(xs.mean()) + x, float(ys.mean()) + y),
+        angle=float(angle),
+        aspect=max(rect_w, rect_h) / max(1e-6, min(rect_w, rect_h)),
+        solidity=min(1.0, solid_area / area) if area > 0 else 0.0,
+        at_edge=x <= 0 or y <= 0 or x + w >= width or y + h >= height,
+    )
+
+
+def _region_at(regions: list[DieRegion], point: tuple[float, float]) -> DieRegion | None:
+    px, py = point
+    for region in regions:
+        x, y, w, h = region.box
+        if x <= px < x + w and y <= py < y + h and region.mask[int(py) - y, int(px) - x]:
+            return region
+    near = [r for r in regions if math.dist(r.centre, point) < 0.5 * r.side]
+    return min(near, key=lambda r: math.dist(r.centre, point)) if near else None
+
+
+def _roundness(xs: NDArray[np.intp], ys: NDArray[np.intp]) -> float:
+    if xs.size < 3:
+        return 1.0
+    covariance = np.cov(np.vstack([xs, ys]).astype(np.float64)) + np.eye(2) / 12.0  # pixel quantisation
+    low, high = np.linalg.eigvalsh(covariance)
+    return float(math.sqrt(max(low, 0.0) / high)) if high > 0 else 1.0
+
+
+def _mean_colour(pixels: Pixels) -> tuple[float, float, float]:
+    l_star, a_star, b_star = (float(channel) for channel in pixels.mean(axis=0))
+    return (l_star, a_star, b_star)
+
+
+def _colour_spread(pips: list[PipBlob], body: Pixels | None) -> float:
+    """Largest distance of a pip's colour from the pips' median colour, relative to how far that is from the
+    die's own colour (0: all pips alike)."""
+    if len(pips) < 2 or body is None:
+        return 0.0
+    colours = np.array([pip.colour for pip in pips], np.float64)
+    median = np.median(colours, axis=0)
+    contrast = max(10.0, float(np.linalg.norm(median - body)))
+    return float(np.linalg.norm(colours - median, axis=1).max()) / contrast
+
+
+def _sharpness(lightness: Pixels, where: Pixels) -> float:
+    """Laplacian spread over the die relative to its contrast: a blur of width s divides it by about s^2,
+    whatever the light and the die's colours."""
+    laplacian = cv2.Laplacian(lightness, cv2.CV_32F)
+    values = laplacian[where > 0]
+    if values.size == 0:
+        return 0.0
+    low, high = np.percentile(lightness[where > 0], (2, 98))
+    return float(100.0 * values.std() / max(8.0, float(high - low)))
+
+
+_PERMUTATIONS: dict[int, NDArray[np.intp]] = {
+    n: np.array(list(itertools.permutations(range(n))), np.intp) for n in range(2, 7)
+}
+
+
+def _fit_face(
+    points: NDArray[np.float64], face: tuple[tuple[int, int], ...]
+) -> tuple[NDArray[np.float64], NDArray[np.float64], float]:
+    """Best map of the canonical face onto the pips, over every pairing of pips with grid positions.
+
+    Similarity (rotation, scale, shift) for 2-3 pips, affine for 4-6 (a face seen slightly from the side is a
+    parallelogram). Returns the 2x2 matrix, the shift (the face centre) and the rms error in grid units."""
+    canonical = np.array(face, np.float64)  # centred: every face's pips average to (0, 0)
+    centre = points.mean(axis=0)
+    observed = points - centre
+    permuted = canonical[_PERMUTATIONS[len(face)]]  # (pairings, n, 2)
+    if len(face) <= 3:
+        q = observed[:, 0] + 1j * observed[:, 1]
+        p = permuted[:, :, 0] + 1j * permuted[:, :, 1]
+        scale = (np.conj(p) * q).sum(axis=1) / (np.abs(p) ** 2).sum(axis=1)
+        residual = q[None, :] - scale[:, None] * p
+        errors = np.sqrt((np.abs(residual) ** 2).mean(axis=1)) / np.maximum(np.abs(scale), 1e-9)
+        best = int(np.argmin(errors))
+        a = scale[best]
+        matrix = np.array([[a.real, -a.imag], [a.imag, a.real]])
+        return matrix, centre, float(errors[best])
+    moment = canonical.T @ canonical
+    cross = np.einsum("ni,mnj->mij", observed, permuted)
+    matrices = cross @ np.linalg.inv(moment)
+    residual = observed[None, :, :] - np.einsum("mij,mnj->mni", matrices, permuted)
+    units = np.sqrt(np.maximum(np.abs(np.linalg.det(matrices)), 1e-9))
+    errors = np.sqrt((residual**2).sum(axis=2).mean(axis=1)) / units
+    best = int(np.argmin(errors))
+    return matrices[best], centre, float(errors[best])
+
+
+def _diagonal_angle(points: NDArray[np.float64], die_angle: float) -> float:
+    """How far (degrees) the line through 2-3 pips is from a diagonal of the die's rectangle."""
+    dx, dy = points[-1] - points[0]
+    if len(points) == 3:
+        order = np.argsort(points[:, 0] + points[:, 1] * 1e-3)
+        dx, dy = points[order[-1]] - points[order[0]]
+    direction = math.degrees(math.atan2(dy, dx))
+    off = (direction - die_angle - 45.0) % 90.0
+    return min(off, 90.0 - off)
+
+
+def _empty_level(
+    response: Pixels,
+    inner: Pixels,
+    origin: tuple[int, int],
+    matrix: NDArray[np.float64],
+    translation: NDArray[np.float64],
+    pips: NDArray[np.float64],
+    face: tuple[tuple[int, int], ...],
+    pip_radius: float,
+    pip_level: float,
+) -> tuple[float, float, bool]:
+    """How clean the face is where it has no pips, relative to the pips' own level: the strongest mark at a
+    grid position the face leaves empty, the strongest mark anywhere else on the face; and whether a grid
+    position falls off the die.
+
+    A pip too faint to be found (a 6 read as 4, a 5 as 4, a 3 as 2, anything as 1) still leaves a mark at
+    its grid position; texture, scratches and glare may be anywhere (a looser limit)."""
+    shift = translation - np.array(origin, np.float64)
+    positions = np.array(GRID, np.float64) @ matrix.T + shift
+    for cx, cy in positions:
+        x, y = round(cx), round(cy)
+        if not (0 <= x < inner.shape[1] and 0 <= y < inner.shape[0]) or not inner[y, x]:
+            return math.inf, math.inf, True
+    try:
+        inverse = np.linalg.inv(matrix)
+    except np.linalg.LinAlgError:
+        return math.inf, math.inf, True
+    size = _odd(max(3, round(pip_radius)))
+    smooth = cv2.blur(response, (size, size))  # a mark must be pip-like in extent, not one bright pixel
+    level = max(pip_level, 1e-6)
+    empty = 0.0
+    for position, (cx, cy) in zip(GRID, positions, strict=True):
+        if position not in face:
+            x, y = round(cx), round(cy)
+            window = smooth[max(0, y - 1) : y + 2, max(0, x - 1) : x + 2]
+            empty = max(empty, float(window.max()) / level)
+    ys, xs = np.mgrid[0 : response.shape[0], 0 : response.shape[1]]
+    offsets = np.stack([xs - shift[0], ys - shift[1]], axis=-1).astype(np.float64)
+    coords = offsets @ inverse.T
+    on_face = (np.abs(coords[..., 0]) <= CLEAN_FACE_EXTENT) & (np.abs(coords[..., 1]) <= CLEAN_FACE_EXTENT)
+    on_face &= inner > 0
+    for px, py in pips - np.array(origin, np.float64):
+        on_face &= (xs - px) ** 2 + (ys - py) ** 2 > (1.6 * pip_radius) ** 2
+    clutter = float(smooth[on_face].max()) / level if on_face.any() else 0.0
+    return empty, max(clutter, empty), False
+
+
+def _marks_on_face(
+    strays: list[PipBlob], matrix: NDArray[np.float64], translation: NDArray[np.float64]
+) -> bool:
+    if not strays:
+        return False
+    try:
+        inverse = np.linalg.inv(matrix)
+    except np.linalg.LinAlgError:
+        return True
+    for mark in strays:
+        u, v = inverse @ (np.array(mark.centre) - translation)
+        if abs(u) <= FACE_HALF_EXTENT and abs(v) <= FACE_HALF_EXTENT:
+            return True
+    return False

@@ -1,0 +1,434 @@
+"""The dice reader on synthetic dice drawn with OpenCV (exact expectations, including every refusal) and on
+real photographs (a correctness bound: no confident wrong reading, and at least so many read)."""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import cv2
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from calibration.dice import LabelledDie, LabelledImage, calibrate, load_yolo_folder
+from drivers.dice.reader import FACES, DiceCalibration, DiceReader, DiceResult
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "dice"
+
+# --- synthetic dice -------------------------------------------------------------------------------------
+
+SUPERSAMPLE = 4  # drawn 4x larger then shrunk: soft, anti-aliased edges as a camera sees them
+FELT = (38, 104, 34)  # BGR
+IVORY = (232, 236, 238)
+INK = (28, 24, 22)
+PIP_SPACING = 0.27  # pip grid unit / die side
+PIP_RADIUS = 0.085  # / die side
+SIDE = 60.0
+Pips = Sequence[tuple[int, int]]
+
+
+def _rotation(angle: float) -> np.ndarray:
+    t = math.radians(angle)
+    return np.array([[math.cos(t), -math.sin(t)], [math.sin(t), math.cos(t)]])
+
+
+def die_outline(centre: tuple[float, float], side: float, angle: float) -> np.ndarray:
+    """A rounded square, as dice are."""
+    half, radius = side / 2, side * 0.14
+    points = []
+    for cx, cy, start in (
+        (half - radius, half - radius, 0),
+        (-half + radius, half - radius, 90),
+        (-half + radius, -half + radius, 180),
+        (half - radius, -half + radius, 270),
+    ):
+        for step in range(7):
+            a = math.radians(start + 15 * step)
+            points.append((cx + radius * math.cos(a), cy + radius * math.sin(a)))
+    return np.array(points) @ _rotation(angle).T + np.array(centre)
+
+
+def die_box(centre: tuple[float, float], side: float, angle: float) -> tuple[float, float, float, float]:
+    points = die_outline(centre, side, angle)
+    (x0, y0), (x1, y1) = points.min(axis=0), points.max(axis=0)
+    return (float(x0), float(y0), float(x1 - x0), float(y1 - y0))
+
+
+def die(
+    centre: tuple[float, float], value: int, angle: float = 0.0, side: float = SIDE, **extra: Any
+) -> dict[str, Any]:
+    return {"centre": centre, "value": value, "angle": angle, "side": side, **extra}
+
+
+def scene(dice: Sequence[dict[str, Any]], size: tuple[int, int] = (640, 480), seed: int = 0) -> np.ndarray:
+    """Dice on green felt, slightly blurred, with sensor noise. A die's `pips` (grid positions) overrides its
+    value's pattern (to draw impossible faces)."""
+    width, height = size
+    canvas = np.empty((height * SUPERSAMPLE, width * SUPERSAMPLE, 3), np.uint8)
+    canvas[:] = FELT
+    for spec in dice:
+        outline = die_outline(spec["centre"], spec["side"], spec["angle"]) * SUPERSAMPLE
+        cv2.fillPoly(canvas, [np.round(outline).astype(np.int32)], IVORY, lineType=cv2.LINE_AA)
+        pips: Pips = spec.get("pips") or FACES[spec["value"]]
+        for gx, gy in pips:
+            offset = _rotation(spec["angle"]) @ (np.array([gx, gy], float) * PIP_SPACING * spec["side"])
+            px, py = (offset + np.array(spec["centre"])) * SUPERSAMPLE
+            radius = round(PIP_RADIUS * spec["side"] * SUPERSAMPLE)
+            cv2.circle(canvas, (round(px), round(py)), radius, INK, -1, lineType=cv2.LINE_AA)
+    image = cv2.resize(canvas, (width, height), interpolation=cv2.INTER_AREA)
+    image = cv2.GaussianBlur(image, (0, 0), 0.6)
+    noise = np.random.default_rng(seed).normal(0, 2.5, image.shape)
+    return np.clip(image.astype(np.float32) + noise, 0, 255).astype(np.uint8)
+
+
+def labelled(dice: Sequence[dict[str, Any]], image: np.ndarray, name: str) -> LabelledImage:
+    labels = tuple(LabelledDie(d["value"], die_box(d["centre"], d["side"], d["angle"])) for d in dice)
+    return LabelledImage(image, labels, name=name)
+
+
+def training_set(images: int = 24, seed: int = 7) -> list[LabelledImage]:
+    """Three dice per image, every face equally often, at random angles and sizes 54-66 px."""
+    rng = np.random.default_rng(seed)
+    values = [value for value in range(1, 7) for _ in range(images // 2)]
+    rng.shuffle(values)
+    examples = []
+    for index in range(images):
+        dice = []
+        for slot_number, slot in enumerate(rng.permutation(6)[:3]):
+            centre = (
+                110 + (slot % 3) * 210 + rng.uniform(-30, 30),
+                130 + (slot // 3) * 220 + rng.uniform(-30, 30),
+            )
+            value = int(values[index * 3 + slot_number])
+            dice.append(die(centre, value, rng.uniform(0, 90), rng.uniform(54, 66)))
+        examples.append(labelled(dice, scene(dice, seed=1000 + index), f"train-{index}"))
+    return examples
+
+
+@pytest.fixture(scope="module")
+def calibration() -> DiceCalibration:
+    return calibrate(training_set())
+
+
+@pytest.fixture(scope="module")
+def reader(calibration: DiceCalibration) -> DiceReader:
+    return DiceReader(calibration)
+
+
+THREE = [die((150, 200), 2, 10), die((320, 240), 5, 35), die((480, 300), 6, 70)]
+
+# --- synthetic: what must be read ------------------------------------------------------------------------
+
+
+def test_three_dice_are_read_left_to_right(reader: DiceReader) -> None:
+    shuffled = [THREE[2], THREE[0], THREE[1]]  # drawing order does not matter; image order does
+    result = reader.read(scene(shuffled))
+    assert result.readable
+    assert result.values == (2, 5, 6)
+    assert result.reason == ""
+    assert [d.pips for d in result.dice] == [2, 5, 6]
+    assert all(
+        d.reason == "" and reader.calibration.min_confidence <= d.confidence <= 1.0 for d in result.dice
+    )
+    for reading, spec in zip(result.dice, THREE, strict=True):
+        x, y, w, h = reading.box
+        assert x <= spec["centre"][0] < x + w and y <= spec["centre"][1] < y + h
+
+
+@pytest.mark.parametrize("angle", [0, 15, 30, 45, 60, 75, 89])
+def test_every_face_at_every_rotation(reader: DiceReader, angle: float) -> None:
+    for value in range(1, 7):
+        result = reader.read(scene([die((160, 120), value, angle)], size=(320, 240)), expected=1)
+        assert result.values == (value,), (value, angle, result.reason)
+
+
+@pytest.mark.parametrize(
+    "values",
+    [(1, 1, 1), (6, 6, 6), (1, 2, 3), (4, 5, 6), (3, 6, 2), (5, 1, 4)],
+    ids=lambda v: "-".join(map(str, v)),
+)
+def test_triples_and_mixed_rounds(reader: DiceReader, values: tuple[int, int, int]) -> None:
+    dice = [die((120 + 200 * i, 160 + 80 * i), value, 20 * i + 5) for i, value in enumerate(values)]
+    result = reader.read(scene(dice, seed=sum(values)))
+    assert result.readable and result.values == values
+
+
+def test_a_grey_image_is_read_too(reader: DiceReader) -> None:
+    grey = cv2.cvtColor(scene([die((160, 120), 4, 30)], size=(320, 240)), cv2.COLOR_BGR2GRAY)
+    # the die must still stand out from the felt in lightness alone; it does (ivory on dark green)
+    assert reader.read(grey, expected=1).values == (4,)
+
+
+def test_expected_none_accepts_any_count(reader: DiceReader) -> None:
+    result = reader.read(scene(THREE[:2]), expected=None)
+    assert result.readable and result.values == (2, 5)
+
+
+# --- synthetic: what must be refused, and why --------------------------------------------------------------
+
+
+def reasons(result: DiceResult) -> list[str]:
+    return [d.reason for d in result.dice]
+
+
+def test_two_touching_dice_are_refused(reader: DiceReader) -> None:
+    dice = [die((150, 200), 3), die((150 + SIDE + 1, 200), 4), die((450, 300), 6, 20)]
+    result = reader.read(scene(dice))
+    assert not result.readable and result.values is None
+    assert reasons(result) == ["touching another die", ""]
+    assert result.dice[1].value == 6
+    assert result.reason == "2 dice found, 3 expected; die 1: touching another die"
+
+
+def test_two_dice_touching_at_an_angle_are_refused(reader: DiceReader) -> None:
+    dice = [die((150, 200), 3, 40), die((150 + SIDE * 0.95, 200 + SIDE * 0.3), 4, 10), die((450, 300), 6, 20)]
+    result = reader.read(scene(dice))
+    assert not result.readable
+    assert reasons(result) == ["touching another die", ""]
+
+
+def test_a_blurred_image_is_refused(reader: DiceReader) -> None:
+    for blurred in (
+        cv2.GaussianBlur(scene(THREE), (0, 0), 3),
+        cv2.blur(scene(THREE), (9, 1)),
+    ):  # focus, motion
+        result = reader.read(blurred)
+        assert not result.readable
+        assert reasons(result) == ["blurred"] * 3
+        assert result.reason == "die 1: blurred; die 2: blurred; die 3: blurred"
+
+
+def test_a_die_with_seven_pips_is_refused(reader: DiceReader) -> None:
+    seven = die((150, 200), 6, 10, pips=(*FACES[6], (0, 0)))
+    result = reader.read(scene([seven, THREE[1], THREE[2]]))
+    assert not result.readable
+    assert reasons(result) == ["pip count 7", "", ""]
+    assert result.dice[0].pips == 7 and result.dice[0].value is None and result.dice[0].confidence == 0.0
+    assert [d.value for d in result.dice[1:]] == [5, 6]
+
+
+@pytest.mark.parametrize(
+    ("pips", "why"),
+    [
+        (((-1, -1), (0, 0), (1, -1)), "3 pips not in a legal pattern"),  # a V, not a diagonal
+        (((-1, 0), (1, 0)), "2 pips not on a face diagonal"),  # a 2 along an edge
+        (((-1, -1), (1, -1), (-1, 1), (1, 1), (0, 1)), "5 pips not in a legal pattern"),
+        (
+            ((-1, -1), (1, -1), (-1, 1), (1, 1), (0, 0), (0, 1)),
+            "6 pips not in a legal pattern",
+        ),  # a 5 and one more
+    ],
+)
+def test_illegal_pip_patterns_are_refused(reader: DiceReader, pips: Pips, why: str) -> None:
+    rows_of_three = reader.read(scene([die((160, 120), 6, 20 + 90)], size=(320, 240)), expected=1)
+    assert rows_of_three.values == (6,)  # a 6 turned a quarter is still a 6 (its rows are columns)
+    result = reader.read(scene([die((160, 120), 1, 20, pips=pips)], size=(320, 240)), expected=1)
+    assert not result.readable
+    assert reasons(result) == [why]
+
+
+def test_only_two_dice_is_refused(reader: DiceReader) -> None:
+    result = reader.read(scene(THREE[:2]))
+    assert not result.readable and result.values is None
+    assert result.reason == "2 dice found, 3 expected"
+    assert [d.value for d in result.dice] == [2, 5]  # both read, the count is what is wrong
+
+
+def test_four_dice_is_refused(reader: DiceReader) -> None:
+    result = reader.read(scene([*THREE, die((320, 420), 1, 5)]))
+    assert not result.readable and result.reason == "4 dice found, 3 expected"
+
+
+def test_no_dice_at_all(reader: DiceReader) -> None:
+    empty = scene([])
+    assert reader.read(empty).reason == "0 dice found, 3 expected"
+    assert reader.read(empty, expected=None).reason == "no dice found"
+
+
+def test_a_die_cut_by_the_edge_of_the_view_is_refused(reader: DiceReader) -> None:
+    result = reader.read(scene([*THREE[:2], die((630, 300), 4, 10)]))
+    assert not result.readable
+    assert reasons(result) == ["", "", "at the edge of the view"]
+
+
+def test_a_die_too_large_or_too_small_is_refused(reader: DiceReader) -> None:
+    # a stacked die is nearer the camera, so larger; a die half under another is smaller
+    large = reader.read(scene([die((320, 240), 5, 10, side=SIDE * 1.3)]), expected=1)
+    assert large.dice[0].reason.startswith("die too large") and large.dice[0].reason.endswith(
+        "stacked or cocked"
+    )
+    small = reader.read(scene([die((320, 240), 5, 10, side=SIDE * 0.6)]), expected=1)
+    assert small.dice[0].reason.startswith("die too small")
+
+
+def test_a_squashed_die_is_cocked(reader: DiceReader) -> None:
+    image = scene([die((320, 240), 4, 0)])
+    squashed = cv2.resize(image, (640, 300), interpolation=cv2.INTER_AREA)  # seen from a slant
+    result = reader.read(squashed, expected=1)
+    assert not result.readable
+    assert "cocked" in result.dice[0].reason
+
+
+def test_a_faint_extra_mark_on_a_face_is_refused(reader: DiceReader) -> None:
+    # a 4 whose centre shows a faint grey mark: a 5 with a worn pip? Not guessed.
+    image = scene([die((160, 120), 4, 0)], size=(320, 240))
+    cv2.circle(image, (160, 120), 5, (150, 150, 150), -1, cv2.LINE_AA)
+    result = reader.read(image, expected=1)
+    assert not result.readable and result.dice[0].value is None
+
+
+@pytest.mark.parametrize(
+    "image",
+    [
+        None,
+        "image",
+        np.zeros((0, 0, 3), np.uint8),
+        np.zeros((40, 40, 3), np.float32),
+        np.zeros((4, 4, 2), np.uint8),
+    ],
+    ids=["none", "text", "empty", "float", "two-channel"],
+)
+def test_what_is_not_an_image_is_refused_not_raised(reader: DiceReader, image: Any) -> None:
+    result = reader.read(image)
+    assert result == DiceResult((), False, None, "not a colour or grey image")
+
+
+def test_a_roi_outside_the_image_is_refused(calibration: DiceCalibration) -> None:
+    reader = DiceReader(calibration.model_copy(update={"roi": (1000, 1000, 50, 50)}))
+    assert reader.read(scene(THREE)).reason == "the calibrated tray area is outside the image"
+
+
+def test_the_roi_limits_where_dice_are_looked_for(calibration: DiceCalibration) -> None:
+    reader = DiceReader(calibration.model_copy(update={"roi": (0, 0, 400, 480)}))
+    result = reader.read(scene([*THREE[:2], die((560, 240), 3)]), expected=2)
+    assert result.values == (2, 5)  # the third die is outside the tray area
+
+
+# --- synthetic: never a confident wrong reading -----------------------------------------------------------
+
+
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    value=st.integers(1, 6),
+    angle=st.floats(0, 90),
+    side=st.floats(40, 85),
+    x=st.floats(70, 250),
+    y=st.floats(70, 170),
+    blur=st.one_of(st.just(0.0), st.floats(0.3, 3.0)),
+    gain=st.floats(0.6, 1.25),
+    mark=st.one_of(
+        st.none(),
+        # a smudge anywhere on or near the die, clearly darker than the die (25-70% of its lightness)
+        st.tuples(st.floats(-0.6, 0.6), st.floats(-0.6, 0.6), st.floats(0.03, 0.12), st.floats(0.25, 0.7)),
+        # a pip-dark dot between the pip places (a dark dot ON a pip place would make another legal face)
+        st.tuples(
+            st.sampled_from([-1.5, -0.5, 0.5, 1.5]).map(lambda u: u * PIP_SPACING),
+            st.sampled_from([-1.5, -0.5, 0.5, 1.5]).map(lambda u: u * PIP_SPACING),
+            st.floats(0.04, 0.09),
+            st.floats(0.08, 0.25),
+        ),
+    ),
+    seed=st.integers(0, 1000),
+)
+def test_never_a_confident_wrong_value(
+    reader: DiceReader,
+    value: int,
+    angle: float,
+    side: float,
+    x: float,
+    y: float,
+    blur: float,
+    gain: float,
+    mark: tuple[float, float, float, float] | None,
+    seed: int,
+) -> None:
+    """Any turn, place, size, focus, exposure, a stray mark on or near the die: read right, or refused."""
+    image = scene([die((x, y), value, angle, side)], size=(320, 240), seed=seed)
+    if blur:
+        image = cv2.GaussianBlur(image, (0, 0), blur)
+    image = np.clip(image.astype(np.float32) * gain, 0, 255).astype(np.uint8)
+    if mark is not None:
+        dx, dy, radius, darkness = mark
+        ox, oy = _rotation(angle) @ np.array([dx, dy]) * side
+        centre = (round(x + ox), round(y + oy))
+        grey = round(darkness * IVORY[0] * gain)
+        cv2.circle(image, centre, max(1, round(radius * side)), (grey, grey, grey), -1, cv2.LINE_AA)
+    result = reader.read(image, expected=1)
+    if result.readable:
+        assert result.values == (value,)
+    else:
+        assert result.values is None and result.reason
+
+
+def test_plain_faces_over_sizes_and_angles_are_mostly_read(reader: DiceReader) -> None:
+    """The counterpart of the property above: refusing everything would pass it; this bounds the refusals."""
+    outcomes: Counter[str] = Counter()
+    rng = np.random.default_rng(3)
+    for index in range(60):
+        value, angle, side = index % 6 + 1, rng.uniform(0, 90), rng.uniform(54, 66)
+        result = reader.read(
+            scene([die((160, 120), value, angle, side)], size=(320, 240), seed=index), expected=1
+        )
+        outcomes["right" if result.values == (value,) else "refused" if not result.readable else "wrong"] += 1
+    assert outcomes["wrong"] == 0
+    assert outcomes["right"] >= 57, outcomes
+
+
+# --- real photographs ------------------------------------------------------------------------------------
+
+
+def real_data(name: str) -> Path:
+    folder = DATA / name
+    if not (folder / "images").is_dir():
+        message = f"the real dice photos are not at {folder} (the repository is checked out next to shared/)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    return folder
+
+
+def crop_reading(
+    reader: DiceReader, image: np.ndarray, centre: tuple[float, float], side: float
+) -> int | None:
+    """Read the die at a labelled centre in a crop 3 die sides wide (the label only says where to look)."""
+    half = 1.5 * side
+    x0, y0 = max(0, round(centre[0] - half)), max(0, round(centre[1] - half))
+    crop = image[y0 : round(centre[1] + half), x0 : round(centre[0] + half)]
+    return reader.read_die_at(crop, (centre[0] - x0, centre[1] - y0)).value
+
+
+def test_real_webcam_photos_no_confident_wrong_reading() -> None:
+    """matteop65 (white dice, webcam at a slant): calibrated on frames 0-11 of each `train_*` sequence, read
+    on frames 30-39 (far from the calibration frames, so no near-duplicates)."""
+    folder = real_data("matteop65")
+    examples = load_yolo_folder(folder / "images", folder / "labels", "pips")
+
+    def frame(name: str) -> int:
+        match = re.fullmatch(r"train_[a-z]+_(\d+)\.jpg", name)
+        return int(match.group(1)) if match else -1
+
+    fitting = [e for e in examples if 0 <= frame(e.name) < 12]
+    held_out = [e for e in examples if 30 <= frame(e.name) < 40]
+    assert len(fitting) == 66 and len(held_out) == 60
+    calibration = calibrate(fitting)
+    reader = DiceReader(calibration)
+    side = float(np.median([s for s in (d.die_side() for e in fitting for d in e.dice) if s is not None]))
+    outcomes: Counter[str] = Counter()
+    for example in held_out:
+        image = example.load()
+        for labelled_die in example.dice:
+            value = crop_reading(reader, image, labelled_die.centre, side)
+            outcomes[
+                "unreadable" if value is None else "right" if value == labelled_die.value else "wrong"
+            ] += 1
+    total = sum(outcomes.values())
+    assert total == 231
+    assert outcomes["wrong"] == 0, outcomes
+    assert outcomes["right"] >= 0.75 * total, outcomes  # measured: 206 of 231 (89%)
