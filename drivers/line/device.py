@@ -37,6 +37,7 @@ from drivers.line.framing import (
     checksum,
     parse_frame,
 )
+from drivers.sim_port import PortedSimulator
 
 RETRANSMIT_S = 0.25
 HEARTBEAT_S = 1.0
@@ -262,3 +263,32 @@ class LineDeviceCore(ABC, Generic[HostMessageT]):
             self.sent.append(LoggedLine(now, piece.rstrip(b"\r\n").decode("latin-1"), kind))
             out += piece
         return bytes(out)
+
+
+class _ServedCore(Protocol):
+    sent: list[LoggedLine]
+    received: list[LoggedLine]
+
+    @property
+    def state(self) -> str: ...
+
+
+ServedCoreT = TypeVar("ServedCoreT", bound=_ServedCore)
+
+
+class LineSimulator(PortedSimulator, Generic[ServedCoreT]):
+    """A line device's core served on a port: what every line-device simulator shows of its device."""
+
+    device: ServedCoreT
+
+    @property
+    def state(self) -> str:
+        return self.device.state
+
+    @property
+    def sent(self) -> list[LoggedLine]:
+        return self.device.sent
+
+    @property
+    def received(self) -> list[LoggedLine]:
+        return self.device.received

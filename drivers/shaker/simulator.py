@@ -18,7 +18,7 @@ ACKed, in order). The machine:
 - `LIGHT ON|OFF` switches the light (no answer, as on the reference machine), `STATUS?` is answered with
   `STATE`; whole lines can be spoiled on the wire (noise, bad checksums, duplicates) at the fault rates.
 
-`ShakerSimulator` serves a `ShakerDevice` on a pty or TCP port (`drivers.sim_port.PortedSimulator`, which
+`ShakerSimulator` serves a `ShakerDevice` on a pty or TCP port (`drivers.line.device.LineSimulator`, which
 adds `unplug()`/`replug()`/`silence()`/`inject()`); the operator's actions use the port's clock.
 """
 
@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from drivers.line.device import LineDeviceCore, LoggedLine
+from drivers.line.device import LineDeviceCore, LineSimulator
 from drivers.line.framing import Hello, ParseFailure
 from drivers.shaker.protocol import (
     FAULT_TEXTS,
@@ -42,7 +42,7 @@ from drivers.shaker.protocol import (
     StatusQuery,
     parse_host_message,
 )
-from drivers.sim_port import PortedSimulator, SimulatedPort
+from drivers.sim_port import SimulatedPort
 
 #: Seconds at speed 1: one push of the lever shakes the dome for this long; then the dice need time to stop.
 DEFAULT_PUSH_S = 0.8
@@ -255,7 +255,7 @@ class ShakerDevice(LineDeviceCore[HostMessage]):
         self._say(State(self.state).encode())
 
 
-class ShakerSimulator(PortedSimulator):
+class ShakerSimulator(LineSimulator[ShakerDevice]):
     """A `ShakerDevice` served on a pty or TCP port; the operator's actions use the port's clock."""
 
     def __init__(
@@ -323,17 +323,5 @@ class ShakerSimulator(PortedSimulator):
         self.device.faults = faults
 
     @property
-    def state(self) -> str:
-        return self.device.state
-
-    @property
     def cycles(self) -> list[ShakeCycle]:
         return self.device.cycles
-
-    @property
-    def sent(self) -> list[LoggedLine]:
-        return self.device.sent
-
-    @property
-    def received(self) -> list[LoggedLine]:
-        return self.device.received

@@ -21,6 +21,7 @@ from drivers.line.device import (
     RETRANSMIT_S,
     LineDeviceCore,
     LineFaultInjector,
+    LineSimulator,
     LoggedLine,
 )
 from drivers.line.framing import Hello, ParseFailure
@@ -40,7 +41,7 @@ from drivers.shoe.protocol import (
     Unlock,
     parse_host_message,
 )
-from drivers.sim_port import PortedSimulator, SimulatedPort
+from drivers.sim_port import SimulatedPort
 
 # Re-exported: they lived here before every line device shared them.
 __all__ = [
@@ -224,7 +225,7 @@ class ShoeDevice(LineDeviceCore[HostMessage]):
             self._say(State(self.state).encode())
 
 
-class ShoeSimulator(PortedSimulator):
+class ShoeSimulator(LineSimulator[ShoeDevice]):
     """A `ShoeDevice` served on a pty or TCP port; dealer actions use the port's clock."""
 
     def __init__(
@@ -296,15 +297,3 @@ class ShoeSimulator(PortedSimulator):
     @property
     def locked(self) -> bool:
         return self.device.locked
-
-    @property
-    def state(self) -> str:
-        return self.device.state
-
-    @property
-    def sent(self) -> list[LoggedLine]:
-        return self.device.sent
-
-    @property
-    def received(self) -> list[LoggedLine]:
-        return self.device.received

@@ -21,7 +21,7 @@ ACKed, in order). The machine:
 - whole lines can be spoiled on the wire (noise, bad checksums, duplicates) at the `ShufflerFaults` rates.
 
 Every shuffle is written to `shuffles` (what the machine really did) and every line to `sent`/`received`.
-`ShufflerSimulator` serves a `ShufflerDevice` on a pty or TCP port (`drivers.sim_port.PortedSimulator`,
+`ShufflerSimulator` serves a `ShufflerDevice` on a pty or TCP port (`drivers.line.device.LineSimulator`,
 which adds `unplug()`/`replug()`/`silence()`/`inject()`); the dealer's actions use the port's clock.
 """
 
@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from drivers.line.device import LineDeviceCore, LoggedLine
+from drivers.line.device import LineDeviceCore, LineSimulator
 from drivers.line.framing import Hello, ParseFailure
 from drivers.shuffler.protocol import (
     CARDS_PER_DECK,
@@ -47,7 +47,7 @@ from drivers.shuffler.protocol import (
     StatusQuery,
     parse_host_message,
 )
-from drivers.sim_port import PortedSimulator, SimulatedPort
+from drivers.sim_port import SimulatedPort
 
 #: Seconds at speed 1: lowering the elevator and feeding the first cards, then each deck through the gripper.
 DEFAULT_BASE_S = 4.0
@@ -305,7 +305,7 @@ class ShufflerDevice(LineDeviceCore[HostMessage]):
             self._say(State(self.state).encode())
 
 
-class ShufflerSimulator(PortedSimulator):
+class ShufflerSimulator(LineSimulator[ShufflerDevice]):
     """A `ShufflerDevice` served on a pty or TCP port; the dealer's actions use the port's clock."""
 
     def __init__(
@@ -375,17 +375,5 @@ class ShufflerSimulator(PortedSimulator):
         self.device.faults = faults
 
     @property
-    def state(self) -> str:
-        return self.device.state
-
-    @property
     def shuffles(self) -> list[ShuffleRecord]:
         return self.device.shuffles
-
-    @property
-    def sent(self) -> list[LoggedLine]:
-        return self.device.sent
-
-    @property
-    def received(self) -> list[LoggedLine]:
-        return self.device.received
