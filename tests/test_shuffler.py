@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,6 @@ from drivers.readings import (
     ShuffleFailed,
 )
 from drivers.registry import session_class, simulator_class
-from drivers.runner import DeviceRunner
 from drivers.session import DeviceCommand, UnknownDeviceCommand
 from drivers.shuffler.protocol import (
     Abort,
@@ -47,6 +46,7 @@ from drivers.shuffler.protocol import (
 )
 from drivers.shuffler.session import ShufflerSession
 from drivers.shuffler.simulator import ShufflerDevice, ShufflerFaults, ShufflerSimulator
+from tests.line_link import RecordingLink, acked, served_on_pty
 
 MALFORMED = ParseFailure("malformed fields")
 UNKNOWN = ParseFailure("unknown message")
@@ -723,60 +723,13 @@ def test_simulated_shuffles_through_spoiled_lines_come_out_exactly_once() -> Non
 # --- end to end on a real pty, through DeviceRunner --------------------------------------------------------
 
 
-class Table:
-    """A DeviceRunner with a ShufflerSession on the link, recording every reading."""
-
-    def __init__(self, url: str) -> None:
-        self.session = ShufflerSession("shuffler1")
-        self.readings: list[Reading] = []
-        self.runner = DeviceRunner(
-            self.session,
-            url,
-            on_readings=self._on_readings,
-            tick_interval=0.05,
-            reconnect_min=0.05,
-            reconnect_max=0.2,
-        )
-
-    async def _on_readings(self, readings: list[Reading]) -> None:
-        self.readings += readings
-
-    def of(self, kind: type[Reading]) -> list[Any]:
-        return [r for r in self.readings if isinstance(r, kind)]
-
-    async def wait_until(self, condition: Callable[[], bool], what: str, timeout: float = 5.0) -> None:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        while not condition():
-            if loop.time() > deadline:
-                raise AssertionError(f"timed out waiting for {what}; readings: {self.readings}")
-            await asyncio.sleep(0.01)
-
-    async def wait_for(self, kind: type[Reading], count: int = 1, timeout: float = 5.0) -> None:
-        await self.wait_until(lambda: len(self.of(kind)) >= count, f"{count} x {kind.__name__}", timeout)
-
-    async def send(self, name: str, **args: Any) -> None:
-        await self.runner.send(DeviceCommand(name, args))
-
-
 @contextlib.asynccontextmanager
-async def shuffler_on_pty(tmp_path: Path, **options: Any) -> AsyncIterator[tuple[ShufflerSimulator, Table]]:
-    async with ShufflerSimulator(speed=50.0, **options) as simulator:
-        await simulator.start_pty(str(tmp_path / "ttySHUF"))
-        table = Table(simulator.url)
-        task = asyncio.create_task(table.runner.run())
-        try:
-            await table.wait_for(DeviceOnline)
-            await table.wait_for(DeviceStatus)  # the answer to STATUS?: the host knows where the device is
-            yield simulator, table
-        finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-
-
-def acked(simulator: ShufflerSimulator) -> list[str]:
-    return [line.text for line in simulator.received if line.text.startswith("ACK ")]
+async def shuffler_on_pty(
+    tmp_path: Path, **options: Any
+) -> AsyncIterator[tuple[ShufflerSimulator, RecordingLink]]:
+    simulator = ShufflerSimulator(speed=50.0, **options)
+    async with served_on_pty(simulator, ShufflerSession("shuffler1"), str(tmp_path / "ttySHUF")) as table:
+        yield simulator, table
 
 
 async def test_pty_shuffle_done(tmp_path: Path) -> None:
