@@ -26,8 +26,9 @@ from controller.games.andar_bahar import (
     first_three,
     is_three_card_straight,
 )
-from drivers.readings import CardSeen, CardUnread, CutCardSeen, DeviceStatus, Reading
+from drivers.readings import CardSeen, CutCardSeen, DeviceStatus
 from drivers.session import DeviceCommand
+from tests.card_table import DrivesCardFlow
 
 TABLE = "ab1"
 T0 = 1_700_000_000.0
@@ -62,7 +63,7 @@ def cards(*codes: str) -> list[Card]:
 
 
 @dataclass
-class Table:
+class Table(DrivesCardFlow):
     """Drives a flow the way the runtime does: the clock moves only when the test says so."""
 
     settings: AndarBaharSettings = field(default_factory=AndarBaharSettings)
@@ -72,27 +73,6 @@ class Table:
 
     def __post_init__(self) -> None:
         self.flow = AndarBaharFlow(TABLE, self.settings)
-
-    def tick(self, advance: float = 0.0) -> FlowOutput:
-        self.now += advance
-        return self.flow.on_tick(self.now)
-
-    def read(self, reading: Reading) -> FlowOutput:
-        return self.flow.on_reading(reading, self.now)
-
-    def next_ref(self) -> str:
-        self.seq += 1
-        return str(self.seq)
-
-    def card(self, code: str, rescan_of: str | None = None, device: str = "shoe") -> FlowOutput:
-        ref = rescan_of if rescan_of is not None else self.next_ref()
-        raw = f"RESCAN {ref} {code}" if rescan_of is not None else f"CARD {ref} {code}"
-        seen = CardSeen(device=device, time=self.now, raw=raw, code=code, ref=ref, rescan_of=rescan_of)
-        return self.read(seen)
-
-    def noread(self, ref: str | None = None) -> FlowOutput:
-        ref = ref or self.next_ref()
-        return self.read(CardUnread(device="shoe", time=self.now, raw=f"NOREAD {ref}", ref=ref))
 
     def manual(self, code: str) -> FlowOutput:
         return self.flow.on_input("manual_card", {"card": code, "by": "panel"}, self.now)

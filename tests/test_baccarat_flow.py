@@ -20,9 +20,10 @@ from controller.cards import full_deck
 from controller.events import BaccaratResult
 from controller.flow import DeviceRequest, FlowOutput, InputRejected, Phase
 from controller.games.baccarat import BaccaratFlow, BaccaratSettings
-from drivers.readings import CardSeen, CardUnread, CutCardSeen, DeviceFault, DeviceStatus, Reading
+from drivers.readings import CardSeen, CutCardSeen, DeviceFault, DeviceStatus
 from drivers.session import DeviceCommand
 from tests.baccarat_reference import CARDS_PER_ROUND_MAX, ExpectedRound, expected_rounds
+from tests.card_table import DrivesCardFlow
 
 TABLE = "bac1"
 LOCK = DeviceRequest("shoe", DeviceCommand("lock"))
@@ -45,7 +46,7 @@ def validated_results(out: FlowOutput) -> list[BaccaratResult]:
 
 
 @dataclass
-class Table:
+class Table(DrivesCardFlow):
     """Drives a flow the way the runtime does: the clock moves only when the test says so."""
 
     settings: BaccaratSettings = field(default_factory=BaccaratSettings)
@@ -55,27 +56,6 @@ class Table:
 
     def __post_init__(self) -> None:
         self.flow = BaccaratFlow(TABLE, self.settings)
-
-    def tick(self, advance: float = 0.0) -> FlowOutput:
-        self.now += advance
-        return self.flow.on_tick(self.now)
-
-    def read(self, reading: Reading) -> FlowOutput:
-        return self.flow.on_reading(reading, self.now)
-
-    def next_ref(self) -> str:
-        self.seq += 1
-        return str(self.seq)
-
-    def card(self, code: str, rescan_of: str | None = None, device: str = "shoe") -> FlowOutput:
-        ref = rescan_of if rescan_of is not None else self.next_ref()
-        raw = f"RESCAN {ref} {code}" if rescan_of is not None else f"CARD {ref} {code}"
-        seen = CardSeen(device=device, time=self.now, raw=raw, code=code, ref=ref, rescan_of=rescan_of)
-        return self.read(seen)
-
-    def noread(self, ref: str | None = None) -> FlowOutput:
-        ref = ref or self.next_ref()
-        return self.read(CardUnread(device="shoe", time=self.now, raw=f"NOREAD {ref}", ref=ref))
 
     def cut(self) -> FlowOutput:
         return self.read(CutCardSeen(device="shoe", time=self.now, raw="CUT 99", ref="99"))
@@ -184,7 +164,10 @@ def test_natural_ends_the_hand_after_four_cards() -> None:
         prompts.append(table.flow.prompt)
     assert prompts[:3] == ["Deal to Banker", "Deal to Player", "Deal to Banker"]
     assert dealt_positions(out) == [
-        ("4S", "player", 0), ("2C", "banker", 0), ("5H", "player", 1), ("3D", "banker", 1),
+        ("4S", "player", 0),
+        ("2C", "banker", 0),
+        ("5H", "player", 1),
+        ("3D", "banker", 1),
     ]
     assert event_types(out)[-2:] == ["round.result", "round.closed"]
     (result,) = validated_results(out)
@@ -390,7 +373,9 @@ def test_noread_waits_for_the_rescan_which_goes_where_the_unread_card_was_meant_
     out = table.noread("41")
     assert event_types(out) == ["card.unreadable"]
     assert only(out, "card.unreadable") == {
-        "round_id": "bac1-0000001", "ref": "41", "prompt": "Re-scan the card",
+        "round_id": "bac1-0000001",
+        "ref": "41",
+        "prompt": "Re-scan the card",
     }
     assert table.flow.prompt == "Re-scan the card"
     state = table.flow.public_state()
@@ -546,8 +531,12 @@ def test_a_cut_card_before_the_first_tick_starts_shoe_one() -> None:
 @pytest.mark.parametrize(
     "bad",
     [
-        {"decks": 0}, {"decks": 9}, {"betting_seconds": 0}, {"round_gap_seconds": -1},
-        {"shoe_device": ""}, {"unknown": 1},
+        {"decks": 0},
+        {"decks": 9},
+        {"betting_seconds": 0},
+        {"round_gap_seconds": -1},
+        {"shoe_device": ""},
+        {"unknown": 1},
     ],
 )
 def test_settings_refuse_what_cannot_work(bad: dict[str, Any]) -> None:
@@ -576,7 +565,10 @@ def test_void_mid_round_locks_keeps_cards_counted_and_the_next_round_follows() -
     out = table.flow.void_round(table.now, "shoe jammed", "supervisor")
     assert event_types(out) == ["round.voided"]
     assert only(out, "round.voided") == {
-        "round_id": "bac1-0000001", "reason": "shoe jammed", "refund": True, "by": "supervisor",
+        "round_id": "bac1-0000001",
+        "reason": "shoe jammed",
+        "refund": True,
+        "by": "supervisor",
     }
     assert out.requests == [LOCK]
     state = table.flow.public_state()

@@ -33,8 +33,9 @@ from controller.games.stud import (
     evaluate,
 )
 from controller.runtime import TableCore
-from drivers.readings import CardSeen, CardUnread, CutCardSeen, DeviceOnline, Reading
+from drivers.readings import CardSeen, CutCardSeen, DeviceOnline
 from drivers.session import DeviceCommand
+from tests.card_table import DrivesCardFlow
 
 TABLE = "stud1"
 T0 = 1_700_000_000.0
@@ -73,7 +74,7 @@ def value_of(codes: str) -> tuple[str, list[int]]:
 
 
 @dataclass
-class Table:
+class Table(DrivesCardFlow):
     settings: StudSettings = field(default_factory=StudSettings)
     now: float = T0
     flow: StudFlow = field(init=False)
@@ -81,27 +82,6 @@ class Table:
 
     def __post_init__(self) -> None:
         self.flow = StudFlow(TABLE, self.settings)
-
-    def tick(self, advance: float = 0.0) -> FlowOutput:
-        self.now += advance
-        return self.flow.on_tick(self.now)
-
-    def read(self, reading: Reading) -> FlowOutput:
-        return self.flow.on_reading(reading, self.now)
-
-    def next_ref(self) -> str:
-        self.seq += 1
-        return str(self.seq)
-
-    def card(self, code: str, rescan_of: str | None = None, device: str = "shoe") -> FlowOutput:
-        ref = rescan_of if rescan_of is not None else self.next_ref()
-        raw = f"RESCAN {ref} {code}" if rescan_of is not None else f"CARD {ref} {code}"
-        seen = CardSeen(device=device, time=self.now, raw=raw, code=code, ref=ref, rescan_of=rescan_of)
-        return self.read(seen)
-
-    def noread(self, ref: str | None = None) -> FlowOutput:
-        ref = ref or self.next_ref()
-        return self.read(CardUnread(device="shoe", time=self.now, raw=f"NOREAD {ref}", ref=ref))
 
     def manual(self, code: str) -> FlowOutput:
         return self.flow.on_input("manual_card", {"card": code}, self.now)

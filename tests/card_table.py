@@ -1,0 +1,34 @@
+"""How the card-game flow tests drive a flow: the way the runtime does, the clock moving only when the test
+says so. Each test module's `Table` dataclass holds `flow`, `now` and `seq` and adds its game's own steps."""
+
+from __future__ import annotations
+
+from controller.flow import FlowOutput, GameFlow
+from drivers.readings import CardSeen, CardUnread, Reading
+
+
+class DrivesCardFlow:
+    flow: GameFlow
+    now: float
+    seq: int
+
+    def tick(self, advance: float = 0.0) -> FlowOutput:
+        self.now += advance
+        return self.flow.on_tick(self.now)
+
+    def read(self, reading: Reading) -> FlowOutput:
+        return self.flow.on_reading(reading, self.now)
+
+    def next_ref(self) -> str:
+        self.seq += 1
+        return str(self.seq)
+
+    def card(self, code: str, rescan_of: str | None = None, device: str = "shoe") -> FlowOutput:
+        ref = rescan_of if rescan_of is not None else self.next_ref()
+        raw = f"RESCAN {ref} {code}" if rescan_of is not None else f"CARD {ref} {code}"
+        seen = CardSeen(device=device, time=self.now, raw=raw, code=code, ref=ref, rescan_of=rescan_of)
+        return self.read(seen)
+
+    def noread(self, ref: str | None = None) -> FlowOutput:
+        ref = ref or self.next_ref()
+        return self.read(CardUnread(device="shoe", time=self.now, raw=f"NOREAD {ref}", ref=ref))
