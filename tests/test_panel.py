@@ -684,8 +684,12 @@ async def test_api_refuses_supervisor_commands_and_bad_bodies_and_acts_as_the_de
             async with asyncio.timeout(5):
                 while (await anext(states))["prompt"] != "Deal to Player":
                     pass
+            await states.aclose()  # a suspended reader would keep the response (and the server's stream) open
+        # normally at once (the server sees the disconnect); at the latest when the next heartbeat (15 s)
+        # cannot be written: rarely, on a loaded machine, the disconnect is only noticed then
         await wait_until(
             lambda: len(service.state_listeners) == listeners_before,
+            timeout=20,
             what="the closed stream's listener to be removed",
         )
 
