@@ -7,8 +7,10 @@ foreign card and is rejected, never accepted.
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, field_validator
 
 RANKS = "A23456789TJQK"
 SUITS = "SHDC"
@@ -55,37 +57,63 @@ class ShoeExhausted(ValueError):
     """The card was already dealt as many times as the shoe holds it."""
 
 
-class ShoeComposition:
-    """Counts what a shoe of `decks` decks has dealt, and refuses a card it no longer holds."""
+def _card_from_code(value: Any) -> Card:
+    return value if isinstance(value, Card) else Card.parse(value)
 
-    def __init__(self, decks: int) -> None:
-        if decks < 1:
+
+#: a card in a state record: stored as its code ("TD"), a `Card` in memory
+CardCode = Annotated[
+    Card, BeforeValidator(_card_from_code), PlainSerializer(lambda card: card.code, return_type=str)
+]
+
+
+class ShoeComposition(BaseModel):
+    """Counts what a shoe of `decks` decks has dealt, and refuses a card it no longer holds.
+
+    A plain record (card code -> copies dealt), so a table's state serialises to JSON."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    decks: int = Field(ge=1)
+    dealt_copies: dict[str, int] = Field(default_factory=dict)
+
+    def __init__(self, decks: int | None = None, /, **data: Any) -> None:
+        if decks is not None:
+            data["decks"] = decks
+        if data.get("decks", 1) < 1:
             raise ValueError("a shoe holds at least one deck")
-        self.decks = decks
-        self._dealt: Counter[Card] = Counter()
+        super().__init__(**data)
+
+    @field_validator("dealt_copies")
+    @classmethod
+    def _card_codes(cls, value: dict[str, int]) -> dict[str, int]:
+        for code in value:
+            Card.parse(code)
+        return value
 
     def check(self, card: Card) -> None:
         """Raise ShoeExhausted if taking `card` would exceed what the shoe holds."""
-        if self._dealt[card] >= self.decks:
+        copies = self.dealt(card)
+        if copies >= self.decks:
             raise ShoeExhausted(
-                f"{card} already came out {self._dealt[card]} times; a {self.decks}-deck shoe holds it "
+                f"{card} already came out {copies} times; a {self.decks}-deck shoe holds it "
                 f"{self.decks} times (misread or foreign card)"
             )
 
     def take(self, card: Card) -> None:
         self.check(card)
-        self._dealt[card] += 1
+        self.dealt_copies[card.code] = self.dealt(card) + 1
 
     def dealt(self, card: Card) -> int:
-        return self._dealt[card]
+        return self.dealt_copies.get(card.code, 0)
 
     @property
     def cards_dealt(self) -> int:
-        return sum(self._dealt.values())
+        return sum(self.dealt_copies.values())
 
     @property
     def cards_left(self) -> int:
         return 52 * self.decks - self.cards_dealt
 
     def reset(self) -> None:
-        self._dealt.clear()
+        self.dealt_copies.clear()

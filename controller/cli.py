@@ -42,17 +42,21 @@ def check_ports(config: object) -> None:
             )
 
 
-async def _run_service(config_path: str) -> int:
+async def _run_service(config_path: str, discard_state: bool = False) -> int:
     from controller.config import load_config
     from controller.journal import JournalError
+    from controller.runtime import StateMismatch
     from controller.service import ServiceFailure, TableService
+    from controller.table_state import DISCARD_HINT
 
     config = load_config(config_path)
     check_ports(config)
     try:
-        service = TableService(config)
+        service = TableService(config, discard_state=discard_state)
     except JournalError as exc:
         raise OperatorError(str(exc)) from None
+    except StateMismatch as exc:
+        raise OperatorError(f"{exc}; the stored state was kept: {DISCARD_HINT}") from None
     except (OSError, sqlite3.Error) as exc:
         raise OperatorError(
             f"table.data_dir {config.table.data_dir}: cannot keep the journal there: {exc}"
@@ -87,7 +91,7 @@ async def _run_service(config_path: str) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    return asyncio.run(_run_service(args.config))
+    return asyncio.run(_run_service(args.config, discard_state=args.discard_state))
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -115,7 +119,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
     base = load_config(args.config) if args.config else None
     try:
-        for envelope in replay_file(args.game, args.protocol, args.capture, base):
+        for envelope in replay_file(
+            args.game, args.protocol, args.capture, base, auto_resume=args.auto_resume
+        ):
             print(envelope.model_dump_json(), flush=True)
     except FileNotFoundError:
         raise OperatorError(f"capture {args.capture} not found") from None
@@ -143,6 +149,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("run", help="run the table service")
     p.add_argument("--config", required=True, help="the table's TOML file")
+    p.add_argument(
+        "--discard-state",
+        action="store_true",
+        help="start from a fresh table state even though the journal holds one that does not fit "
+        "(a round in progress is lost; its events stay in the journal)",
+    )
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser(
@@ -168,6 +180,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--game", choices=sorted(GAMES), required=True)
     p.add_argument("--protocol", choices=sorted(PROTOCOLS), required=True)
     p.add_argument("--config", help="take the table's settings (ids, game options) from this TOML file")
+    p.add_argument(
+        "--auto-resume",
+        action="store_true",
+        help="a capture without supervisors: resume a paused round as soon as every device is healthy",
+    )
     p.add_argument("capture", help="raw device bytes, or JSON Lines {t, dir, data}")
     p.set_defaults(func=cmd_replay)
 

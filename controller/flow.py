@@ -3,158 +3,192 @@
 Readings and inputs go in, with the time; events, device requests and the dealer's prompt come out.
 No I/O and no clock reads inside a flow: that is what makes replay and crash recovery exact.
 
-The common round lifecycle (opened -> betting closed -> in play -> result -> closed, or voided) lives in
-`RoundBook`, so each game only decides *when* those transitions happen.
+The round lifecycle every game shares (opening, the betting deadline, closing betting, start of play,
+result, close, void, the gap before the next round, and the refusals) is `controller.lifecycle.RoundBook`'s;
+a game says only what its procedure needs.
+
+Time is deadline-driven, as in sans-IO protocol libraries (aioquic's `get_timer()`): `next_deadline()` says
+when the flow must be called even if nothing arrives, and `on_tick(now)` handles whatever is due by `now`.
+
+State is explicit: each flow names its state in a typed record (`record_model`, a `FlowRecord`) that
+serialises to JSON. `export_state()` / `restore_state()` move the flow's attributes to and from that record;
+everything else a flow holds comes from the configuration. Fields marked `secret` (a face-down card) are kept
+in the record (the journal's state row) and nowhere else: a flow's `public_state()` never includes them.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any, ClassVar
 
-from controller.events import (
-    BettingClosed,
-    Event,
-    EventData,
-    RoundClosed,
-    RoundOpened,
-    RoundVoided,
-    iso_ms,
-    make_event,
-)
+from pydantic import BaseModel, ConfigDict
+
+from controller.flow_output import DeviceRequest, FlowOutput
+from controller.lifecycle import BETTING, NEXT_ROUND, Move, Phase, Refused, RoundBook
 from drivers.readings import Reading
-from drivers.session import DeviceCommand
+
+__all__ = [
+    "SECRET",
+    "DeviceRequest",
+    "FlowOutput",
+    "FlowRecord",
+    "GameFlow",
+    "InputRejected",
+    "Phase",
+    "RoundBook",
+    "secret_fields",
+]
+
+#: mark a record field secret: `hole_card: CardCode | None = Field(None, json_schema_extra=SECRET)`
+SECRET: dict[str, Any] = {"secret": True}
 
 
-class Phase(StrEnum):
-    WAITING = "waiting"  # between rounds
-    BETTING_OPEN = "betting_open"
-    BETTING_CLOSED = "betting_closed"
-    IN_PLAY = "in_play"  # dealing, spinning, shaking
+class FlowRecord(BaseModel):
+    """A flow's state, as journaled. Every field is a plain, typed value; none is derived."""
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=False)
+
+    rounds: RoundBook
+    prompt: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class DeviceRequest:
-    """Ask a device (by its configured name) to do something, e.g. lock the shoe's gate."""
-
-    device: str
-    command: DeviceCommand
-
-
-@dataclass(slots=True)
-class FlowOutput:
-    events: list[Event] = field(default_factory=list)
-    requests: list[DeviceRequest] = field(default_factory=list)
-
-    def extend(self, other: FlowOutput) -> FlowOutput:
-        self.events += other.events
-        self.requests += other.requests
-        return self
-
-    def emit(self, type_: str, data: EventData, time: float, subject: str | None = None) -> None:
-        self.events.append(make_event(type_, data, time, subject))
+def secret_fields(model: type[BaseModel]) -> set[str]:
+    return {
+        name
+        for name, info in model.model_fields.items()
+        if isinstance(info.json_schema_extra, dict) and info.json_schema_extra.get("secret")
+    }
 
 
 class InputRejected(ValueError):
     """An input or command that the flow cannot accept now (the reason is told to the sender)."""
 
 
-class RoundBook:
-    """Round ids, phases and numbering within the shoe: the lifecycle events shared by every game."""
-
-    def __init__(self, table_id: str, game: str) -> None:
-        self.table_id = table_id
-        self.game = game
-        self.rounds_opened = 0
-        self.number_in_shoe = 0
-        self.round_id: str | None = None
-        self.phase = Phase.WAITING
-        self.last_of_shoe = False
-        self.started = (
-            False  # a card dealt / ball launched / dice shaken: from now a fault pauses, not cancels
-        )
-
-    @property
-    def in_round(self) -> bool:
-        return self.round_id is not None
-
-    def new_shoe(self) -> None:
-        self.number_in_shoe = 0
-        self.last_of_shoe = False
-
-    def open(self, now: float, out: FlowOutput, betting_seconds: float | None, with_shoe: bool = True) -> str:
-        assert self.round_id is None, "a round is already open"
-        self.rounds_opened += 1
-        if with_shoe:
-            self.number_in_shoe += 1
-        self.round_id = f"{self.table_id}-{self.rounds_opened:07d}"
-        self.phase = Phase.BETTING_OPEN
-        self.started = False
-        closes = iso_ms(now + betting_seconds) if betting_seconds is not None else None
-        out.emit(
-            "round.opened",
-            RoundOpened(
-                game=self.game,
-                round_id=self.round_id,
-                round_number_in_shoe=self.number_in_shoe if with_shoe else None,
-                betting_closes_at=closes,
-                last_round_of_shoe=self.last_of_shoe,
-            ),
-            now,
-        )
-        return self.round_id
-
-    def close_betting(self, now: float, out: FlowOutput, reason: str) -> None:
-        assert self.round_id is not None and self.phase == Phase.BETTING_OPEN
-        self.phase = Phase.BETTING_CLOSED
-        out.emit("round.betting_closed", BettingClosed(round_id=self.round_id, reason=reason), now)
-
-    def start_play(self) -> None:
-        self.phase = Phase.IN_PLAY
-        self.started = True
-
-    def close(self, now: float, out: FlowOutput) -> None:
-        assert self.round_id is not None
-        out.emit("round.closed", RoundClosed(round_id=self.round_id), now)
-        self._reset()
-
-    def void(self, now: float, out: FlowOutput, reason: str, by: str) -> None:
-        assert self.round_id is not None
-        out.emit("round.voided", RoundVoided(round_id=self.round_id, reason=reason, by=by), now)
-        self._reset()
-
-    def _reset(self) -> None:
-        self.round_id = None
-        self.phase = Phase.WAITING
-        self.started = False
-
-
 class GameFlow(ABC):
     """A game's procedure. Subclasses live in `controller.games`, one module per game."""
 
     game: ClassVar[str]
+    #: the typed record of everything this flow keeps between steps
+    record_model: ClassVar[type[FlowRecord]]
+    #: input name -> method name, besides the lifecycle's own `close_betting`
+    inputs: ClassVar[dict[str, str]] = {}
 
-    def __init__(self, table_id: str) -> None:
-        self.rounds = RoundBook(table_id, self.game)
+    def __init__(self, table_id: str, settings: Any) -> None:
+        self.settings = settings
+        self.rounds = RoundBook(
+            table_id=table_id, game=self.game, gap_seconds=getattr(settings, "round_gap_seconds", 0.0)
+        )
         self.prompt = ""
+
+    # -- state ---------------------------------------------------------------------------------------------
+
+    def export_state(self) -> dict[str, Any]:
+        """The flow's state as a JSON-ready dict (secrets included: for the journal's state row only)."""
+        fields = self.record_model.model_fields
+        record = self.record_model.model_validate({name: getattr(self, name) for name in fields})
+        return record.model_dump(mode="json")
+
+    def restore_state(self, data: dict[str, Any]) -> None:
+        """Apply a journaled record to a flow freshly built from the configuration. Raises ValueError
+        (pydantic's ValidationError) if the record does not fit this flow."""
+        record = self.record_model.model_validate(data)
+        for name in self.record_model.model_fields:
+            setattr(self, name, getattr(record, name))
+
+    def restore_conflict(self, data: dict[str, Any]) -> str | None:
+        """Why a record cannot be applied under the current configuration (e.g. the number of decks changed
+        mid-shoe), or None. The service then refuses to start rather than guess."""
+        return None
+
+    # -- time ----------------------------------------------------------------------------------------------
+
+    def next_deadline(self) -> float | None:
+        """When the flow must be called (`on_tick`) even if nothing arrives; None: not until something is."""
+        return self.rounds.next_deadline()
+
+    def shift_deadlines(self, seconds: float) -> None:
+        """The table was paused for `seconds`: running windows (betting, decisions) get that time back."""
+        self.rounds.shift(seconds)
+
+    def on_tick(self, now: float) -> FlowOutput:
+        """Handle whatever is due by `now`. Not called while the table is paused. Calling it early, or
+        more often than needed, changes nothing."""
+        out = FlowOutput()
+        for name in self.rounds.pop_due(now):
+            self.on_timer(name, now, out)
+        return out
+
+    def on_timer(self, name: str, now: float, out: FlowOutput) -> None:
+        if name == BETTING:
+            self.close_betting(now, out, "timer")
+        elif name == NEXT_ROUND:
+            self.next_round_due(now, out)
+
+    def next_round_due(self, now: float, out: FlowOutput) -> None:  # noqa: B027 - optional hook
+        """The gap after the last round is over (or the table just started): open the next round if the
+        game opens rounds by itself. Default: nothing (the device opens rounds)."""
+
+    # -- the lifecycle moves, with the game's hooks ----------------------------------------------------------
+
+    def close_betting(self, now: float, out: FlowOutput, reason: str) -> None:
+        self.rounds.close_betting(now, out, reason)
+        self.betting_closed(now, out, reason)
+
+    def betting_closed(self, now: float, out: FlowOutput, reason: str) -> None:  # noqa: B027 - optional hook
+        """Hook: betting has just closed (e.g. unlock the shoe, tell the dealer to deal)."""
+
+    def finish_round(self, now: float, out: FlowOutput, result: BaseModel) -> None:
+        self.rounds.finish(now, out, result)  # type: ignore[arg-type]
+        self.round_over(now, out)
+
+    def void_round(self, now: float, reason: str, by: str) -> FlowOutput:
+        """Cancel the current round (bets refunded) and get ready for the next one."""
+        try:
+            self.rounds.check(Move.VOID)
+        except Refused as exc:
+            raise InputRejected(str(exc)) from None
+        out = FlowOutput()
+        self.rounds.void(now, out, reason, by)
+        self.round_over(now, out)
+        self.round_voided(now, out)
+        return out
+
+    def round_over(self, now: float, out: FlowOutput) -> None:  # noqa: B027 - optional hook
+        """Hook: the round closed with a result or was voided; tidy up for the next one."""
+
+    def round_voided(self, now: float, out: FlowOutput) -> None:  # noqa: B027 - optional hook
+        """Hook: after `round_over`, for a voided round only (e.g. tell the dealer to set the cards aside)."""
+
+    # -- inputs --------------------------------------------------------------------------------------------
+
+    def on_input(self, name: str, payload: dict[str, Any], now: float) -> FlowOutput:
+        """A validated input from the rules engine or the dealer. Raise InputRejected when not applicable."""
+        if name == "close_betting":
+            return self._close_betting_input(now)
+        method = self.inputs.get(name)
+        if method is None:
+            known = ", ".join([*self.inputs, "close_betting"])
+            raise InputRejected(f"{self.game} takes no input {name!r}; it takes {known}")
+        result: FlowOutput = getattr(self, method)(payload, now)
+        return result
+
+    def _close_betting_input(self, now: float) -> FlowOutput:
+        try:
+            self.rounds.check(Move.CLOSE_BETTING)
+        except Refused as exc:
+            raise InputRejected(str(exc)) from None
+        out = FlowOutput()
+        self.close_betting(now, out, self.close_betting_input_reason)
+        return out
+
+    #: how `round.betting_closed` names an early close by input
+    close_betting_input_reason: ClassVar[str] = "input"
+
+    # -- readings and the rest -----------------------------------------------------------------------------
 
     @abstractmethod
     def on_reading(self, reading: Reading, now: float) -> FlowOutput:
         """A device reading (cards, wheel states...). Must not raise on a bad reading: emit a rejection."""
-
-    @abstractmethod
-    def on_tick(self, now: float) -> FlowOutput:
-        """Time passes (betting timer, next round). Not called while the table is paused."""
-
-    def on_input(self, name: str, payload: dict[str, Any], now: float) -> FlowOutput:
-        """A validated input from the rules engine or the dealer. Raise InputRejected when not applicable."""
-        raise InputRejected(f"{self.game} takes no input {name!r}")
-
-    @abstractmethod
-    def void_round(self, now: float, reason: str, by: str) -> FlowOutput:
-        """Cancel the current round (bets refunded) and get ready for the next one."""
 
     def on_pause(self, now: float) -> FlowOutput:
         """The table was paused: e.g. lock the shoe's gate. Default: nothing."""
@@ -166,4 +200,4 @@ class GameFlow(ABC):
 
     @abstractmethod
     def public_state(self) -> dict[str, Any]:
-        """Everything a late subscriber or the panel may see. Never a secret card."""
+        """Everything a late subscriber or the panel may see. Never a secret."""

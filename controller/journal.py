@@ -153,6 +153,13 @@ class Journal:
         ).fetchall()
         return [Envelope.model_validate_json(row[0]) for row in rows]
 
+    def last_event(self, type_: str) -> Envelope | None:
+        """The most recent journaled event of this type, if any."""
+        row = self._db.execute(
+            "SELECT envelope FROM events WHERE type = ? ORDER BY sequence DESC LIMIT 1", (type_,)
+        ).fetchone()
+        return None if row is None else Envelope.model_validate_json(row[0])
+
     @property
     def last_sequence(self) -> int:
         return self._last_sequence

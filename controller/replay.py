@@ -4,17 +4,27 @@ Used by `tablectl replay` (audits, golden files) and by the tests. Time is virtu
 timestamps, so the vendor's timing windows (e.g. the wheel's 3 s and 5 s) behave as they did on the table.
 A raw-bytes capture has no timestamps: its lines are spaced `RAW_LINE_SPACING` seconds apart.
 
-Replay settings differ from a live table in two ways only, because a capture knows nothing of bets:
-a round opens as soon as the previous one closed, and a card game's betting closes when its first card
-arrives. A capture starts with a freshly shuffled shoe.
+Time jumps: between two records the replay calls the session and the core only at their deadlines
+(`next_deadline()`), in time order, exactly as the live service sleeps until them; nothing is polled.
+
+Two kinds of capture:
+- A table's own capture (`tablectl run` writes a `meta` record first, then `link` and `cmd` records beside
+  the device bytes): the replay runs with the table's own game settings and applies every command and input
+  the table accepted at its time, so it reproduces the table's events — pauses, resumes and voids included.
+- A capture of device traffic only (a vendor's log, another system's recording): it knows nothing of bets
+  or supervisors, so the game's replay policy (`GameSpec.replay_overrides`, README "Replay") decides when
+  betting closes, and a round paused by a fault stays paused unless `auto_resume` is set: the replay then
+  resumes it as soon as every device is healthy again, as a supervisor at the desk would, `by: "replay"`.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from controller.commands import CommandError, Resume, parse_command
 from controller.config import ConfigError, TableConfig, config_from_dict
 from controller.events import Envelope
 from controller.journal import Journal
@@ -23,36 +33,52 @@ from controller.service import build_core, build_session
 from drivers.capture import CaptureRecord, read_capture
 from drivers.readings import Reading
 
+log = logging.getLogger(__name__)
+
 RAW_LINE_SPACING = 0.05
-#: the live service ticks every 100 ms; a replay ticks at least as often on the capture's clock
-TICK = 0.1
 #: virtual epoch for raw captures (2000-01-01T00:00:00Z), so envelopes carry a plausible, fixed time
 RAW_EPOCH = 946684800.0
-
-REPLAY_GAME_OVERRIDES: dict[str, dict[str, Any]] = {
-    "baccarat": {"round_gap_seconds": 0.0, "betting_closes_on_first_card": True, "auto_new_shoe": True},
-    "roulette": {"round_gap_seconds": 0.0, "user_start": False},
-}
+#: the identity recorded for resumes the replay makes itself (--auto-resume)
+REPLAY_IDENTITY = "replay"
 
 
-def replay_config(game: str, protocol: str, base: TableConfig | None = None) -> TableConfig:
-    """The configuration a replay runs with: the table's own (if given) with the replay overrides."""
-    if game not in REPLAY_GAME_OVERRIDES:
-        # a capture knows nothing of bets: without overrides saying when betting closes, a replay would
-        # reject every card dealt inside the live betting window; refuse rather than print a wrong story
-        known = ", ".join(sorted(REPLAY_GAME_OVERRIDES))
+def _capture_meta(records: list[CaptureRecord]) -> dict[str, Any] | None:
+    for record in records:
+        if record.direction == "meta" and record.info is not None:
+            return record.info
+    return None
+
+
+def replay_config(
+    game: str, protocol: str, base: TableConfig | None = None, meta: dict[str, Any] | None = None
+) -> TableConfig:
+    """The configuration a replay runs with: the table's own (from `base`, else the capture's `meta`), and,
+    for a device-only capture (no `meta`), the game's replay policy on top."""
+    from controller.games import game_spec  # local: keeps the module import light for the CLI's --help
+
+    spec = game_spec(game)
+    if meta is None and spec.replay_overrides is None:
+        known = ", ".join(sorted(name for name, s in _games().items() if s.replay_overrides is not None))
         raise ConfigError(f"replay: {game} captures cannot be replayed yet (replayable: {known})")
     if base is not None:
         raw = base.model_dump(mode="python")
     else:
-        raw = {"table": {"table_id": "replay", "studio_id": "replay", "game": game}, "devices": {}}
+        table_id = str(meta.get("table_id", "replay")) if meta else "replay"
+        raw = {"table": {"table_id": table_id, "studio_id": "replay", "game": game}, "devices": {}}
+        if meta and isinstance(meta.get("settings"), dict):
+            raw["game"] = dict(meta["settings"])
     raw["table"]["game"] = game
-    from controller.games import game_spec  # local: keeps the module import light for the CLI's --help
-
-    device_name = next(iter(game_spec(game).devices))
+    device_name = next(iter(spec.devices))
     raw["devices"] = {device_name: {"protocol": protocol, "port": "replay://capture"}}
-    raw["game"] = {**raw.get("game", {}), **REPLAY_GAME_OVERRIDES.get(game, {})}
+    if meta is None:
+        raw["game"] = {**raw.get("game", {}), **(spec.replay_overrides or {})}
     return config_from_dict(raw, environ={}, source="replay")
+
+
+def _games() -> dict[str, Any]:
+    from controller.games import GAMES
+
+    return GAMES
 
 
 def _split_raw(record: CaptureRecord) -> list[CaptureRecord]:
@@ -60,58 +86,122 @@ def _split_raw(record: CaptureRecord) -> list[CaptureRecord]:
     return [CaptureRecord(t=None, direction=record.direction, data=line) for line in lines]
 
 
-def replay(config: TableConfig, records: list[CaptureRecord]) -> Iterator[Envelope]:
-    """Yield every envelope the live service would have journaled for this capture, in order."""
-    device_name = next(iter(config.devices))
-    device = config.devices[device_name]
-    session = build_session(device_name, device.protocol, device.options)
-    core: TableCore = build_core(config)
-    clock = [RAW_EPOCH]  # the journal's clock: the capture's time
-    journal = Journal(":memory:", source=config.topic_root, clock=lambda: clock[0])
-    pending: list[Envelope] = []
+class _Replayer:
+    """One replay: the session, the core and an in-memory journal on the capture's clock."""
 
-    def apply(step: Step, now: float) -> None:
+    def __init__(self, config: TableConfig, auto_resume: bool) -> None:
+        self.device_name = next(iter(config.devices))
+        device = config.devices[self.device_name]
+        self.session = build_session(self.device_name, device.protocol, device.options)
+        self.core: TableCore = build_core(config)
+        self.now = RAW_EPOCH
+        self.journal = Journal(":memory:", source=config.topic_root, clock=lambda: self.now)
+        self.auto_resume = auto_resume
+        self.pending: list[Envelope] = []
+        self.refused_commands = 0
+
+    def apply(self, step: Step, now: float) -> None:
         """As the service's `_apply`: journal the events, hand the requests to the session."""
         if step.events:
-            pending.extend(journal.append(step.events))
+            self.pending.extend(self.journal.append(step.events))
         for request in step.requests:
-            if request.device == device_name:
+            if request.device == self.device_name:
                 # the session's state follows what the table asked of it; the bytes go nowhere
-                feed(session.command(request.command, now))
+                self.feed(self.session.command(request.command, now))
+        if self.auto_resume and self.core.paused and self.core.devices_ready:
+            try:
+                resumed, _ = self.core.on_command(Resume(by=REPLAY_IDENTITY), now)
+            except CommandError:
+                return
+            self.apply(resumed, now)
 
-    def feed(readings: list[Reading]) -> None:
+    def feed(self, readings: list[Reading]) -> None:
         for reading in readings:
-            apply(core.on_tick(reading.time), reading.time)
-            apply(core.on_reading(reading, reading.time), reading.time)
+            self.apply(self.core.on_reading(reading, reading.time), reading.time)
 
+    def advance(self, until: float) -> None:
+        """Handle every session and core deadline up to `until`, earliest first, each at its own time."""
+        while True:
+            session_due = self.session.next_deadline()
+            core_due = self.core.next_deadline()
+            due = min((d for d in (session_due, core_due) if d is not None), default=None)
+            if due is None or due > until:
+                return
+            self.now = max(self.now, due)
+            if session_due is not None and session_due <= due:
+                self.feed(self.session.tick(self.now))
+            else:
+                self.apply(self.core.on_tick(self.now), self.now)
+            self.session.data_to_send()  # nobody listens in a replay
+
+    def command(self, record: CaptureRecord) -> None:
+        info = record.info or {}
+        try:
+            command = parse_command(str(info.get("kind")), str(info.get("name")), info.get("payload"))
+            if "by" in info:
+                command = command.model_copy(update={"by": str(info["by"])})
+            step, _ = self.core.on_command(command, self.now)
+        except CommandError as exc:
+            # accepted live, refused now: the replay is not telling the same story; say so, never hide it
+            self.refused_commands += 1
+            log.warning(
+                "replay: recorded %s %s refused at %.3f: %s",
+                info.get("kind"),
+                info.get("name"),
+                self.now,
+                exc,
+            )
+            return
+        self.apply(step, self.now)
+
+
+def replay(
+    config: TableConfig, records: list[CaptureRecord], *, auto_resume: bool = False
+) -> Iterator[Envelope]:
+    """Yield every envelope the live service would have journaled for this capture, in order."""
+    replayer = _Replayer(config, auto_resume)
     expanded: list[CaptureRecord] = []
     for record in records:
         expanded.extend(_split_raw(record) if record.t is None else [record])
-    received = [record for record in expanded if record.direction == "rx"]  # tx is regenerated
+    # tx is regenerated by the session; meta was read by replay_config
+    timeline = [record for record in expanded if record.direction in ("rx", "link", "cmd")]
+    links_recorded = any(record.direction == "link" for record in timeline)
 
-    now = RAW_EPOCH
-    next_tick: float | None = None
-    for record in received:
-        now = record.t if record.t is not None else now + RAW_LINE_SPACING
-        if next_tick is None:
-            next_tick = clock[0] = now
-            feed(session.connection_made(now))
-        # the time between two records passes in ticks, as it would live
-        while next_tick <= now:
-            clock[0] = next_tick
-            feed(session.tick(next_tick))
-            apply(core.on_tick(next_tick), next_tick)
-            next_tick += TICK
-        clock[0] = now
-        feed(session.data_received(record.data, now))
-        session.data_to_send()  # nobody listens in a replay
-        yield from pending
-        pending.clear()
-    journal.close()
+    started = False
+    for record in timeline:
+        t = record.t if record.t is not None else replayer.now + RAW_LINE_SPACING
+        if not started:
+            started = True
+            replayer.now = t
+            if not links_recorded:  # a device-only capture: the link was up when it starts
+                replayer.feed(replayer.session.connection_made(t))
+        replayer.advance(t)
+        replayer.now = max(replayer.now, t)
+        if record.direction == "rx":
+            replayer.feed(replayer.session.data_received(record.data, replayer.now))
+        elif record.direction == "link":
+            info = record.info or {}
+            if info.get("event") == "open":
+                replayer.feed(replayer.session.connection_made(replayer.now))
+            else:
+                reason = str(info.get("reason", "link lost"))
+                replayer.feed(replayer.session.connection_lost(replayer.now, reason=reason))
+        else:
+            replayer.command(record)
+        replayer.session.data_to_send()  # nobody listens in a replay
+        yield from replayer.pending
+        replayer.pending.clear()
+    replayer.journal.close()
 
 
 def replay_file(
-    game: str, protocol: str, capture: str | Path, base: TableConfig | None = None
+    game: str,
+    protocol: str,
+    capture: str | Path,
+    base: TableConfig | None = None,
+    *,
+    auto_resume: bool = False,
 ) -> Iterator[Envelope]:
-    config = replay_config(game, protocol, base)
-    yield from replay(config, read_capture(capture))
+    records = read_capture(capture)
+    config = replay_config(game, protocol, base, _capture_meta(records))
+    yield from replay(config, records, auto_resume=auto_resume)

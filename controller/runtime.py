@@ -16,25 +16,35 @@ applied in order on resume: what a device reports is what physically happened (a
 pause, a wheel that finished its spin), so dropping it would put the game out of step with the table.
 Readings from a device that is offline or in fault are rejected: its reader cannot be trusted then.
 After a crash, a round that was in progress is paused ("controller restarted") until a supervisor resumes it.
+A supervisor's void of a paused round also lifts the pause when every device is healthy (one action, not
+two); a void the runtime made itself (a fault before the round started) keeps the table paused until a
+supervisor resumes it.
+
+Time: `next_deadline()` is when the core must be called (`on_tick`) even if nothing arrives; a pause
+stops the clock of the round (on resume every running window is extended by the pause's length).
+
+State: `export_state()` is a versioned, JSON-ready record (`TableRecord`) of the core and its flow, journaled
+with every step; `restore_state()` applies one to a core freshly built from the configuration.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
+
 from controller.commands import (
-    CloseBetting,
+    BUS_COMMANDS,
     Command,
     CommandError,
     DeviceAction,
-    ManualCard,
-    NewShoe,
     Pause,
-    PlayersDone,
     Resume,
     VoidRound,
+    command_name,
 )
 from controller.events import (
     DeviceChanged,
@@ -47,6 +57,7 @@ from controller.events import (
     make_event,
 )
 from controller.flow import DeviceRequest, FlowOutput, GameFlow, InputRejected
+from drivers import readings as reading_types
 from drivers.readings import (
     DeviceFault,
     DeviceFaultCleared,
@@ -69,6 +80,58 @@ DEVICE_ACTIONS: dict[str, DeviceCommand] = {
 
 #: a pause holds at most this many readings (a wheel makes a few per minute; a shoe is locked while paused)
 MAX_HELD_READINGS = 500
+
+#: the version of `TableRecord`; bump it with a migration in `controller.state_migrations`
+STATE_VERSION = 1
+
+
+class StateMismatch(ValueError):
+    """A journaled table state that does not fit the table as configured; one line for the operator."""
+
+
+class PauseRecord(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    reason: str
+    by: str
+    device: str | None
+    since: float
+
+
+class HeldRecord(BaseModel):
+    """A reading held during a pause: its class name (in `drivers.readings`) and its fields."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: str
+    fields: dict[str, Any]
+
+
+class TableRecord(BaseModel):
+    """Everything the core keeps between steps, as journaled (device health is not kept: links are
+    re-established after a restart)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    state_version: int
+    table_id: str
+    game: str
+    pause: PauseRecord | None = None
+    held: list[HeldRecord] = []
+    rejected: dict[str, int] = {}
+    flow: dict[str, Any]
+
+
+def held_record(reading: Reading) -> HeldRecord:
+    return HeldRecord(type=type(reading).__name__, fields=dataclasses.asdict(reading))
+
+
+def reading_from_record(record: HeldRecord) -> Reading:
+    cls = getattr(reading_types, record.type, None)
+    if not (isinstance(cls, type) and issubclass(cls, Reading)):
+        raise ValueError(f"held reading of unknown type {record.type!r}")
+    reading: Reading = TypeAdapter(cls).validate_python(record.fields)
+    return reading
 
 
 @dataclass(slots=True)
@@ -107,12 +170,7 @@ class Step:
         return self
 
 
-@dataclass(slots=True)
-class PauseInfo:
-    reason: str
-    by: str
-    device: str | None
-    since: float
+PauseInfo = PauseRecord  # the name the runtime used before its state became a record
 
 
 class TableCore:
@@ -125,10 +183,57 @@ class TableCore:
         self.held: list[Reading] = []
         self.rejected: dict[str, int] = {}
 
+    # -- state -----------------------------------------------------------------------------------------
+    def export_state(self) -> dict[str, Any]:
+        """The versioned record journaled with every step (secrets included: the state row only)."""
+        record = TableRecord(
+            state_version=STATE_VERSION,
+            table_id=self.table_id,
+            game=self.game,
+            pause=self.pause,
+            held=[held_record(reading) for reading in self.held],
+            rejected=dict(self.rejected),
+            flow=self.flow.export_state(),
+        )
+        return record.model_dump(mode="json")
+
+    def restore_state(self, data: dict[str, Any]) -> None:
+        """Apply a journaled record (already migrated to STATE_VERSION). Raises StateMismatch, changing
+        nothing, when it does not fit this table as configured."""
+        try:
+            record = TableRecord.model_validate(data)
+        except ValidationError as exc:
+            raise StateMismatch(f"the table state is not a valid record: {_first_error(exc)}") from None
+        if record.game != self.game:
+            raise StateMismatch(
+                f"the table state is of a {record.game} table, but the config says {self.game}"
+            )
+        if record.table_id != self.table_id:
+            raise StateMismatch(f"the table state is of table {record.table_id}, not {self.table_id}")
+        conflict = self.flow.restore_conflict(record.flow)
+        if conflict is not None:
+            raise StateMismatch(conflict)
+        try:
+            held = [reading_from_record(item) for item in record.held]
+            self.flow.restore_state(record.flow)
+        except (ValidationError, ValueError) as exc:
+            detail = _first_error(exc) if isinstance(exc, ValidationError) else str(exc)
+            raise StateMismatch(f"the {self.game} state does not fit this version: {detail}") from None
+        self.pause = record.pause
+        self.held = held
+        self.rejected = dict(record.rejected)
+
     # -- queries ---------------------------------------------------------------------------------------
     @property
     def paused(self) -> bool:
         return self.pause is not None
+
+    def next_deadline(self) -> float | None:
+        """When `on_tick` must be called even if nothing arrives; None while the table waits for
+        something else (paused, devices not ready, or the game waiting for a device)."""
+        if self.paused or not self.devices_ready:
+            return None
+        return self.flow.next_deadline()
 
     @property
     def devices_ready(self) -> bool:
@@ -200,7 +305,8 @@ class TableCore:
         try:
             step.add(self.flow.on_reading(reading, now))
         except Exception:  # a bug must not stop the table silently nor crash it: pause and tell
-            log.exception("game flow failed on %r", reading)
+            # the reading's type only: its content may be a secret (a face-down card)
+            log.exception("game flow failed on a %s from %s", type(reading).__name__, reading.device)
             self._reject(step, reading, "internal error in the game flow", now, "flow error")
             self._pause(step, now, "internal error in the game flow", by="system", device=None)
 
@@ -226,23 +332,10 @@ class TableCore:
         elif isinstance(command, Resume):
             if not self.paused:
                 raise CommandError("the table is not paused")
-            bad = {n: d.status for n, d in self.devices.items() if d.status != "online"}
+            bad = self._unhealthy_devices()
             if bad:
-                raise CommandError(
-                    "cannot resume: " + ", ".join(f"device {n} is {s}" for n, s in bad.items())
-                )
-            self.pause = None
-            rounds = self.flow.rounds
-            step.events.append(
-                make_event("round.resumed", RoundResumed(round_id=rounds.round_id, by=by), now)
-            )
-            step.add(self.flow.on_resume(now))
-            held, self.held = self.held, []
-            for reading in held:
-                if self.paused:  # a held reading may itself trip a pause (flow error): keep the rest held
-                    self.held.append(reading)
-                else:
-                    self._apply_reading(step, reading, reading.time)
+                raise CommandError(f"cannot resume: {bad}")
+            self._lift_pause(step, now, by, self.flow.rounds.round_id)
         elif isinstance(command, DeviceAction):
             if command.device not in self.devices:
                 raise CommandError(f"no device {command.device!r}; this table has: {', '.join(self.devices)}")
@@ -254,22 +347,22 @@ class TableCore:
             if command.round_id is not None and command.round_id != round_id:
                 raise CommandError(f"round {command.round_id} is not the current round ({round_id})")
             step.add(self.flow.void_round(now, command.reason, by))
-        elif isinstance(command, ManualCard | NewShoe | CloseBetting | PlayersDone):
+            if self.paused and not self._unhealthy_devices():
+                # the supervisor's void ends the interruption: one action, not void then resume
+                self._lift_pause(step, now, by, round_id)
+        else:
+            # everything else is the game's input (manual_card, new_shoe, close_betting, a player's
+            # decision...): the flow says whether it applies now
+            name = command_name(command)
+            if name in BUS_COMMANDS:
+                raise CommandError(f"{type(command).__name__} is not a table command")
             if self.paused:
                 raise CommandError("the table is paused")
-            name = {
-                ManualCard: "manual_card",
-                NewShoe: "new_shoe",
-                CloseBetting: "close_betting",
-                PlayersDone: "players_done",
-            }[type(command)]
             payload = command.model_dump(exclude={"transaction", "by"})
             try:
                 step.add(self.flow.on_input(name, payload, now))
             except InputRejected as exc:
                 raise CommandError(str(exc)) from None
-        else:
-            raise CommandError(f"{type(command).__name__} is not a table command")
         return step, {"state": self.state()}
 
     def recovered(self, now: float) -> Step:
@@ -289,6 +382,25 @@ class TableCore:
         return step
 
     # -- internals -------------------------------------------------------------------------------------
+    def _unhealthy_devices(self) -> str:
+        bad = {n: d.status for n, d in self.devices.items() if d.status != "online"}
+        return ", ".join(f"device {n} is {s}" for n, s in bad.items())
+
+    def _lift_pause(self, step: Step, now: float, by: str, round_id: str | None) -> None:
+        assert self.pause is not None
+        paused_for = max(0.0, now - self.pause.since)
+        self.pause = None
+        # the round's clock stood still while paused: its betting or decision window is not eaten by it
+        self.flow.shift_deadlines(paused_for)
+        step.events.append(make_event("round.resumed", RoundResumed(round_id=round_id, by=by), now))
+        step.add(self.flow.on_resume(now))
+        held, self.held = self.held, []
+        for reading in held:
+            if self.paused:  # a held reading may itself trip a pause (flow error): keep the rest held
+                self.held.append(reading)
+            else:
+                self._apply_reading(step, reading, reading.time)
+
     def _on_health(self, step: Step, health: DeviceHealth, reading: Reading, now: float) -> None:
         name = reading.device
         if isinstance(reading, DeviceStatus):
@@ -328,7 +440,7 @@ class TableCore:
 
     def _pause(self, step: Step, now: float, reason: str, *, by: str, device: str | None) -> None:
         rounds = self.flow.rounds
-        self.pause = PauseInfo(reason=reason, by=by, device=device, since=now)
+        self.pause = PauseRecord(reason=reason, by=by, device=device, since=now)
         step.events.append(
             make_event(
                 "round.paused",
@@ -363,3 +475,9 @@ class TableCore:
                 subject=self.flow.rounds.round_id,
             )
         )
+
+
+def _first_error(exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    where = ".".join(str(p) for p in err["loc"])
+    return f"{where}: {err['msg']}" if where else str(err["msg"])

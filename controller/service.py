@@ -4,9 +4,13 @@ device runners --readings--> TableCore --events--> Journal (commit) --> TableBus
 commands (MQTT, panel) ----------------> TableCore.on_command (the one validated entry point)
 
 Everything runs on one event loop and the core is called synchronously, so there is no interleaving inside it:
-each reading, tick or command is applied, journaled with a snapshot of the core in the same SQLite
-transaction,
-and only then published.
+each reading, deadline or command is applied, journaled with the core's state record in the same SQLite
+transaction, and only then published (and only then are the devices' acknowledgements sent: see
+`drivers.runner`).
+
+Time is deadline-driven: the service sleeps until the core's next deadline or the next input, never polls.
+After a restart the core is built from the configuration and the journaled state record is applied to it
+(`controller.table_state`); a record that does not fit stops the start with one line, never a silent reset.
 """
 
 from __future__ import annotations
@@ -14,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import pickle
 import sqlite3
 import time
 from collections.abc import Awaitable, Callable
@@ -29,6 +32,7 @@ from controller.flow import DeviceRequest
 from controller.games import make_flow
 from controller.journal import Journal
 from controller.runtime import Step, TableCore
+from controller.table_state import decode_state, encode_state
 from drivers.capture import CaptureWriter
 from drivers.readings import Reading
 from drivers.registry import session_class
@@ -37,8 +41,6 @@ from drivers.session import DeviceSession, UnknownDeviceCommand
 
 log = logging.getLogger(__name__)
 
-#: bumped when TableCore's pickled shape changes incompatibly; an older snapshot is then not restored
-SNAPSHOT_VERSION = 1
 DEFAULT_BAUDRATE = {"cammegh-ss2": 9600}
 
 EnvelopeListener = Callable[[Envelope], None]
@@ -58,22 +60,22 @@ def build_session(name: str, protocol: str, options: dict[str, Any]) -> DeviceSe
     return session
 
 
-def dump_snapshot(core: TableCore) -> bytes:
-    return pickle.dumps((SNAPSHOT_VERSION, core), protocol=pickle.HIGHEST_PROTOCOL)
-
-
-def load_snapshot(blob: bytes | None) -> TableCore | None:
-    if blob is None:
-        return None
-    try:
-        version, core = pickle.loads(blob)
-    except Exception:
-        log.exception("the journal's snapshot cannot be read; starting from a fresh table state")
-        return None
-    if version != SNAPSHOT_VERSION or not isinstance(core, TableCore):
-        log.error("the journal's snapshot is of another version (%s); starting fresh", version)
-        return None
-    return core
+def restore_core(core: TableCore, journal: Journal, *, discard_state: bool = False) -> bool:
+    """Apply the journal's state record to `core` (built from the configuration). Returns whether a state
+    was restored. Raises StateMismatch (see controller.table_state) when the record does not fit."""
+    blob = journal.snapshot()
+    if blob is not None and not discard_state:
+        core.restore_state(decode_state(blob))
+        return True
+    if blob is not None:
+        log.warning("discarding the journal's table state as asked (--discard-state); starting afresh")
+    # Round ids stay unique per table: a fresh state continues the journal's numbering.
+    last = journal.last_event("round.opened")
+    if last is not None and last.subject:
+        number = last.subject.rsplit("-", 1)[-1]
+        if number.isdigit():
+            core.flow.rounds.rounds_opened = int(number)
+    return False
 
 
 class TableService:
@@ -82,19 +84,27 @@ class TableService:
         config: TableConfig,
         *,
         clock: Callable[[], float] = time.time,
-        tick_interval: float = 0.1,
         journal_path: Path | None = None,
+        discard_state: bool = False,
     ) -> None:
         self.config = config
         self.clock = clock
-        self.tick_interval = tick_interval
         data_dir = config.table.data_dir
         self.journal_path = journal_path or data_dir / f"{config.table.table_id}-journal.sqlite3"
         self.journal_path.parent.mkdir(parents=True, exist_ok=True)
         self.journal = Journal(self.journal_path, source=config.topic_root, clock=clock)
-        restored = load_snapshot(self.journal.snapshot())
-        self.core = restored if restored is not None else build_core(config)
-        self.restored = restored is not None
+        self.core = build_core(config)
+        try:
+            self.restored = restore_core(self.core, self.journal, discard_state=discard_state)
+        except BaseException:
+            self.journal.close()
+            raise
+        self._stored_state = encode_state(self.core.export_state())
+        # the time of the last step applied: a deadline is handled at its own time, never before an input
+        # the core has already seen
+        self._last_step_time = 0.0
+        # set after every step: the core's next deadline may have moved
+        self._deadlines_changed = asyncio.Event()
         #: called with each journaled envelope, in order (the demo, the panel)
         self.listeners: list[EnvelopeListener] = []
         #: called with the new public state whenever it changed (the panel pushes it to the dealer's screen)
@@ -136,9 +146,11 @@ class TableService:
         with UnknownDeviceCommand): a command's sender is told if the device cannot do what was asked."""
         if self.failure is not None:
             return []  # stopping: nothing more may be published that is not journaled
-        if step.events:
+        self._deadlines_changed.set()
+        state = encode_state(self.core.export_state())
+        if step.events or state != self._stored_state:
             try:
-                envelopes = self.journal.append(step.events, snapshot=dump_snapshot(self.core))
+                envelopes = self.journal.append(step.events, snapshot=state)
             except (sqlite3.Error, OSError) as exc:
                 # Fail-stop (like Klipper on a lost MCU): an event that is not durable must not be published,
                 # and a table whose journal cannot be written cannot promise anything. systemd restarts the
@@ -147,7 +159,9 @@ class TableService:
                 log.critical("%s; stopping", self.failure)
                 self._stopped.set()
                 return []
-            self.bus.events_committed()
+            self._stored_state = state
+            if envelopes:
+                self.bus.events_committed()
             for envelope in envelopes:
                 for listener in self.listeners:
                     listener(envelope)
@@ -194,12 +208,19 @@ class TableService:
         return state
 
     async def on_readings(self, readings: list[Reading]) -> None:
+        """Apply and journal a device's readings. Returns only once they are committed: the runner then
+        sends the device its acknowledgement. Raises ServiceFailure if they could not be committed."""
         for reading in readings:
+            self._last_step_time = max(self._last_step_time, reading.time)
             self._apply(self.core.on_reading(reading, reading.time))
+            if self.failure is not None:
+                raise ServiceFailure(self.failure)
 
     async def handle_command(self, command: Command) -> dict[str, Any]:
         """The single entry point for validated commands (from MQTT or the panel). CommandError propagates."""
-        step, reply = self.core.on_command(command, self.clock())
+        now = self.clock()
+        self._last_step_time = max(self._last_step_time, now)
+        step, reply = self.core.on_command(command, now)
         sent = self._apply(step, want_results=True)
         reply["state"] = self.public_state()
         for future in sent:  # after the state change is committed: wait for the devices to take it
@@ -209,10 +230,22 @@ class TableService:
                 raise CommandError(str(exc)) from None
         return reply
 
-    async def _tick_loop(self) -> None:
+    async def _deadline_loop(self) -> None:
+        """Sleep until the core's next deadline (or until a step moved it), then handle what is due."""
         while True:
-            self._apply(self.core.on_tick(self.clock()))
-            await asyncio.sleep(self.tick_interval)
+            self._deadlines_changed.clear()
+            deadline = self.core.next_deadline()
+            delay = None if deadline is None else deadline - self.clock()
+            if delay is not None and delay <= 0:
+                assert deadline is not None
+                # handled at its own time: the rule fired then, however late the loop woke up
+                now = max(deadline, self._last_step_time)
+                self._last_step_time = now
+                self._apply(self.core.on_tick(now))
+                await asyncio.sleep(0)  # let readings and commands in between two due deadlines
+                continue
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._deadlines_changed.wait(), delay)
 
     # -- lifecycle ----------------------------------------------------------------------------------------
     async def run(self, ready: Callable[[], Awaitable[None] | None] | None = None) -> None:
@@ -234,7 +267,7 @@ class TableService:
                 group.create_task(self.bus.run(), name="mqtt-bus")
                 for name, runner in self.runners.items():
                     group.create_task(runner.run(), name=f"device-{name}")
-                group.create_task(self._tick_loop(), name="tick")
+                group.create_task(self._deadline_loop(), name="deadlines")
                 group.create_task(self._dispatch_loop(), name="device-requests")
                 if ready is not None:
                     result = ready()

@@ -4,6 +4,13 @@ One record per read or write: `{"t": <epoch seconds>, "dir": "rx"|"tx", "data": 
 stored as latin-1 text, so every byte value round-trips and ASCII protocols stay readable in the file.
 `read_capture` also accepts a plain dump of device bytes (e.g. from a terminal program): one rx record
 without times.
+
+A capture written by `tablectl run` also tells the rest of the story, so that a replay reproduces the
+table's events exactly:
+- `{"t", "dir": "meta", "info": {"game", "table_id", "settings"}}` first: what table recorded it;
+- `{"t", "dir": "link", "info": {"event": "open"|"lost", "reason"}}` when the link opened or broke;
+- `{"t", "dir": "cmd", "info": {"kind": "commands"|"inputs", "name", "payload", "by"}}` for every command
+  and input the table accepted (supervisors, the rules engine, the dealer's panel).
 """
 
 from __future__ import annotations
@@ -11,9 +18,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 DIRECTIONS = ("rx", "tx")
+#: records that carry no device bytes but the story around them
+STORY = ("meta", "link", "cmd")
 
 
 class CaptureError(ValueError):
@@ -23,8 +32,9 @@ class CaptureError(ValueError):
 @dataclass(frozen=True, slots=True)
 class CaptureRecord:
     t: float | None
-    direction: str  # "rx" (device -> host) | "tx" (host -> device)
+    direction: str  # "rx" (device -> host) | "tx" (host -> device) | one of STORY
     data: bytes
+    info: dict[str, Any] | None = None  # the content of a STORY record
 
 
 class CaptureWriter:
@@ -37,9 +47,17 @@ class CaptureWriter:
     def write(self, direction: str, data: bytes, t: float) -> None:
         if direction not in DIRECTIONS:
             raise ValueError(f"direction must be 'rx' or 'tx', not {direction!r}")
+        self._write({"t": t, "dir": direction, "data": data.decode("latin-1")})
+
+    def story(self, direction: str, info: dict[str, Any], t: float) -> None:
+        """A meta, link or cmd record (see the module docstring)."""
+        if direction not in STORY:
+            raise ValueError(f"a story record is one of {STORY}, not {direction!r}")
+        self._write({"t": t, "dir": direction, "info": info})
+
+    def _write(self, record: dict[str, Any]) -> None:
         if self._file is None:
             raise ValueError(f"capture {self.path} is closed")
-        record = {"t": t, "dir": direction, "data": data.decode("latin-1")}
         self._file.write(json.dumps(record, ensure_ascii=True) + "\n")
         self._file.flush()
 
@@ -77,8 +95,15 @@ def _parse_record(path: Path, number: int, line: str) -> CaptureRecord:
     t, direction, data = obj.get("t"), obj.get("dir"), obj.get("data")
     if t is not None and (isinstance(t, bool) or not isinstance(t, int | float)):
         raise CaptureError(f"{where}: 't' must be a number of seconds, got {t!r}")
+    if direction in STORY:
+        info = obj.get("info")
+        if not isinstance(info, dict):
+            raise CaptureError(f"{where}: a {direction} record needs an 'info' object")
+        if t is None:
+            raise CaptureError(f"{where}: a {direction} record needs its time 't'")
+        return CaptureRecord(float(t), direction, b"", info)
     if direction not in DIRECTIONS:
-        raise CaptureError(f"{where}: 'dir' must be 'rx' or 'tx', got {direction!r}")
+        raise CaptureError(f"{where}: 'dir' must be 'rx' or 'tx' (or meta, link, cmd), got {direction!r}")
     if not isinstance(data, str):
         raise CaptureError(f"{where}: 'data' must be a string, got {data!r}")
     try:

@@ -4,6 +4,15 @@ The session holds every protocol rule; the runner only moves bytes and time. It 
 happens: a port that cannot be opened is retried with exponential backoff (reported offline once, not on
 every attempt), a link that breaks is reopened, and an exception raised while handling bytes is logged with
 the device name and the loop carries on.
+
+Time: the session is ticked at its own `next_deadline()` (a watchdog, a retransmit, a poll), not on a
+fixed period; the runner sleeps until then or until bytes arrive.
+
+Acknowledgements are promises. What a session queues for its device in answer to bytes (the ACK of a card)
+is written only after `on_readings` returned, i.e. after the table committed those readings to its journal;
+if delivering them failed (the journal cannot be written), nothing the session queued in that step is sent,
+so the device keeps the card and repeats it, and a crash in between loses nothing the device was told was
+kept.
 """
 
 from __future__ import annotations
@@ -44,7 +53,6 @@ class DeviceRunner:
         baudrate: int = 115200,
         on_readings: Callable[[list[Reading]], Awaitable[None]],
         clock: Callable[[], float] = time.time,
-        tick_interval: float = 0.1,
         reconnect_min: float = 0.2,
         reconnect_max: float = 5.0,
         capture: CaptureWriter | None = None,
@@ -55,7 +63,6 @@ class DeviceRunner:
         self.baudrate = baudrate
         self.on_readings = on_readings
         self.clock = clock
-        self.tick_interval = tick_interval
         self.reconnect_min = reconnect_min
         self.reconnect_max = reconnect_max
         self.capture = capture
@@ -63,6 +70,8 @@ class DeviceRunner:
         self._writer: asyncio.StreamWriter | None = None
         # One session call + its delivery at a time: readings reach on_readings in the order they happened.
         self._lock = asyncio.Lock()
+        # set after every session call: the session's next deadline may have moved
+        self._deadline_moved = asyncio.Event()
         self.last_error: str | None = None
 
     @property
@@ -135,9 +144,17 @@ class DeviceRunner:
                 await ticker
 
     async def _tick_loop(self) -> None:
+        """Tick the session at its deadlines (timeouts, polls): sleep until the next one or until a call
+        moved it."""
         while True:
-            await asyncio.sleep(self.tick_interval)
-            await self._call(self.session.tick)
+            self._deadline_moved.clear()
+            deadline = self.session.next_deadline()
+            delay = None if deadline is None else deadline - self.clock()
+            if delay is not None and delay <= 0:
+                await self._call(self.session.tick)
+                continue
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._deadline_moved.wait(), delay)
 
     async def _call(
         self,
@@ -146,22 +163,35 @@ class DeviceRunner:
         now: float | None = None,
         swallow_errors: bool = True,
     ) -> None:
-        """Run one session step, send what it queued, deliver its readings; never let a bug stop the loop."""
+        """Run one session step, deliver its readings, then send what it queued; never let a bug stop the
+        loop. Bytes go out only after the readings were delivered (committed): see the module docstring."""
         async with self._lock:
             try:
-                readings = step(self.clock() if now is None else now)
-            except Exception:
-                if not swallow_errors:
-                    raise
-                log.exception("%s: session error (input dropped, the link keeps running)", self.name)
-                readings = []
-            finally:
-                self._flush()
-            if readings:
                 try:
-                    await self.on_readings(readings)
+                    readings = step(self.clock() if now is None else now)
                 except Exception:
-                    log.exception("%s: delivering %d readings failed", self.name, len(readings))
+                    if not swallow_errors:
+                        self._flush()  # a refused command queued nothing new; earlier bytes may go
+                        raise
+                    log.exception("%s: session error (input dropped, the link keeps running)", self.name)
+                    readings = []
+                if readings:
+                    try:
+                        await self.on_readings(readings)
+                    except Exception as exc:
+                        # Not committed: no acknowledgement may leave for these readings.
+                        dropped = len(self.session.data_to_send())
+                        log.error(
+                            "%s: %d readings were not committed (%s); %d bytes for the device withheld",
+                            self.name,
+                            len(readings),
+                            exc,
+                            dropped,
+                        )
+                        return
+                self._flush()
+            finally:
+                self._deadline_moved.set()
 
     def _flush(self) -> None:
         writer = self._writer

@@ -72,6 +72,11 @@ class DeviceSession(ABC):
     def tick(self, now: float) -> list[Reading]:
         """Called about every 100 ms (and between capture records in a replay): timeouts, polls."""
 
+    def next_deadline(self) -> float | None:
+        """When `tick` must be called even if no bytes arrive (a watchdog, a poll); None: not until
+        something else happens."""
+        return None
+
     def command(self, command: DeviceCommand, now: float) -> list[Reading]:
         """A request from the table. Raise UnknownDeviceCommand for what this device cannot do."""
         raise UnknownDeviceCommand(f"{self.protocol} device {self.name!r} has no command {command.name!r}")

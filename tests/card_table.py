@@ -16,6 +16,11 @@ class DrivesCardFlow:
         self.now += advance
         return self.flow.on_tick(self.now)
 
+    def tick_to_deadline(self) -> FlowOutput:
+        """Move the clock to the flow's next deadline (if it is ahead) and handle what is due."""
+        deadline = self.flow.next_deadline()
+        return self.tick(0.0 if deadline is None else max(0.0, deadline - self.now))
+
     def read(self, reading: Reading) -> FlowOutput:
         return self.flow.on_reading(reading, self.now)
 

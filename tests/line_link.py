@@ -24,7 +24,6 @@ class RecordingLink:
             session,
             url,
             on_readings=self._on_readings,
-            tick_interval=0.05,
             reconnect_min=0.05,
             reconnect_max=0.2,
         )

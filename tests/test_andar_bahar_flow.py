@@ -79,8 +79,7 @@ class Table(DrivesCardFlow):
 
     def ask_for_game_card(self) -> FlowOutput:
         """Tick until the flow asks for the game card (the first tick, or after the round gap)."""
-        gap = 0.0 if self.flow.last_close_time is None else self.settings.round_gap_seconds
-        out = self.tick(gap)
+        out = self.tick_to_deadline()
         assert self.flow.public_state()["next_position"] == "game", event_types(out)
         return out
 

@@ -62,7 +62,7 @@ class Table(DrivesCardFlow):
 
     def open_round(self) -> FlowOutput:
         """Tick until a round opens (the first tick, or after the round gap)."""
-        out = self.tick(0.0 if self.flow.last_close_time is None else self.settings.round_gap_seconds)
+        out = self.tick_to_deadline()
         assert "round.opened" in event_types(out), event_types(out)
         return out
 

@@ -271,7 +271,6 @@ class Table:
             self.session,
             url,
             on_readings=self._on_readings,
-            tick_interval=0.05,
             reconnect_min=0.05,
             reconnect_max=0.2,
             capture=self.capture,
@@ -577,7 +576,7 @@ async def test_runner_survives_a_failing_reading_consumer(tmp_path: Path) -> Non
 
     async with ShoeSimulator(decks=1) as simulator:
         await simulator.start_pty(str(tmp_path / "ttySHOE"))
-        runner = DeviceRunner(ShoeSession("shoe1"), simulator.url, on_readings=flaky, tick_interval=0.05)
+        runner = DeviceRunner(ShoeSession("shoe1"), simulator.url, on_readings=flaky)
         task = asyncio.create_task(runner.run())
         try:
             await until(lambda: any(isinstance(r, DeviceOnline) for r in delivered))

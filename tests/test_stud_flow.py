@@ -90,7 +90,7 @@ class Table(DrivesCardFlow):
         return self.flow.on_input("players_done", {"by": "rules-engine", "transaction": "t1"}, self.now)
 
     def open_and_close_betting(self) -> FlowOutput:
-        out = self.tick(0.0 if self.flow.last_close_time is None else self.settings.round_gap_seconds)
+        out = self.tick_to_deadline()
         assert "round.opened" in event_types(out)
         out.extend(self.tick(self.settings.betting_seconds))
         assert "round.betting_closed" in event_types(out)

@@ -24,6 +24,9 @@ class GameSpec:
     demo_decks: int = 8
     #: a freshly shuffled pack for every round (no cut card): the demo's dealer reloads the shoe after each
     fresh_deck_each_round: bool = False
+    #: the replay policy for a capture of device traffic only (it knows nothing of bets and decisions):
+    #: game settings laid over the table's. None: such captures of this game cannot be replayed.
+    replay_overrides: dict[str, Any] | None = None
 
     def flow_class(self) -> type[GameFlow]:
         cls: type[GameFlow] = _load(self.flow_path)
@@ -44,11 +47,17 @@ GAMES: dict[str, GameSpec] = {
         "controller.games.baccarat:BaccaratFlow",
         "controller.games.baccarat:BaccaratSettings",
         {"shoe": ("shoe-line",)},
+        replay_overrides={
+            "round_gap_seconds": 0.0,
+            "betting_closes_on_first_card": True,
+            "auto_new_shoe": True,
+        },
     ),
     "roulette": GameSpec(
         "controller.games.roulette:RouletteFlow",
         "controller.games.roulette:RouletteSettings",
         {"wheel": ("cammegh-ss2",)},
+        replay_overrides={"round_gap_seconds": 0.0, "user_start": False},
     ),
     "andar_bahar": GameSpec(
         "controller.games.andar_bahar:AndarBaharFlow",
@@ -56,6 +65,7 @@ GAMES: dict[str, GameSpec] = {
         {"shoe": ("shoe-line",)},
         demo_decks=1,
         fresh_deck_each_round=True,
+        replay_overrides={"round_gap_seconds": 0.0, "betting_closes_on_first_card": True},
     ),
     "stud": GameSpec(
         "controller.games.stud:StudFlow",
@@ -63,6 +73,11 @@ GAMES: dict[str, GameSpec] = {
         {"shoe": ("shoe-line",)},
         demo_decks=1,
         fresh_deck_each_round=True,
+        replay_overrides={
+            "round_gap_seconds": 0.0,
+            "betting_closes_on_first_card": True,
+            "decisions_end_on_dealer_card": True,
+        },
     ),
 }
 

@@ -11,22 +11,22 @@ the next round then starts again from a new deck and a new game card.
 After betting closes cards alternate Andar, Bahar, Andar, ... until one has the game card's rank; that side
 wins. Cards that break the procedure (between rounds, during betting, after the match, or a second copy of a
 card of the one deck) are rejected and reported, never guessed. The shoe's gate is locked while no card is
-expected. Time only comes in as `now`: replays are exact and a pickled flow resumes where it was.
+expected. Time only comes in as `now`: replays are exact and a restored state record resumes where it was.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import pairwise
-from typing import Any, Literal, get_args
+from typing import Any, ClassVar, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from controller.cards import Card
+from controller.cards import Card, CardCode
 from controller.events import AndarBaharBucket, AndarBaharResult, CardDealt, iso_ms
-from controller.flow import DeviceRequest, FlowOutput, InputRejected, Phase
+from controller.flow import DeviceRequest, FlowOutput, FlowRecord, InputRejected, Phase
 from controller.games.card_flow import PROMPT_RESCAN as PROMPT_RESCAN  # re-exported: it used to live here
-from controller.games.card_flow import CardFlow, position_view
+from controller.games.card_flow import CardFlow, CardFlowRecord, position_view
 from drivers.readings import CutCardSeen
 from drivers.session import DeviceCommand
 
@@ -59,6 +59,10 @@ class AndarBaharSettings(BaseModel):
         default=None,
         min_length=1,
         description="if set, this device is asked to shuffle one deck after every round",
+    )
+    betting_closes_on_first_card: bool = Field(
+        default=False,
+        description="replay policy: no betting timer; a round's betting closes when its first card arrives",
     )
 
 
@@ -136,11 +140,20 @@ def andar_bahar_result(
 # --- the flow ---------------------------------------------------------------------------------------------
 
 
+class AndarBaharRecord(CardFlowRecord):
+    awaiting_game_card: bool = False
+    game_card: CardCode | None = None
+    andar: list[CardCode] = Field(default_factory=list)
+    bahar: list[CardCode] = Field(default_factory=list)
+
+
 class AndarBaharFlow(CardFlow):
     """Reading the cards (re-scans, hand-entered cards, impossible cards) is `CardFlow`'s; this class is the
     Andar Bahar procedure: when a card may come out and where it goes."""
 
     game = "andar_bahar"
+    record_model: ClassVar[type[FlowRecord]] = AndarBaharRecord
+    inputs: ClassVar[dict[str, str]] = {"manual_card": "_manual_card"}
     settings: AndarBaharSettings
 
     def __init__(self, table_id: str, settings: AndarBaharSettings) -> None:
@@ -150,27 +163,13 @@ class AndarBaharFlow(CardFlow):
         self.game_card: Card | None = None
         self.andar: list[Card] = []
         self.bahar: list[Card] = []
-        self.betting_closes_at: float | None = None
-        self.last_close_time: float | None = None
         self.idle_reason = "the table has not started yet"
 
     # -- time ------------------------------------------------------------------------------------------
 
-    def on_tick(self, now: float) -> FlowOutput:
-        out = FlowOutput()
-        if not self.rounds.in_round:
-            if not self.awaiting_game_card and self._gap_over(now):
-                self._await_game_card(out)
-        elif (
-            self.rounds.phase == Phase.BETTING_OPEN
-            and self.betting_closes_at is not None
-            and now >= self.betting_closes_at
-        ):
-            self._close_betting(now, out, "timer")
-        return out
-
-    def _gap_over(self, now: float) -> bool:
-        return self.last_close_time is None or now - self.last_close_time >= self.settings.round_gap_seconds
+    def next_round_due(self, now: float, out: FlowOutput) -> None:
+        if not self.awaiting_game_card:
+            self._await_game_card(out)
 
     # -- readings (the card-reading procedure itself is CardFlow's) ------------------------------------------
 
@@ -178,6 +177,7 @@ class AndarBaharFlow(CardFlow):
         # An unread game card opens nothing yet: the round opens when it is known. An unread Andar/Bahar card
         # has started the round: from now a fault pauses the round instead of voiding it.
         if self.rounds.in_round:
+            self._first_card_closes_betting(now, out)
             self.rounds.start_play()
 
     def _on_cut_card(self, reading: CutCardSeen, now: float) -> FlowOutput:
@@ -189,36 +189,21 @@ class AndarBaharFlow(CardFlow):
     # -- inputs ----------------------------------------------------------------------------------------
 
     def on_input(self, name: str, payload: dict[str, Any], now: float) -> FlowOutput:
-        # `transaction` and `by` may ride along in any payload: they are the runtime's business.
-        if name == "manual_card":
-            return self._manual_card(payload, now)
-        if name == "close_betting":
-            if not self.rounds.in_round or self.rounds.phase != Phase.BETTING_OPEN:
-                raise InputRejected("betting is not open")
-            out = FlowOutput()
-            self._close_betting(now, out, "input")
-            return out
         if name == "new_shoe":
             raise InputRejected("andar_bahar takes no new_shoe: every round starts from a fresh deck")
-        raise InputRejected(f"andar_bahar takes no input {name!r}; it takes manual_card, close_betting")
+        return super().on_input(name, payload, now)
 
     # -- interruptions -----------------------------------------------------------------------------------
 
-    def void_round(self, now: float, reason: str, by: str) -> FlowOutput:
-        if not self.rounds.in_round:
-            raise InputRejected("there is no round to void")
-        out = FlowOutput()
-        self.rounds.void(now, out, reason, by)
-        self._end_of_round(now, out)
+    def round_voided(self, now: float, out: FlowOutput) -> None:
         self.game_card, self.andar, self.bahar = None, [], []
         self.prompt = PROMPT_VOIDED
         self.idle_reason = "the round was voided: no card is expected until the next game card is asked for"
-        return out
 
     # -- state ---------------------------------------------------------------------------------------------
 
     def public_state(self) -> dict[str, Any]:
-        closes = self.betting_closes_at
+        closes = self.rounds.betting_deadline
         return {
             "game": self.game,
             "positions": self.positions(),  # the uniform view the panel draws
@@ -267,7 +252,7 @@ class AndarBaharFlow(CardFlow):
         """Why no card may come out now, or None while one is expected (and the gate is open)."""
         if not self.rounds.in_round:
             return None if self.awaiting_game_card else self.idle_reason
-        if self.rounds.phase == Phase.BETTING_OPEN:
+        if self.rounds.phase == Phase.BETTING_OPEN and not self.settings.betting_closes_on_first_card:
             return "betting is open: deal to Andar only after betting closes"
         return None
 
@@ -276,6 +261,7 @@ class AndarBaharFlow(CardFlow):
             self._deal_game_card(card, now, out, raw, rescan)
             return
         assert self.game_card is not None
+        self._first_card_closes_betting(now, out)
         side = side_of(len(self.andar) + len(self.bahar) + 1)
         self._place_card(card, self.andar if side == "andar" else self.bahar, side, now, out, raw, rescan)
         if card.rank == self.game_card.rank:
@@ -286,8 +272,9 @@ class AndarBaharFlow(CardFlow):
     def _deal_game_card(self, card: Card, now: float, out: FlowOutput, raw: str, rescan: bool) -> None:
         # The game card is on the table: the round opens and the countdown starts (seed 003).
         self.awaiting_game_card = False
-        round_id = self.rounds.open(now, out, betting_seconds=self.settings.betting_seconds, with_shoe=False)
-        self.betting_closes_at = now + self.settings.betting_seconds
+        first_card = self.settings.betting_closes_on_first_card
+        betting = None if first_card else self.settings.betting_seconds
+        round_id = self.rounds.open(now, out, betting_seconds=betting, with_shoe=False)
         self.composition.take(card)
         self.game_card = card
         out.emit(
@@ -295,22 +282,26 @@ class AndarBaharFlow(CardFlow):
             CardDealt(round_id=round_id, card=card.code, position="game", index=0, rescan=rescan, raw=raw),
             now,
         )
+        if first_card:
+            self.prompt = f"Game card {card.code} — betting open until the first Andar card"
+            return
         # No card may come out while bets are taken.
         self._request_shoe(out, "lock")
         self.prompt = f"Game card {card.code} — betting open, do not deal yet"
 
-    def _close_betting(self, now: float, out: FlowOutput, reason: str) -> None:
-        self.rounds.close_betting(now, out, reason)
-        self.betting_closes_at = None
-        self._request_shoe(out, "unlock")
+    def _first_card_closes_betting(self, now: float, out: FlowOutput) -> None:
+        if self.rounds.phase == Phase.BETTING_OPEN:
+            self.close_betting(now, out, "first_card")
+
+    def betting_closed(self, now: float, out: FlowOutput, reason: str) -> None:
+        if reason != "first_card":  # the gate is open when a card closed betting
+            self._request_shoe(out, "unlock")
         self.prompt = _PROMPT_DEAL["andar"]
 
     def _finish_round(self, now: float, out: FlowOutput) -> None:
         assert self.rounds.round_id is not None and self.game_card is not None
         result = andar_bahar_result(self.rounds.round_id, self.game_card, self.andar, self.bahar)
-        out.emit("round.result", result, now)
-        self.rounds.close(now, out)
-        self._end_of_round(now, out)
+        self.finish_round(now, out, result)
         self.idle_reason = "the round is over: no card is expected until the next game card is asked for"
         matching = (self.andar if result.winner == "andar" else self.bahar)[-1]
         self.prompt = (
@@ -318,9 +309,7 @@ class AndarBaharFlow(CardFlow):
             f"({result.cards_dealt} cards). Collect the cards and take the shuffled deck"
         )
 
-    def _end_of_round(self, now: float, out: FlowOutput) -> None:
-        self.last_close_time = now
-        self.betting_closes_at = None
+    def round_over(self, now: float, out: FlowOutput) -> None:
         self._clear_unread()
         self._request_shoe(out, "lock")
         if self.settings.shuffler_device is not None:

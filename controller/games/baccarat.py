@@ -5,23 +5,24 @@ Player, Banker, then the third-card rule), tells the dealer in plain words, and 
 the procedure or that the shoe cannot hold. Rounds follow `RoundBook`'s lifecycle; a shoe ends with the
 round in which the cut card comes out.
 
-Time only comes in as `now`: the flow never reads a clock, so a replay of the same readings and ticks
-produces the same events, and a pickled flow resumes exactly where it was.
+Time only comes in as `now`: the flow never reads a clock, so a replay of the same readings and deadlines
+produces the same events, and a restored state record resumes exactly where it was.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from controller.cards import Card
+from controller.cards import Card, CardCode
 from controller.events import BaccaratHand, BaccaratResult, ShoeStarted, iso_ms
 from controller.events import CutCardSeen as CutCardEvent
-from controller.flow import FlowOutput, InputRejected, Phase
+from controller.flow import FlowOutput, FlowRecord, InputRejected, Phase
 from controller.games.card_flow import PROMPT_RESCAN as PROMPT_RESCAN  # re-exported: it used to live here
-from controller.games.card_flow import CardFlow, position_view
+from controller.games.card_flow import CardFlow, CardFlowRecord, position_view
+from controller.lifecycle import NEXT_ROUND
 from drivers.readings import CutCardSeen
 
 Position = Literal["player", "banker"]
@@ -112,59 +113,57 @@ def is_pair(hand: Sequence[Card]) -> bool:
 # --- the flow ---------------------------------------------------------------------------------------------
 
 
+class BaccaratRecord(CardFlowRecord):
+    shoe_number: int = 0
+    shoe_id: str | None = None
+    shoe_finished: bool = False
+    cut_card_seen: bool = False
+    player: list[CardCode] = Field(default_factory=list)
+    banker: list[CardCode] = Field(default_factory=list)
+
+
 class BaccaratFlow(CardFlow):
     """Reading the cards (re-scans, hand-entered cards, impossible cards) is `CardFlow`'s; this class is the
     baccarat procedure: when a card may come out and where it goes."""
 
     game = "baccarat"
+    record_model: ClassVar[type[FlowRecord]] = BaccaratRecord
+    inputs: ClassVar[dict[str, str]] = {"manual_card": "_manual_card", "new_shoe": "_new_shoe_input"}
     settings: BaccaratSettings
 
     def __init__(self, table_id: str, settings: BaccaratSettings) -> None:
         super().__init__(table_id, settings, decks=settings.decks)
-        self.table_id = table_id
         self.shoe_number = 0
         self.shoe_id: str | None = None
         # The cut-card round is over: no round opens until a new shoe starts (by itself or by input).
         self.shoe_finished = False
         self.cut_card_seen = False
-        self.last_close_time: float | None = None
-        self.betting_closes_at: float | None = None
         self.player: list[Card] = []
         self.banker: list[Card] = []
-        self.idle_reason = "no round is open yet"
+
+    def restore_conflict(self, data: dict[str, Any]) -> str | None:
+        decks = data.get("composition", {}).get("decks")
+        if decks != self.settings.decks and data.get("composition", {}).get("dealt_copies"):
+            return f"the shoe in play holds {decks} decks but game.decks is now {self.settings.decks}"
+        return None
 
     # -- time ------------------------------------------------------------------------------------------
 
-    def on_tick(self, now: float) -> FlowOutput:
-        out = FlowOutput()
+    def next_round_due(self, now: float, out: FlowOutput) -> None:
         if self.shoe_id is None:
             self._start_shoe(now, out)
-        if not self.rounds.in_round:
-            if self._may_open_round(now):
-                if self.shoe_finished:
-                    self._start_shoe(now, out)
-                self._open_round(now, out)
-        elif (
-            self.rounds.phase == Phase.BETTING_OPEN
-            and self.betting_closes_at is not None
-            and now >= self.betting_closes_at
-        ):
-            self._close_betting(now, out, "timer")
-        return out
-
-    def _may_open_round(self, now: float) -> bool:
         if self.shoe_finished and not self.settings.auto_new_shoe:
-            return False
-        if self.last_close_time is None:
-            return True
-        return now - self.last_close_time >= self.settings.round_gap_seconds
+            return  # the input new_shoe opens the next round
+        if self.shoe_finished:
+            self._start_shoe(now, out)
+        self._open_round(now, out)
 
     # -- readings (the card-reading procedure itself is CardFlow's) ------------------------------------------
 
     def _unread_card_out(self, now: float, out: FlowOutput) -> None:
         # In first-card mode an unread first card closes betting just as a read one does.
         if self.rounds.phase == Phase.BETTING_OPEN:
-            self._close_betting(now, out, "first_card")
+            self.close_betting(now, out, "first_card")
         super()._unread_card_out(now, out)
 
     def _on_cut_card(self, reading: CutCardSeen, now: float) -> FlowOutput:
@@ -184,19 +183,7 @@ class BaccaratFlow(CardFlow):
 
     # -- inputs ----------------------------------------------------------------------------------------
 
-    def on_input(self, name: str, payload: dict[str, Any], now: float) -> FlowOutput:
-        # `transaction` and `by` may ride along in any payload: they are the runtime's business.
-        if name == "manual_card":
-            return self._manual_card(payload, now)
-        if name == "new_shoe":
-            return self._new_shoe_input(now)
-        if name == "close_betting":
-            return self._close_betting_input(now)
-        raise InputRejected(
-            f"baccarat takes no input {name!r}; it takes manual_card, new_shoe, close_betting"
-        )
-
-    def _new_shoe_input(self, now: float) -> FlowOutput:
+    def _new_shoe_input(self, payload: dict[str, Any], now: float) -> FlowOutput:
         if self.rounds.in_round:
             raise InputRejected(
                 "a new shoe can be loaded only between rounds: "
@@ -206,36 +193,25 @@ class BaccaratFlow(CardFlow):
         self._start_shoe(now, out)
         self.prompt = PROMPT_NEW_SHOE
         self.idle_reason = "a new shoe was loaded: no card is expected until the next round's betting closes"
-        return out
-
-    def _close_betting_input(self, now: float) -> FlowOutput:
-        if not self.rounds.in_round or self.rounds.phase != Phase.BETTING_OPEN:
-            raise InputRejected("betting is not open")
-        out = FlowOutput()
-        self._close_betting(now, out, "input")
+        if NEXT_ROUND not in self.rounds.timers:  # the gap after the last round is over: open now
+            self.rounds.set_timer(NEXT_ROUND, now)
         return out
 
     # -- interruptions -----------------------------------------------------------------------------------
 
-    def void_round(self, now: float, reason: str, by: str) -> FlowOutput:
-        if not self.rounds.in_round:
-            raise InputRejected("there is no round to void")
-        out = FlowOutput()
-        self.rounds.void(now, out, reason, by)
+    def round_voided(self, now: float, out: FlowOutput) -> None:
         self._request_shoe(out, "lock")
         # Cards already out stay counted in the composition: they left the shoe whatever happens to bets.
         # A voided last round does not finish the shoe: the next round is the last one again.
         self.player, self.banker = [], []
-        self._after_round(now)
         self.prompt = PROMPT_VOIDED
         self.idle_reason = "the round was voided: no card is expected until the next round's betting closes"
-        return out
 
     # -- state ---------------------------------------------------------------------------------------------
 
     def public_state(self) -> dict[str, Any]:
         position = self._next_position_if_dealing()
-        closes = self.betting_closes_at
+        closes = self.rounds.betting_deadline
         return {
             "game": self.game,
             "positions": self.positions(),  # the uniform view the panel draws
@@ -268,7 +244,7 @@ class BaccaratFlow(CardFlow):
 
     def _start_shoe(self, now: float, out: FlowOutput) -> None:
         self.shoe_number += 1
-        self.shoe_id = f"{self.table_id}-shoe{self.shoe_number:04d}"
+        self.shoe_id = f"{self.rounds.table_id}-shoe{self.shoe_number:04d}"
         self.composition.reset()
         self.rounds.new_shoe()
         self.shoe_finished = False
@@ -280,19 +256,15 @@ class BaccaratFlow(CardFlow):
         self._clear_unread()
         if self.settings.betting_closes_on_first_card:
             self.rounds.open(now, out, betting_seconds=None)
-            self.betting_closes_at = None
             self._request_shoe(out, "unlock")
             self.prompt = PROMPT_BETTING_OPEN_FIRST_CARD
         else:
             self.rounds.open(now, out, betting_seconds=self.settings.betting_seconds)
-            self.betting_closes_at = now + self.settings.betting_seconds
             # The gate stays closed while bets are taken: no card can come out early.
             self._request_shoe(out, "lock")
             self.prompt = PROMPT_BETTING_OPEN
 
-    def _close_betting(self, now: float, out: FlowOutput, reason: str) -> None:
-        self.rounds.close_betting(now, out, reason)
-        self.betting_closes_at = None
+    def betting_closed(self, now: float, out: FlowOutput, reason: str) -> None:
         if reason != "first_card":  # the gate is already open when a card closed betting
             self._request_shoe(out, "unlock")
         self.prompt = _PROMPT_DEAL["player"]
@@ -310,7 +282,7 @@ class BaccaratFlow(CardFlow):
 
     def _deal(self, card: Card, now: float, out: FlowOutput, raw: str, rescan: bool) -> None:
         if self.rounds.phase == Phase.BETTING_OPEN:
-            self._close_betting(now, out, "first_card")
+            self.close_betting(now, out, "first_card")
         position = next_position(self.player, self.banker)
         assert position is not None, "a card was dealt to a complete hand"
         hand = self.player if position == "player" else self.banker
@@ -355,11 +327,8 @@ class BaccaratFlow(CardFlow):
             round_number_in_shoe=self.rounds.number_in_shoe,
             last_round_of_shoe=self.rounds.last_of_shoe,
         )
-        out.emit("round.result", result, now)
-        self.rounds.close(now, out)
-        last_of_shoe = result.last_round_of_shoe
-        self._after_round(now)
-        if last_of_shoe:
+        self.finish_round(now, out, result)
+        if result.last_round_of_shoe:
             self.shoe_finished = True
         self.idle_reason = "the hand is complete: no card is expected until the next round's betting closes"
         self.prompt = self._result_prompt(result)
@@ -384,9 +353,7 @@ class BaccaratFlow(CardFlow):
             outcome = f"Banker wins {banker} to {player}"
         return f"{how} — {outcome}"
 
-    def _after_round(self, now: float) -> None:
-        self.last_close_time = now
-        self.betting_closes_at = None
+    def round_over(self, now: float, out: FlowOutput) -> None:
         self._clear_unread()
 
     @staticmethod

@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 from controller.cards import Card, InvalidCard, ShoeComposition, ShoeExhausted
 from controller.events import CardDealt, CardRejected, CardUnreadable
-from controller.flow import DeviceRequest, FlowOutput, GameFlow, InputRejected
+from controller.flow import DeviceRequest, FlowOutput, FlowRecord, GameFlow, InputRejected
 from drivers.readings import CardSeen, CardUnread, CutCardSeen, Reading
 from drivers.session import DeviceCommand
 
@@ -54,21 +54,31 @@ def position_view(
     }
 
 
+class CardFlowRecord(FlowRecord):
+    """What every card game keeps: what the shoe has dealt and the card waiting for its re-scan."""
+
+    composition: ShoeComposition
+    unread_ref: str | None = None
+    unread_raw: str = ""
+    idle_reason: str = ""
+
+
 class CardFlow(GameFlow):
     """A game dealt by hand from a scanning shoe (see the module's docstring for the shared procedure).
 
-    State kept here: `composition` (what the shoe has dealt), `unread_ref`/`unread_raw` (the card waiting
-    for its re-scan). The attribute names are those the games had before this class existed, so a pickled
-    table from before still restores.
+    State kept here (`CardFlowRecord`): `composition` (what the shoe has dealt), `unread_ref`/`unread_raw`
+    (the card waiting for its re-scan), `idle_reason` (why no card is expected between rounds).
     """
 
+    settings: Any
+
     def __init__(self, table_id: str, settings: ShoeSettings, decks: int) -> None:
-        super().__init__(table_id)
-        self.settings = settings
+        super().__init__(table_id, settings)
         self.composition = ShoeComposition(decks)
         # A card came out unread: nothing advances until its re-scan (or a hand-entered card) arrives.
         self.unread_ref: str | None = None
         self.unread_raw = ""
+        self.idle_reason = "no round is open yet"
 
     # -- what each game decides ----------------------------------------------------------------------------
 

@@ -67,7 +67,8 @@ will not repeat it.
   acknowledges a void and re-spins). A void reported by the wheel itself is acknowledged by the wheel's
   driver, not from here.
 
-The flow is pure (time is passed in) and picklable, for replay and crash recovery.
+The flow is pure (time is passed in) and its state is a typed record (`RouletteRecord`), for replay and
+crash recovery.
 """
 
 from __future__ import annotations
@@ -75,12 +76,13 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from controller.events import RawRejected, RouletteResult
-from controller.flow import DeviceRequest, FlowOutput, GameFlow, InputRejected, Phase
+from controller.flow import DeviceRequest, FlowOutput, FlowRecord, GameFlow, Phase
+from controller.lifecycle import NEXT_ROUND
 from drivers.readings import (
     Reading,
     WheelBallLaunched,
@@ -188,12 +190,29 @@ class RouletteSettings(BaseModel):
     )
 
 
+#: with user_start, when to ask the wheel to launch (again): a timer of the round book
+LAUNCH = "launch"
+
+
+class RouletteRecord(FlowRecord):
+    paused: bool = False
+    spin: int | None = None
+    wheel_direction: Direction | None = None
+    rotor_rpm: float | None = None
+    last_result: Pocket | None = None
+    launch_direction: Direction | None = None
+    ended_round: tuple[str, str] | None = None
+    wheel_report: WheelReport | None = None
+
+
 class RouletteFlow(GameFlow):
     game = "roulette"
+    record_model: ClassVar[type[FlowRecord]] = RouletteRecord
+    close_betting_input_reason: ClassVar[str] = "dealer"
+    settings: RouletteSettings
 
     def __init__(self, table_id: str, settings: RouletteSettings) -> None:
-        super().__init__(table_id)
-        self.settings = settings
+        super().__init__(table_id, settings)
         self.prompt = "Waiting for the wheel"
         self.paused = False
         # What the wheel last told us (public).
@@ -202,15 +221,13 @@ class RouletteFlow(GameFlow):
         self.rotor_rpm: float | None = None
         self.last_result: Pocket | None = None
         # The current round's launch direction: the fallback for a result with an unreadable direction.
-        self._launch_direction: Direction | None = None
+        self.launch_direction: Direction | None = None
         # The round that ended last and how ("settled" / "voided"), until the wheel starts another game:
         # lets a late or repeated result be rejected with the right reason.
-        self._ended_round: tuple[str, str] | None = None
-        # user_start bookkeeping (see the module docstring).
-        self._round_opened_at: float | None = None  # the current round's betting began then
-        self._launch_requested_at: float | None = None  # the current round's last launch request
-        self._last_round_end: float | None = None
-        self._wheel_report: WheelReport | None = None
+        self.ended_round: tuple[str, str] | None = None
+        # user_start bookkeeping (see the module docstring): the round book's LAUNCH timer asks for the
+        # launch; its NEXT_ROUND timer (the gap after a round) adopts a game the wheel still holds.
+        self.wheel_report: WheelReport | None = None
 
     # -- readings ----------------------------------------------------------------------------------------
 
@@ -253,9 +270,9 @@ class RouletteFlow(GameFlow):
             self.wheel_direction = direction
         if not self.rounds.in_round:
             return
-        self._launch_direction = direction
+        self.launch_direction = direction
         if self.rounds.phase == Phase.BETTING_OPEN and self.settings.close_betting_at == "ball_launched":
-            self._close_betting(now, out, reason="wheel")
+            self.close_betting(now, out, reason="wheel")
         self._mark_started()
 
     def _on_no_more_bets(self, reading: WheelNoMoreBets, now: float, out: FlowOutput) -> None:
@@ -263,9 +280,9 @@ class RouletteFlow(GameFlow):
         if not self.rounds.in_round:
             return
         if self.rounds.phase == Phase.BETTING_OPEN:
-            self._close_betting(now, out, reason="wheel")
+            self.close_betting(now, out, reason="wheel")
         # State 4 means the ball is in the rim even if the launch reading was missed.
-        self.rounds.start_play()
+        self._mark_started()
 
     def _on_result(self, reading: WheelResult, now: float, out: FlowOutput) -> None:
         self._heard(now, "busy", reading.spin)  # state 5: the wheel goes on to state 2 by itself
@@ -280,15 +297,13 @@ class RouletteFlow(GameFlow):
                 now, out, f"no valid result: {problem}", by="system", prompt="Round voided: no valid result"
             )
             return
-        self.rounds.start_play()
-        out.emit("round.result", result, now)
+        self._mark_started()
+        self.finish_round(now, out, result)
         self.last_result = pocket(result.number)
         self.wheel_direction = result.direction
         self.rotor_rpm = result.rotor_rpm
         self.prompt = f"Winning number {result.number} {result.color}"
-        self.rounds.close(now, out)
-        self._ended_round = (round_id, "settled")
-        self._last_round_end = now
+        self.ended_round = (round_id, "settled")
 
     def _validated_result(self, reading: WheelResult, round_id: str) -> tuple[str, RouletteResult | None]:
         """The result to publish, or why there is none (the first problem found)."""
@@ -302,7 +317,7 @@ class RouletteFlow(GameFlow):
                 f"result {text} arrived while betting was still open (no 'no more bets' from the wheel): "
                 "bets may have been accepted after the ball dropped"
             ), None
-        direction = normalise_direction(str(reading.direction)) or self._launch_direction
+        direction = normalise_direction(str(reading.direction)) or self.launch_direction
         if direction is None:
             return f"unknown wheel direction {reading.direction!r} with result {text}", None
         if not isinstance(reading.rotor_rpm, int | float) or not math.isfinite(reading.rotor_rpm):
@@ -328,8 +343,8 @@ class RouletteFlow(GameFlow):
 
     def _why_no_round(self, reading: WheelResult) -> str:
         number = str(reading.number).strip()
-        if self._ended_round is not None:
-            round_id, how = self._ended_round
+        if self.ended_round is not None:
+            round_id, how = self.ended_round
             if how == "settled":
                 return f"duplicate result {number!r} (spin {reading.spin}): round {round_id} already settled"
             return f"result {number!r} (spin {reading.spin}) for round {round_id}, which was voided"
@@ -359,39 +374,26 @@ class RouletteFlow(GameFlow):
     # -- time, inputs, supervisor --------------------------------------------------------------------------
 
     def on_tick(self, now: float) -> FlowOutput:
-        out = FlowOutput()
-        if not self.settings.user_start or self.paused:
-            return out
-        if self.rounds.in_round:
-            if self._launch_due(now):
+        if self.paused:
+            return FlowOutput()  # the windows wait (the runtime shifts them by the pause's length)
+        return super().on_tick(now)
+
+    def on_timer(self, name: str, now: float, out: FlowOutput) -> None:
+        if name == LAUNCH:
+            if self.rounds.in_round and not self.rounds.started:
                 direction = self._next_direction()
                 command = DeviceCommand("start_game", {"direction": direction})
                 out.requests.append(DeviceRequest(self.settings.wheel_device, command))
-                self._launch_requested_at = now
-        elif self._wheel_waits_for_a_round(now):
-            # The wheel holds a game in state 2 that has no round (see the module docstring): adopt it.
-            self._wheel_report = "holding"
+                self.rounds.set_timer(LAUNCH, now + self.settings.start_retry_seconds)
+        elif (
+            name == NEXT_ROUND
+            and self.settings.user_start
+            and not self.rounds.in_round
+            and self.wheel_report == "holding"
+        ):
+            # The wheel holds a game in state 2 that has no round: its round was voided before the
+            # launch, and the wheel will not move without *u. Adopt it (see the module docstring).
             self._open_round(now, out)
-        return out
-
-    def _launch_due(self, now: float) -> bool:
-        """With a round open: is it time to ask the wheel to launch (again)?"""
-        if self.rounds.started or self._round_opened_at is None:
-            return False  # the wheel launched (or is past the launch): nothing to ask
-        if self._launch_requested_at is not None:
-            return now - self._launch_requested_at >= self.settings.start_retry_seconds
-        closed_early = self.rounds.phase != Phase.BETTING_OPEN  # the dealer's close_betting
-        return closed_early or now - self._round_opened_at >= self.settings.betting_seconds
-
-    def _wheel_waits_for_a_round(self, now: float) -> bool:
-        """With no round open: does the wheel hold a game in state 2 that nobody will open a round for?"""
-        report = self._wheel_report
-        if report == "holding":
-            # Its round was voided before the launch; the wheel will not move without *u.
-            voided_at = self._last_round_end
-            return voided_at is None or now - voided_at >= self.settings.round_gap_seconds
-        # Otherwise the wheel reports state 2 by itself when it gets there: never guess it.
-        return False
 
     def _next_direction(self) -> Direction:
         # Alternate from what the wheel really did last, so a re-request repeats the same direction.
@@ -399,23 +401,17 @@ class RouletteFlow(GameFlow):
             return "anticlockwise"
         return "clockwise"
 
-    def on_input(self, name: str, payload: dict[str, Any], now: float) -> FlowOutput:
-        if name != "close_betting":
-            raise InputRejected(f"roulette takes no input {name!r}")
-        if not self.rounds.in_round or self.rounds.phase != Phase.BETTING_OPEN:
-            raise InputRejected("betting is not open")
-        out = FlowOutput()
-        self._close_betting(now, out, reason="dealer")
-        if self.rounds.started:
-            self.rounds.start_play()
-        # With user_start and the ball not launched yet, the next tick asks the wheel to launch at once.
-        return out
+    def betting_closed(self, now: float, out: FlowOutput, reason: str) -> None:
+        self.prompt = "No more bets"
+        if reason == "dealer":
+            if self.rounds.started:
+                self.rounds.start_play()
+            elif self.settings.user_start:
+                self.rounds.set_timer(LAUNCH, now)  # the ball is not launched yet: ask for it at once
 
     def void_round(self, now: float, reason: str, by: str) -> FlowOutput:
-        if not self.rounds.in_round:
-            raise InputRejected("there is no round to void")
-        out = FlowOutput()
         ball_launched = self.rounds.started
+        out = FlowOutput()
         self._void(now, out, reason, by=by, prompt="Round voided")
         if ball_launched:
             # The wheel's *R acknowledges the void and re-spins: its WheelGameStarted opens the next round.
@@ -450,34 +446,29 @@ class RouletteFlow(GameFlow):
     def _heard(self, now: float, report: WheelReport, spin: int | None = None) -> None:
         if spin is not None:
             self.spin = spin
-        self._wheel_report = report
+        self.wheel_report = report
 
     def _open_round(self, now: float, out: FlowOutput) -> None:
-        self._ended_round = None
+        self.ended_round = None
         self.rounds.open(now, out, betting_seconds=None, with_shoe=False)
-        self._launch_direction = None
-        self._round_opened_at = now
-        self._launch_requested_at = None
+        self.launch_direction = None
+        if self.settings.user_start:
+            self.rounds.set_timer(LAUNCH, now + self.settings.betting_seconds)
         self.prompt = "Place your bets"
 
     def _mark_started(self) -> None:
-        if self.rounds.phase == Phase.BETTING_OPEN:
-            # Betting stays open until "no more bets", but the round has started (faults now pause it).
-            self.rounds.started = True
-        else:
-            self.rounds.start_play()
+        # With betting still open (until "no more bets") the round has started all the same: faults now
+        # pause it. The wheel launched: nothing more to ask of it.
+        self.rounds.start_play()
+        self.rounds.cancel_timer(LAUNCH)
 
-    def _close_betting(self, now: float, out: FlowOutput, reason: str) -> None:
-        self.rounds.close_betting(now, out, reason=reason)
-        self.prompt = "No more bets"
+    def round_over(self, now: float, out: FlowOutput) -> None:
+        self.launch_direction = None
 
     def _void(self, now: float, out: FlowOutput, reason: str, by: str, prompt: str) -> None:
         round_id = self.rounds.round_id
-        assert round_id is not None
-        self.rounds.void(now, out, reason=reason, by=by)
-        self._ended_round = (round_id, "voided")
-        self._launch_direction = None
-        self._last_round_end = now
+        out.extend(super().void_round(now, reason, by))  # refused (InputRejected) when no round is open
+        self.ended_round = (round_id, "voided")  # type: ignore[assignment]
         self.prompt = prompt
 
     def _reject(

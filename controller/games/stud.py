@@ -21,15 +21,15 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from controller.cards import Card
+from controller.cards import Card, CardCode
 from controller.events import PokerCategory, StudHand, StudResult, iso_ms
-from controller.flow import FlowOutput, InputRejected, Phase
+from controller.flow import FlowOutput, FlowRecord, InputRejected, Phase
 from controller.games.card_flow import PROMPT_RESCAN as PROMPT_RESCAN  # re-exported: it used to live here
-from controller.games.card_flow import CardFlow, position_view
+from controller.games.card_flow import CardFlow, CardFlowRecord, position_view
 from drivers.readings import CutCardSeen
 
 Outcome = Literal["win", "lose", "tie"]
@@ -57,6 +57,14 @@ class StudSettings(BaseModel):
     )
     round_gap_seconds: float = Field(
         default=3.0, ge=0, description="pause between a round's close and the next opening"
+    )
+    betting_closes_on_first_card: bool = Field(
+        default=False,
+        description="replay policy: no betting timer; a round's betting closes when its first card arrives",
+    )
+    decisions_end_on_dealer_card: bool = Field(
+        default=False,
+        description="replay policy: no decision timer; the dealer's second card ends the players' decisions",
     )
     shoe_device: str = Field(
         default="shoe", min_length=1, description="the configured device name of the shoe"
@@ -179,39 +187,47 @@ def hand_position(index: int) -> str:
     return f"hand{index + 1}"
 
 
+#: the players' bet-or-fold window, a timer of the round book
+DECISIONS = "decisions"
+
+
+class StudRecord(CardFlowRecord):
+    hands: list[list[CardCode]]
+    dealer: list[CardCode] = Field(default_factory=list)
+    decisions_done: bool = False
+
+
 class StudFlow(CardFlow):
     """Reading the cards (re-scans, hand-entered cards, impossible cards) is `CardFlow`'s; this class is the
     stud procedure: when a card may come out and where it goes."""
 
     game = "stud"
+    record_model: ClassVar[type[FlowRecord]] = StudRecord
+    inputs: ClassVar[dict[str, str]] = {"manual_card": "_manual_card", "players_done": "_players_done"}
     settings: StudSettings
 
     def __init__(self, table_id: str, settings: StudSettings) -> None:
         super().__init__(table_id, settings, decks=settings.decks)
         self.hands: list[list[Card]] = [[] for _ in range(settings.hands)]
         self.dealer: list[Card] = []
-        self.betting_closes_at: float | None = None
-        self.decisions_close_at: float | None = None
         self.decisions_done = False
-        self.last_close_time: float | None = None
-        self.idle_reason = "no round is open yet"
+
+    def restore_conflict(self, data: dict[str, Any]) -> str | None:
+        hands = len(data.get("hands", []))
+        if hands != self.settings.hands and data.get("rounds", {}).get("round_id") is not None:
+            return f"the round in play has {hands} hands but game.hands is now {self.settings.hands}"
+        return None
 
     # -- time ------------------------------------------------------------------------------------------
 
-    def on_tick(self, now: float) -> FlowOutput:
-        out = FlowOutput()
-        if not self.rounds.in_round:
-            if self.last_close_time is None or now - self.last_close_time >= self.settings.round_gap_seconds:
-                self._open_round(now, out)
-        elif (
-            self.rounds.phase == Phase.BETTING_OPEN
-            and self.betting_closes_at is not None
-            and now >= self.betting_closes_at
-        ):
-            self._close_betting(now, out, "timer")
-        elif self.decisions_close_at is not None and now >= self.decisions_close_at:
+    def next_round_due(self, now: float, out: FlowOutput) -> None:
+        self._open_round(now, out)
+
+    def on_timer(self, name: str, now: float, out: FlowOutput) -> None:
+        if name == DECISIONS:
             self._end_decisions(out)
-        return out
+        else:
+            super().on_timer(name, now, out)
 
     # -- readings (the card-reading procedure itself is CardFlow's) ------------------------------------------
 
@@ -223,42 +239,24 @@ class StudFlow(CardFlow):
 
     # -- inputs ----------------------------------------------------------------------------------------
 
-    def on_input(self, name: str, payload: dict[str, Any], now: float) -> FlowOutput:
-        # `transaction` and `by` may ride along in any payload: they are the runtime's business.
+    def _players_done(self, payload: dict[str, Any], now: float) -> FlowOutput:
+        if self.stage() != "deciding":
+            raise InputRejected(
+                "the players are not deciding now: they decide once every hand has its five cards "
+                "and the dealer's first card is up"
+            )
         out = FlowOutput()
-        if name == "manual_card":
-            return self._manual_card(payload, now)
-        if name == "close_betting":
-            if not self.rounds.in_round or self.rounds.phase != Phase.BETTING_OPEN:
-                raise InputRejected("betting is not open")
-            self._close_betting(now, out, "input")
-            return out
-        if name == "players_done":
-            if self.stage() != "deciding":
-                raise InputRejected(
-                    "the players are not deciding now: they decide once every hand has its five cards "
-                    "and the dealer's first card is up"
-                )
-            self._end_decisions(out)
-            return out
-        raise InputRejected(
-            f"stud takes no input {name!r}; it takes manual_card, close_betting, players_done"
-        )
+        self._end_decisions(out)
+        return out
 
     # -- interruptions -----------------------------------------------------------------------------------
 
-    def void_round(self, now: float, reason: str, by: str) -> FlowOutput:
-        if not self.rounds.in_round:
-            raise InputRejected("there is no round to void")
-        out = FlowOutput()
-        self.rounds.void(now, out, reason, by)
+    def round_voided(self, now: float, out: FlowOutput) -> None:
         self._request_shoe(out, "lock")
         self.hands = [[] for _ in range(self.settings.hands)]
         self.dealer = []
-        self._after_round(now)
         self.prompt = PROMPT_VOIDED
         self.idle_reason = "the round was voided: no card is expected until the next round's betting closes"
-        return out
 
     # -- state ---------------------------------------------------------------------------------------------
 
@@ -274,7 +272,7 @@ class StudFlow(CardFlow):
         return "dealing_dealer"
 
     def public_state(self) -> dict[str, Any]:
-        betting, deciding = self.betting_closes_at, self.decisions_close_at
+        betting, deciding = self.rounds.betting_deadline, self.rounds.timers.get(DECISIONS)
         return {
             "game": self.game,
             "positions": self.positions(),  # the uniform view the panel draws
@@ -327,9 +325,9 @@ class StudFlow(CardFlow):
         stage = self.stage()
         if stage == "waiting":
             return self.idle_reason
-        if stage == "betting":
+        if stage == "betting" and not self.settings.betting_closes_on_first_card:
             return "betting is still open: deal only after betting closes"
-        if stage == "deciding":
+        if stage == "deciding" and not self.settings.decisions_end_on_dealer_card:
             return "the players are deciding: deal to the dealer only when they are done"
         return None
 
@@ -339,18 +337,20 @@ class StudFlow(CardFlow):
         self.hands = [[] for _ in range(self.settings.hands)]
         self.dealer = []
         self.decisions_done = False
-        self.decisions_close_at = None
         self._clear_unread()
+        if self.settings.betting_closes_on_first_card:
+            self.rounds.open(now, out, betting_seconds=None, with_shoe=False)
+            self._request_shoe(out, "unlock")
+            self.prompt = "Betting open until the first card"
+            return
         self.rounds.open(now, out, betting_seconds=self.settings.betting_seconds, with_shoe=False)
-        self.betting_closes_at = now + self.settings.betting_seconds
         # The gate stays closed while antes are taken: no card can come out early.
         self._request_shoe(out, "lock")
         self.prompt = PROMPT_BETTING_OPEN
 
-    def _close_betting(self, now: float, out: FlowOutput, reason: str) -> None:
-        self.rounds.close_betting(now, out, reason)
-        self.betting_closes_at = None
-        self._request_shoe(out, "unlock")
+    def betting_closed(self, now: float, out: FlowOutput, reason: str) -> None:
+        if reason != "first_card":  # the gate is open when a card closed betting
+            self._request_shoe(out, "unlock")
         self.prompt = self._deal_prompt()
 
     def _deal_prompt(self) -> str:
@@ -362,7 +362,20 @@ class StudFlow(CardFlow):
             return "Deal to the hand"
         return f"Deal to Hand {position.removeprefix('hand')}"
 
+    def _unread_card_out(self, now: float, out: FlowOutput) -> None:
+        self._card_ends_waiting(now, out)
+        super()._unread_card_out(now, out)
+
+    def _card_ends_waiting(self, now: float, out: FlowOutput) -> None:
+        """Replay policies: a card closes betting, or ends the players' decisions."""
+        stage = self.stage()
+        if stage == "betting":
+            self.close_betting(now, out, "first_card")
+        elif stage == "deciding":
+            self._end_decisions(out)
+
     def _deal(self, card: Card, now: float, out: FlowOutput, raw: str, rescan: bool) -> None:
+        self._card_ends_waiting(now, out)
         position = self._next_position()
         assert position is not None, "a card nobody expects was dealt"
         hand = self.dealer if position == "dealer" else self.hands[int(position.removeprefix("hand")) - 1]
@@ -375,23 +388,24 @@ class StudFlow(CardFlow):
             self.prompt = self._deal_prompt()
 
     def _start_decisions(self, now: float, out: FlowOutput) -> None:
-        self.decisions_close_at = now + self.settings.decision_seconds
+        if self.settings.decisions_end_on_dealer_card:
+            self.prompt = "Players decide — the dealer's next card ends the decisions"
+            return
+        self.rounds.set_timer(DECISIONS, now + self.settings.decision_seconds)
         # No card may come out while the players bet or fold.
         self._request_shoe(out, "lock")
         self.prompt = PROMPT_DECIDING
 
     def _end_decisions(self, out: FlowOutput) -> None:
         self.decisions_done = True
-        self.decisions_close_at = None
+        self.rounds.cancel_timer(DECISIONS)
         self._request_shoe(out, "unlock")
         self.prompt = PROMPT_DEALER
 
     def _finish_round(self, now: float, out: FlowOutput) -> None:
         assert self.rounds.round_id is not None
         result = stud_result(self.rounds.round_id, self.hands, self.dealer)
-        out.emit("round.result", result, now)
-        self.rounds.close(now, out)
-        self._after_round(now)
+        self.finish_round(now, out, result)
         self.idle_reason = "the round is over: no card is expected until the next round's betting closes"
         self.prompt = self._result_prompt(result)
 
@@ -407,8 +421,5 @@ class StudFlow(CardFlow):
             )
         return f"Dealer has {dealer} ({qualifies}) — {outcomes}"
 
-    def _after_round(self, now: float) -> None:
-        self.last_close_time = now
-        self.betting_closes_at = None
-        self.decisions_close_at = None
+    def round_over(self, now: float, out: FlowOutput) -> None:
         self._clear_unread()

@@ -1,0 +1,134 @@
+"""How fast `tablectl replay` runs through a long roulette capture, and what it prints.
+
+Records a long session of the simulated Cammegh SS2 wheel with every injectable fault (the same faults as
+the test suite's long-session test) as a JSON Lines capture, then replays it through the whole pure stack
+(`controller.replay.replay_file`) and reports lines per second. `--digest FILE` writes the replay's events
+(type, subject and data; ids and record times differ per run) so two versions of the code can be compared
+for identical output.
+
+    python bench/replay_speed.py                       # 2 simulated hours, writes bench/results/
+    python bench/replay_speed.py --hours 0.5 --digest /tmp/digest.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import platform
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from drivers.capture import CaptureWriter  # noqa: E402
+from drivers.wheel.session import WheelSession  # noqa: E402
+from drivers.wheel.simulator import WheelDevice, WheelFaults  # noqa: E402
+
+T0 = 1_790_000_000.0
+STEP = 0.05
+FAULTS = WheelFaults(
+    failed_launch_rate=0.05,
+    launch_flag_in_rim_rate=0.05,
+    miss_spin_rate=0.06,
+    lost_ball_rate=0.05,
+    sensor_fault_rate=0.02,
+    error_code_rate=0.02,
+    power_down_rate=0.02,
+    mismatch_rate=0.03,
+    noise_rate=0.02,
+    stuck_spin_rate=0.2,
+)
+
+
+def record(path: Path, seconds: float, seed: int) -> int:
+    """Record the wheel's traffic with a host session polling it, as `tablectl run` would capture it.
+
+    A technician repairs a latched fault after 2 s and powers the wheel up again, so the wheel keeps
+    playing for the whole session. Returns the number of records written."""
+    device = WheelDevice(seed=seed, speed=8.0, boot_seconds=0.5, faults=FAULTS)
+    session = WheelSession("wheel", user_start=False)  # the wheel starts each game by itself
+    now = T0
+    device.connected(now)
+    session.connection_made(now)
+    records = 0
+    fault_since: float | None = None
+    with CaptureWriter(path) as capture:
+        end = now + seconds
+        while now < end:
+            now = round(now + STEP, 6)
+            data = device.poll(now)
+            if data:
+                capture.rx(data, now)
+                records += 1
+                session.data_received(data, now)
+            session.tick(now)
+            sent = session.data_to_send()
+            if sent:
+                capture.tx(sent, now)
+                records += 1
+                device.receive(sent, now)
+            if device.latched_fault:
+                fault_since = fault_since or now
+                if now - fault_since > 2:
+                    device.repair()
+                    fault_since = None
+    return records
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--hours", type=float, default=2.0, help="simulated session length")
+    parser.add_argument("--seed", type=int, default=424242)
+    parser.add_argument("--capture", type=Path, help="replay this capture instead of recording one")
+    parser.add_argument("--digest", type=Path, help="write the replayed events here (for comparisons)")
+    parser.add_argument(
+        "--output", type=Path, help="result JSON (default bench/results/replay-speed-DATE.json)"
+    )
+    args = parser.parse_args()
+
+    from controller.replay import replay_file
+
+    with tempfile.TemporaryDirectory() as tmp:
+        capture = args.capture or Path(tmp) / "wheel.jsonl"
+        if args.capture is None:
+            record(capture, args.hours * 3600, args.seed)
+        lines = sum(1 for _ in capture.open(encoding="utf-8"))
+        started = time.perf_counter()
+        cpu_started = time.process_time()
+        events = [
+            {"type": e.type, "subject": e.subject, "time": e.time, "data": e.data}
+            for e in replay_file("roulette", "cammegh-ss2", capture)
+        ]
+        wall = time.perf_counter() - started
+        cpu = time.process_time() - cpu_started
+    text = json.dumps(events, sort_keys=True)
+    summary = {
+        "date": datetime.now(UTC).date().isoformat(),
+        "machine": f"{platform.machine()} {platform.processor() or ''} {platform.python_version()}".strip(),
+        "simulated_hours": args.hours,
+        "capture_lines": lines,
+        "events": len(events),
+        "results": sum(e["type"] == "round.result" for e in events),
+        "wall_s": round(wall, 3),
+        "cpu_s": round(cpu, 3),
+        "lines_per_s": round(lines / wall),
+        "events_sha256": hashlib.sha256(text.encode()).hexdigest(),
+    }
+    if args.digest:
+        args.digest.write_text(text, encoding="utf-8")
+    output = args.output or ROOT / "bench" / "results" / f"replay-speed-{datetime.now(UTC):%Y%m%d}.json"
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    print(json.dumps(summary, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

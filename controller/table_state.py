@@ -1,0 +1,65 @@
+"""The journaled table state: how a `TableRecord` is stored in the journal's state row and read back.
+
+The row holds the record as UTF-8 JSON with its `state_version`. Reading it back migrates older versions
+by code (`MIGRATIONS`, one function per version step) and refuses what it cannot read — a newer version, a
+damaged row, or the pickled snapshot of the first release — with one line for the operator. It never
+silently starts afresh: the paused round that recovery exists to protect would be lost without a word.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from controller.runtime import STATE_VERSION, StateMismatch
+
+#: version N -> a function turning a version-N record into a version-(N+1) record
+MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
+
+DISCARD_HINT = (
+    "fix the configuration, or start once with --discard-state to drop the stored state "
+    "(a round in progress is then lost; its events stay in the journal)"
+)
+
+
+def encode_state(record: dict[str, Any]) -> bytes:
+    return json.dumps(record, separators=(",", ":"), sort_keys=True).encode("utf-8")
+
+
+def decode_state(blob: bytes) -> dict[str, Any]:
+    """The stored record, migrated to STATE_VERSION. Raises StateMismatch with the reason."""
+    if not blob.lstrip().startswith(b"{"):
+        raise StateMismatch(
+            "the journal's table state is a snapshot of an earlier release (not a JSON record), "
+            "which this version does not read"
+        )
+    try:
+        record = json.loads(blob.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise StateMismatch(f"the journal's table state is damaged ({exc})") from None
+    if not isinstance(record, dict) or not isinstance(record.get("state_version"), int):
+        raise StateMismatch("the journal's table state has no state_version")
+    return migrate(record)
+
+
+def migrate(
+    record: dict[str, Any],
+    migrations: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] | None = None,
+    target: int = STATE_VERSION,
+) -> dict[str, Any]:
+    steps = MIGRATIONS if migrations is None else migrations
+    version = record["state_version"]
+    if version > target:
+        raise StateMismatch(
+            f"the journal's table state is version {version}, written by a newer tablectl "
+            f"(this one reads up to {target})"
+        )
+    while version < target:
+        step = steps.get(version)
+        if step is None:
+            raise StateMismatch(f"no migration from table state version {version}")
+        record = step(record)
+        version += 1
+        record["state_version"] = version
+    return record
