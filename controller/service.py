@@ -25,11 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from controller.bus import TableBus
-from controller.commands import Command, CommandError
+from controller.commands import INPUTS, Command, CommandError, command_name
 from controller.config import TableConfig
 from controller.events import Envelope
 from controller.flow import DeviceRequest
-from controller.games import make_flow
+from controller.games import game_spec, make_flow
 from controller.journal import Journal
 from controller.runtime import Step, TableCore
 from controller.table_state import decode_state, encode_state
@@ -117,9 +117,17 @@ class TableService:
             client_id=config.broker.client_id or f"tablectl-{config.table.studio_id}-{config.table.table_id}",
         )
         self.runners: dict[str, DeviceRunner] = {}
+        meta = {
+            "game": config.table.game,
+            "table_id": config.table.table_id,
+            "settings": config.game_settings().model_dump(mode="json"),
+        }
         for name, device in config.devices.items():
             session = build_session(name, device.protocol, device.options)
             capture = CaptureWriter(device.capture) if device.capture else None
+            if capture is not None:
+                # what table recorded this, so that `tablectl replay` runs it with the same settings
+                capture.story("meta", meta, clock())
             self.runners[name] = DeviceRunner(
                 session,
                 device.port,
@@ -222,6 +230,7 @@ class TableService:
         self._last_step_time = max(self._last_step_time, now)
         step, reply = self.core.on_command(command, now)
         sent = self._apply(step, want_results=True)
+        self._record_command(command, now)
         reply["state"] = self.public_state()
         for future in sent:  # after the state change is committed: wait for the devices to take it
             try:
@@ -229,6 +238,21 @@ class TableService:
             except UnknownDeviceCommand as exc:
                 raise CommandError(str(exc)) from None
         return reply
+
+    def _record_command(self, command: Command, now: float) -> None:
+        """An accepted command goes into the first device's capture: a replay applies it at its time."""
+        primary = next(iter(game_spec(self.config.table.game).devices), None)
+        runner = self.runners.get(primary) if primary is not None else None
+        if runner is None or runner.capture is None:
+            return
+        name = command_name(command)
+        info = {
+            "kind": "inputs" if name in INPUTS else "commands",
+            "name": name,
+            "payload": command.model_dump(mode="json", exclude={"by"}),
+            "by": command.by,
+        }
+        runner._record_story("cmd", info, now)
 
     async def _deadline_loop(self) -> None:
         """Sleep until the core's next deadline (or until a step moved it), then handle what is due."""

@@ -93,7 +93,9 @@ class DeviceRunner:
                 reason = str(exc) if isinstance(exc, LinkError) else f"cannot open {self.url}: {exc!r}"
                 if not offline_reported:
                     log.warning("%s: %s; retrying", self.name, reason)
-                    await self._call(partial(self.session.connection_lost, reason=reason))
+                    await self._link_event(
+                        "lost", partial(self.session.connection_lost, reason=reason), reason
+                    )
                     offline_reported = True
                 elif reason != self.last_error:
                     log.warning("%s: %s", self.name, reason)
@@ -107,14 +109,14 @@ class DeviceRunner:
             self.last_error = None
             self._writer = writer
             try:
-                await self._call(self.session.connection_made)
+                await self._link_event("open", self.session.connection_made)
                 reason = await self._serve(reader)
             finally:
                 self._writer = None
                 await self._close(writer)
             log.warning("%s: %s; reconnecting", self.name, reason)
             self.last_error = reason
-            await self._call(partial(self.session.connection_lost, reason=reason))
+            await self._link_event("lost", partial(self.session.connection_lost, reason=reason), reason)
             offline_reported = True
             # A device that drops the link right after it opens must not make us spin.
             await asyncio.sleep(self.reconnect_min)
@@ -192,6 +194,23 @@ class DeviceRunner:
                 self._flush()
             finally:
                 self._deadline_moved.set()
+
+    async def _link_event(self, event: str, step: Callable[[float], list[Reading]], reason: str = "") -> None:
+        """The link opened or broke: recorded in the capture (replays re-enact it), then told the session."""
+        now = self.clock()
+        if self.capture is not None:
+            info = {"event": event, "reason": reason} if reason else {"event": event}
+            self._record_story("link", info, now)
+        await self._call(step, now=now)
+
+    def _record_story(self, direction: str, info: dict[str, Any], now: float) -> None:
+        if self.capture is None:
+            return
+        try:
+            self.capture.story(direction, info, now)
+        except Exception:
+            log.exception("%s: writing the capture failed; capture disabled", self.name)
+            self.capture = None
 
     def _flush(self) -> None:
         writer = self._writer
