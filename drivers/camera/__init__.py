@@ -13,6 +13,15 @@ OpenCV is imported only when a source or capture needs it, never by importing th
 from drivers.camera.frame import CameraError, Frame, FrameStats, SourceEnded, measure
 from drivers.camera.monitor import BLACK, COVERED, FROZEN, CameraHealth, CameraMonitor
 from drivers.camera.options import CameraOptions
+from drivers.camera.sources import (
+    FolderSource,
+    FrameSource,
+    Renderer,
+    SyntheticSource,
+    TrayRenderer,
+    VideoSource,
+    make_source,
+)
 
 __all__ = [
     "BLACK",
@@ -22,8 +31,15 @@ __all__ = [
     "CameraHealth",
     "CameraMonitor",
     "CameraOptions",
+    "FolderSource",
     "Frame",
+    "FrameSource",
     "FrameStats",
+    "Renderer",
     "SourceEnded",
+    "SyntheticSource",
+    "TrayRenderer",
+    "VideoSource",
+    "make_source",
     "measure",
 ]
