@@ -10,6 +10,14 @@ Wiring a camera: `CameraOptions.model_validate(options)`, then
 OpenCV is imported only when a source or capture needs it, never by importing this package.
 """
 
+from drivers.camera.capture import (
+    CameraCaptureWriter,
+    FrameIntegrityError,
+    FrameRecord,
+    HealthRecord,
+    captured_frames,
+    read_camera_capture,
+)
 from drivers.camera.frame import CameraError, Frame, FrameStats, SourceEnded, measure
 from drivers.camera.monitor import BLACK, COVERED, FROZEN, CameraHealth, CameraMonitor
 from drivers.camera.options import CameraOptions
@@ -27,19 +35,25 @@ __all__ = [
     "BLACK",
     "COVERED",
     "FROZEN",
+    "CameraCaptureWriter",
     "CameraError",
     "CameraHealth",
     "CameraMonitor",
     "CameraOptions",
     "FolderSource",
     "Frame",
+    "FrameIntegrityError",
+    "FrameRecord",
     "FrameSource",
     "FrameStats",
+    "HealthRecord",
     "Renderer",
     "SourceEnded",
     "SyntheticSource",
     "TrayRenderer",
     "VideoSource",
+    "captured_frames",
     "make_source",
     "measure",
+    "read_camera_capture",
 ]
