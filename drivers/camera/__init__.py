@@ -21,6 +21,7 @@ from drivers.camera.capture import (
 from drivers.camera.frame import CameraError, Frame, FrameStats, SourceEnded, measure
 from drivers.camera.monitor import BLACK, COVERED, FROZEN, CameraHealth, CameraMonitor
 from drivers.camera.options import CameraOptions
+from drivers.camera.runner import CameraRunner, SourceFactory
 from drivers.camera.sources import (
     FolderSource,
     FrameSource,
@@ -40,6 +41,7 @@ __all__ = [
     "CameraHealth",
     "CameraMonitor",
     "CameraOptions",
+    "CameraRunner",
     "FolderSource",
     "Frame",
     "FrameIntegrityError",
@@ -49,6 +51,7 @@ __all__ = [
     "HealthRecord",
     "Renderer",
     "SourceEnded",
+    "SourceFactory",
     "SyntheticSource",
     "TrayRenderer",
     "VideoSource",
