@@ -21,6 +21,7 @@ from drivers.camera import (
     make_source,
     measure,
 )
+from tests.test_dice_reader import DATA as DICE_PHOTOS
 
 
 def write_video(path: Path, frames: list[np.ndarray], fps: float = 10.0) -> None:
@@ -92,6 +93,16 @@ def test_video_source_errors_say_what_to_check(tmp_path: Path) -> None:
     with pytest.raises(CameraError, match="camera on the network"):
         refused.open()
     assert time.monotonic() - start < 30
+
+
+def test_a_video_file_can_be_replayed_at_camera_speed(tmp_path: Path) -> None:
+    video = tmp_path / "tray.avi"
+    write_video(video, levels(6))
+    with make_source(str(video), CameraOptions(fps=50)) as source:
+        start = time.monotonic()
+        for _ in range(6):
+            source.read()
+        assert time.monotonic() - start >= 5 / 50 * 0.9
 
 
 @pytest.mark.parametrize(
@@ -194,9 +205,9 @@ def test_folder_source_errors_name_the_folder_or_file(tmp_path: Path) -> None:
 
 
 def test_folder_source_replays_real_dice_photos() -> None:
-    photos = Path("/work/shared/data/dice/byler/images")
+    photos = DICE_PHOTOS / "byler" / "images"
     if not photos.is_dir():
-        pytest.skip("the shared dice photos are not on this machine")
+        pytest.skip(f"the real dice photos are not at {photos}")
     source = FolderSource(photos)
     monitor = CameraMonitor("cam", CameraOptions())
     monitor.connection_made(0.0)

@@ -69,8 +69,8 @@ class CameraOptions(BaseModel):
     fps: float | None = Field(
         default=None,
         gt=0,
-        description="pace a folder or synthetic source at this rate (default: 25 synthetic, "
-        "as fast as read for a folder); a real camera sets its own rate",
+        description="pace a folder or synthetic source at this rate (default 25), and a video file "
+        "(default: as fast as it decodes); a real camera sets its own rate",
     )
     loop: bool = Field(default=False, description="a folder source starts again after its last image")
     width: int = Field(default=640, ge=16, le=8192, description="size of synthetic frames")

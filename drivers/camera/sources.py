@@ -28,7 +28,8 @@ from drivers.camera.frame import CameraError, SourceEnded
 from drivers.camera.options import CameraOptions
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff")
-SYNTHETIC_FPS = 25.0
+#: frames per second of a synthetic or folder source made from the config, unless `fps` says otherwise
+REPLAY_FPS = 25.0
 
 #: A renderer draws frame number `index` (0, 1, ...) at source time `t` (seconds since the source opened)
 #: as a BGR uint8 image. The synthetic source adds the sensor noise.
@@ -65,6 +66,28 @@ class FrameSource(ABC):
         self.close()
 
 
+class _Pacer:
+    """Sleeps so that frames come at `fps` (a recording replayed at camera speed); no pacing when None."""
+
+    def __init__(self, fps: float | None) -> None:
+        self.interval = 1.0 / fps if fps else 0.0
+        self._due: float | None = None
+
+    def restart(self) -> None:
+        self._due = None
+
+    def wait(self) -> None:
+        if not self.interval:
+            return
+        now = time.monotonic()
+        if self._due is None or self._due < now - self.interval:
+            self._due = now  # first frame, or we fell behind: do not burst to catch up
+        delay = self._due - now
+        if delay > 0:
+            time.sleep(delay)
+        self._due += self.interval
+
+
 # --- OpenCV VideoCapture ------------------------------------------------------------------------------
 
 
@@ -88,7 +111,12 @@ class VideoSource(FrameSource):
     """OpenCV `VideoCapture`. Streams and pipelines get open/read timeouts so a dead camera cannot hang us."""
 
     def __init__(
-        self, source: int | str, *, open_timeout_s: float = 10.0, read_timeout_s: float = 5.0
+        self,
+        source: int | str,
+        *,
+        open_timeout_s: float = 10.0,
+        read_timeout_s: float = 5.0,
+        fps: float | None = None,
     ) -> None:
         self.source = source
         self.target, self.kind = _capture_target(source)
@@ -96,6 +124,7 @@ class VideoSource(FrameSource):
         self.description = f"camera {source!r}"
         self.open_timeout_s = open_timeout_s
         self.read_timeout_s = read_timeout_s
+        self._pacer = _Pacer(fps if self.kind == "file" else None)  # a camera sets its own pace
         self._capture: Any = None
 
     @property
@@ -122,10 +151,12 @@ class VideoSource(FrameSource):
             capture.release()
             raise CameraError(f"{self.description} cannot be opened ({self._hint()})")
         self._capture = capture
+        self._pacer.restart()
 
     def read(self) -> NDArray[np.uint8]:
         if self._capture is None:
             raise CameraError(f"{self.description} is not open")
+        self._pacer.wait()
         ok, frame = self._capture.read()
         if not ok or frame is None or frame.size == 0:
             error = SourceEnded if self.kind == "file" else CameraError
@@ -158,28 +189,6 @@ class VideoSource(FrameSource):
 
 
 # --- a folder of images ---------------------------------------------------------------------------------
-
-
-class _Pacer:
-    """Sleeps so that frames come at `fps` (a recording replayed at camera speed); no pacing when None."""
-
-    def __init__(self, fps: float | None) -> None:
-        self.interval = 1.0 / fps if fps else 0.0
-        self._due: float | None = None
-
-    def restart(self) -> None:
-        self._due = None
-
-    def wait(self) -> None:
-        if not self.interval:
-            return
-        now = time.monotonic()
-        if self._due is None or self._due < now - self.interval:
-            self._due = now  # first frame, or we fell behind: do not burst to catch up
-        delay = self._due - now
-        if delay > 0:
-            time.sleep(delay)
-        self._due += self.interval
 
 
 class FolderSource(FrameSource):
@@ -271,7 +280,7 @@ class SyntheticSource(FrameSource):
         *,
         width: int = 640,
         height: int = 480,
-        fps: float | None = SYNTHETIC_FPS,
+        fps: float | None = REPLAY_FPS,
         noise: int = 2,
         seed: int = 0,
     ) -> None:
@@ -356,17 +365,18 @@ def make_source(source: str, options: CameraOptions | None = None) -> FrameSourc
       a GStreamer pipeline ("... ! appsink") or a video file.
     """
     options = options or CameraOptions()
+    fps = options.fps or REPLAY_FPS  # unpaced, a recording would flood the runner
     text = source.strip()
     if not text:
         raise CameraError("camera source is empty: give a device index, a path, a URL or a pipeline")
     if text == "synthetic" or text.startswith("synthetic:"):
         renderer_path = text.partition(":")[2]
         renderer = load_renderer(renderer_path, options.width, options.height) if renderer_path else None
-        return SyntheticSource(
-            renderer, width=options.width, height=options.height, fps=options.fps or SYNTHETIC_FPS
-        )
+        return SyntheticSource(renderer, width=options.width, height=options.height, fps=fps)
     if text.startswith("folder:"):
-        return FolderSource(text.removeprefix("folder:"), loop=options.loop, fps=options.fps)
+        return FolderSource(text.removeprefix("folder:"), loop=options.loop, fps=fps)
     if "!" not in text and "://" not in text and Path(text).is_dir():
-        return FolderSource(text, loop=options.loop, fps=options.fps)
-    return VideoSource(text, open_timeout_s=options.open_timeout_s, read_timeout_s=options.read_timeout_s)
+        return FolderSource(text, loop=options.loop, fps=fps)
+    return VideoSource(
+        text, open_timeout_s=options.open_timeout_s, read_timeout_s=options.read_timeout_s, fps=options.fps
+    )
