@@ -10,10 +10,14 @@ import pytest
 
 from drivers.camera import (
     CameraCaptureWriter,
+    CameraError,
+    CaptureSource,
     FrameIntegrityError,
     FrameRecord,
     HealthRecord,
+    SourceEnded,
     captured_frames,
+    make_source,
     read_camera_capture,
 )
 from drivers.capture import CaptureError
@@ -165,3 +169,22 @@ def test_frame_record_is_exported_for_replays(tmp_path: Path) -> None:
     path = tmp_path / "camera.jsonl"
     write_sample(path)
     assert all(isinstance(r, FrameRecord) for r in captured_frames(read_camera_capture(path)))
+
+
+def test_a_capture_is_a_frame_source_for_replays(tmp_path: Path) -> None:
+    path = tmp_path / "camera.jsonl"
+    images = write_sample(path)
+    source = make_source(f"capture:{path}")
+    assert isinstance(source, CaptureSource)
+    with source:
+        assert np.array_equal(source.read(), images[0]) and np.array_equal(source.read(), images[1])
+        assert [record.seq for record in source.frames] == [7, 8]
+        with pytest.raises(SourceEnded, match="no more frames after 2"):
+            source.read()
+    with pytest.raises(CameraError, match="cannot be opened"):
+        CaptureSource(tmp_path / "missing.jsonl").open()
+    with pytest.raises(CameraError, match="not open"):
+        CaptureSource(path).read()
+    captured_frames(read_camera_capture(path))[0].path.write_bytes(b"tampered")
+    with pytest.raises(FrameIntegrityError, match="does not match"):
+        CaptureSource(path).open()  # a replay never runs on a changed frame

@@ -12,6 +12,7 @@ OpenCV is imported only when a source or capture needs it, never by importing th
 
 from drivers.camera.capture import (
     CameraCaptureWriter,
+    CaptureSource,
     FrameIntegrityError,
     FrameRecord,
     HealthRecord,
@@ -42,6 +43,7 @@ __all__ = [
     "CameraMonitor",
     "CameraOptions",
     "CameraRunner",
+    "CaptureSource",
     "FolderSource",
     "Frame",
     "FrameIntegrityError",

@@ -25,6 +25,8 @@ from typing import IO, Any
 import numpy as np
 from numpy.typing import NDArray
 
+from drivers.camera.frame import CameraError, SourceEnded
+from drivers.camera.sources import FrameSource
 from drivers.capture import CaptureError
 from drivers.readings import Reading
 
@@ -242,3 +244,37 @@ def read_camera_capture(path: str | Path, *, verify: bool = True) -> list[Camera
 
 def captured_frames(records: list[CameraCaptureRecord]) -> list[FrameRecord]:
     return [record for record in records if isinstance(record, FrameRecord)]
+
+
+class CaptureSource(FrameSource):
+    """The frames of a camera capture, in order, each checked against its sha256: a round replayed.
+
+    `frames[i]` is the record of the frame `read()` returned i-th, for a replay to compare its results
+    with what was journaled. The capture is read (and verified) when the source opens.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.description = f"camera capture {str(self.path)!r}"
+        self.frames: list[FrameRecord] = []
+        self._index = 0
+        self._open = False
+
+    def open(self) -> None:
+        try:
+            self.frames = captured_frames(read_camera_capture(self.path))
+        except OSError as exc:
+            raise CameraError(f"{self.description} cannot be opened: {exc.strerror}") from None
+        self._index, self._open = 0, True
+
+    def read(self) -> NDArray[np.uint8]:
+        if not self._open:
+            raise CameraError(f"{self.description} is not open")
+        if self._index >= len(self.frames):
+            raise SourceEnded(f"{self.description}: no more frames after {len(self.frames)}")
+        record = self.frames[self._index]
+        self._index += 1
+        return record.load()
+
+    def close(self) -> None:
+        self._open = False

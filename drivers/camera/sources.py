@@ -361,6 +361,7 @@ def make_source(source: str, options: CameraOptions | None = None) -> FrameSourc
 
     - "synthetic", or "synthetic:package.module:factory" for another renderer;
     - "folder:<path>", or the path of an existing folder: its images;
+    - "capture:<path of a camera capture's .jsonl>": the frames it kept, verified (a replay);
     - anything else goes to OpenCV: "0" (device index), "/dev/video0", "rtsp://...", "http://...",
       a GStreamer pipeline ("... ! appsink") or a video file.
     """
@@ -373,6 +374,10 @@ def make_source(source: str, options: CameraOptions | None = None) -> FrameSourc
         renderer_path = text.partition(":")[2]
         renderer = load_renderer(renderer_path, options.width, options.height) if renderer_path else None
         return SyntheticSource(renderer, width=options.width, height=options.height, fps=fps)
+    if text.startswith("capture:"):
+        from drivers.camera.capture import CaptureSource
+
+        return CaptureSource(text.removeprefix("capture:"))
     if text.startswith("folder:"):
         return FolderSource(text.removeprefix("folder:"), loop=options.loop, fps=fps)
     if "!" not in text and "://" not in text and Path(text).is_dir():
