@@ -279,3 +279,14 @@ async def test_the_runner_survives_a_bad_factory_and_a_failing_consumer(
     assert isinstance(delivered[0], DeviceOffline)
     assert "camera source cannot be made: no such camera model" in delivered[0].reason
     assert "delivering 1 readings failed" in caplog.text
+
+
+def test_backoff_doubles_up_to_its_cap_and_resets() -> None:
+    from drivers.backoff import Backoff
+
+    backoff = Backoff(0.2, 1.0)
+    assert [backoff.next() for _ in range(5)] == [0.2, 0.4, 0.8, 1.0, 1.0]
+    backoff.reset()
+    assert backoff.next() == 0.2
+    with pytest.raises(ValueError, match="minimum <= maximum"):
+        Backoff(2, 1)
