@@ -177,6 +177,22 @@ class DiceAtRest(Reading):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class FrameCaptured(Reading):
+    """A camera frame that was used (e.g. read for a result), as kept in the camera's capture.
+
+    The pixels are never in a reading: `file` is the frame's image file relative to the capture's JSON Lines
+    file and `sha256` the hash of that file, so an audit can find the exact frame and prove it unchanged.
+    Both are empty when the camera keeps no capture.
+    """
+
+    file: str
+    sha256: str
+    width: int
+    height: int
+    seq: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class DiceRead(Reading):
     values: tuple[int, ...]
     frame_ref: str = ""

@@ -1,13 +1,14 @@
 """The dice camera: grab one frame when the shaker reports the dice at rest, and keep it as a JPEG.
 
-A thin wrapper around `cv2.VideoCapture` (a device index, a device path, a video file or a stream URL).
-It does I/O only; reading the dice is `drivers.dice.reader`'s job. Every captured frame is written to disk
-before it is returned, so that a result can always be traced back to the exact frame it was read from
-(GAMES.md: the sic bo result carries its camera frame). A frame file is never replaced: a second capture
-with the same name gets a numbered suffix.
+A one-shot use of a camera source (`drivers.camera.sources.VideoSource`: a device index, a device path, a
+video file or a stream URL), for the calibration tools and benches. It does I/O only; reading the dice is
+`drivers.dice.reader`'s job. Every captured frame is written to disk before it is returned, so that a result
+can always be traced back to the exact frame it was read from (GAMES.md: the sic bo result carries its camera
+frame). A frame file is never replaced: a second capture with the same name gets a numbered suffix.
 
 A live camera queues a few frames inside the driver; they were taken before the dice came to rest. Those are
-dropped first (`discard_frames`, by default 4 for a device, 0 for a file).
+dropped first (`discard_frames`, by default 4 for a device, 0 for a file). At the table, the camera device
+(`drivers.camera.CameraRunner`) reads continuously instead and its `grab()` gives the next fresh frame.
 """
 
 from __future__ import annotations
@@ -18,16 +19,15 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-import cv2
-import numpy as np
 from numpy.typing import NDArray
+
+from drivers.camera.frame import CameraError
+from drivers.camera.sources import VideoSource
 
 LIVE_CAMERA_STALE_FRAMES = 4
 JPEG_QUALITY = 95
 
-
-class CameraError(Exception):
-    """The camera cannot be opened or gave no frame; the message says which and what to check."""
+__all__ = ["JPEG_QUALITY", "LIVE_CAMERA_STALE_FRAMES", "CameraError", "CapturedFrame", "DiceCamera"]
 
 
 @dataclass(frozen=True)
@@ -52,24 +52,18 @@ class DiceCamera:
     ) -> None:
         self.source = source
         self.frames_dir = Path(frames_dir)
-        is_device = isinstance(source, int) or str(source).startswith("/dev/")
+        self._video = VideoSource(source)
+        is_device = self._video.kind == "device"
         self.discard_frames = (
             discard_frames if discard_frames is not None else (LIVE_CAMERA_STALE_FRAMES if is_device else 0)
         )
         self.jpeg_quality = jpeg_quality
-        self._capture: cv2.VideoCapture | None = None
 
     def open(self) -> None:
-        capture = cv2.VideoCapture(self.source)
-        if not capture.isOpened():
-            capture.release()
-            raise CameraError(f"camera {self.source!r} cannot be opened (plugged in? right index or path?)")
-        self._capture = capture
+        self._video.open()
 
     def close(self) -> None:
-        if self._capture is not None:
-            self._capture.release()
-            self._capture = None
+        self._video.close()
 
     def __enter__(self) -> DiceCamera:
         self.open()
@@ -82,18 +76,13 @@ class DiceCamera:
 
     def capture(self, name: str) -> CapturedFrame:
         """The first fresh frame, saved as `<frames_dir>/<name>.jpg` (call it when the dice are at rest)."""
-        if self._capture is None:
-            raise CameraError(f"camera {self.source!r} is not open")
-        for _ in range(self.discard_frames):
-            if not self._capture.grab():
-                break
-        ok, frame = self._capture.read()
-        if not ok or frame is None or frame.size == 0:
-            raise CameraError(f"camera {self.source!r} gave no frame (disconnected, or the end of the video)")
-        image = np.ascontiguousarray(frame)
+        self._video.skip(self.discard_frames)
+        image = self._video.read()
         return CapturedFrame(image, self._save(image, name))
 
     def _save(self, image: NDArray[Any], name: str) -> Path:
+        import cv2
+
         stem = _safe_name(name)
         self.frames_dir.mkdir(parents=True, exist_ok=True)
         ok, encoded = cv2.imencode(".jpg", image, [cv2.IMWRITE_JPEG_QUALITY, self.jpeg_quality])

@@ -1,0 +1,280 @@
+"""A camera device's capture: the frames that were used, kept as lossless files, and its health, for audit.
+
+Next to the JSON Lines file `<name>.jsonl` a folder `<name>-frames/` holds one PNG per frame used (grabbed for
+a result). The JSON Lines records share the envelope of byte captures (`drivers.capture`: `t` and `dir`):
+
+    {"t": 1764567890.12, "dir": "frame", "file": "camera-frames/00000042-20261201T053130.120Z.png",
+     "sha256": "<hex of the file>", "width": 1280, "height": 720, "seq": 42}
+    {"t": 1764567891.50, "dir": "health", "kind": "DeviceFault", "code": "COVERED", "reason": "..."}
+
+`file` is relative to the JSON Lines file's folder, so a capture can be moved or archived as a whole.
+`read_camera_capture` loads it back and checks every frame's sha256: a frame that was changed, replaced or
+lost is an error naming the file, so a sic bo round can be replayed and audited like a card round.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path, PurePosixPath
+from typing import IO, Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from drivers.camera.frame import CameraError, SourceEnded
+from drivers.camera.sources import FrameSource
+from drivers.capture import CaptureError
+from drivers.readings import Reading
+
+FRAME_DIR = "frame"
+HEALTH_DIR = "health"
+
+
+class FrameIntegrityError(CaptureError):
+    """A captured frame is missing or is not the file that was recorded (its sha256 differs)."""
+
+
+@dataclass(frozen=True, slots=True)
+class FrameRecord:
+    t: float
+    file: str  # as recorded: relative to the capture's folder, with '/'
+    sha256: str
+    width: int
+    height: int
+    seq: int | None
+    path: Path  # where the file is now
+
+    def load(self) -> NDArray[np.uint8]:
+        """The frame's pixels (BGR), after checking the file is the one recorded."""
+        import cv2
+
+        data = _verified_bytes(self)
+        image = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_UNCHANGED)
+        if image is None:
+            raise FrameIntegrityError(f"frame {self.path} cannot be decoded as an image")
+        return np.ascontiguousarray(image)
+
+
+@dataclass(frozen=True, slots=True)
+class HealthRecord:
+    t: float
+    kind: str  # the reading's type: DeviceOnline, DeviceOffline, DeviceFault, DeviceFaultCleared
+    fields: dict[str, Any] = field(default_factory=dict)
+
+
+CameraCaptureRecord = FrameRecord | HealthRecord
+
+
+def _frame_name(seq: int, t: float) -> str:
+    """`<seq>-<UTC time to the millisecond>.png`: sorts by sequence, reads as a time."""
+    milliseconds = round(t * 1000)
+    stamp = datetime.fromtimestamp(milliseconds // 1000, UTC).strftime("%Y%m%dT%H%M%S")
+    return f"{seq:08d}-{stamp}.{milliseconds % 1000:03d}Z.png"
+
+
+class CameraCaptureWriter:
+    """Write a camera capture: `write_frame` for a frame used, `write_health` for health readings.
+
+    Safe to call from several threads (the runner encodes PNGs off the event loop). Each record is flushed,
+    and a frame file is written completely before its record: a crash never leaves a record without a frame.
+    """
+
+    def __init__(self, path: str | Path, *, png_compression: int = 1) -> None:
+        self.path = Path(path)
+        self.frames_dir = self.path.parent / f"{self.path.stem}-frames"
+        self.png_compression = png_compression
+        self._lock = threading.Lock()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._file: IO[str] | None = self.path.open("a", encoding="utf-8")
+
+    def write_frame(self, image: NDArray[Any], t: float, seq: int) -> FrameRecord:
+        """Keep `image` as a PNG and record it; the record's `file` and `sha256` are what readings carry."""
+        import cv2
+
+        ok, encoded = cv2.imencode(".png", image, [cv2.IMWRITE_PNG_COMPRESSION, self.png_compression])
+        if not ok:
+            raise CaptureError(f"frame {seq} could not be encoded as PNG")
+        data = encoded.tobytes()
+        digest = hashlib.sha256(data).hexdigest()
+        with self._lock:
+            self._check_open()
+            self.frames_dir.mkdir(parents=True, exist_ok=True)
+            path = self.frames_dir / _frame_name(seq, t)
+            with path.open("xb") as handle:  # "x": a recorded frame is never replaced
+                handle.write(data)
+            relative = path.relative_to(self.path.parent).as_posix()
+            record = FrameRecord(t, relative, digest, int(image.shape[1]), int(image.shape[0]), seq, path)
+            self._write(
+                {
+                    "t": t,
+                    "dir": FRAME_DIR,
+                    "file": relative,
+                    "sha256": digest,
+                    "width": record.width,
+                    "height": record.height,
+                    "seq": seq,
+                }
+            )
+        return record
+
+    def write_health(self, reading: Reading) -> None:
+        """Record a health reading (online, offline, fault, fault cleared) with its fields."""
+        fields = {k: v for k, v in asdict(reading).items() if k not in ("device", "time", "raw")}
+        with self._lock:
+            self._check_open()
+            self._write({"t": reading.time, "dir": HEALTH_DIR, "kind": type(reading).__name__, **fields})
+
+    def close(self) -> None:
+        with self._lock:
+            if self._file is not None:
+                self._file.close()
+                self._file = None
+
+    def __enter__(self) -> CameraCaptureWriter:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _check_open(self) -> None:
+        if self._file is None:
+            raise ValueError(f"capture {self.path} is closed")
+
+    def _write(self, record: dict[str, Any]) -> None:
+        assert self._file is not None
+        self._file.write(json.dumps(record, ensure_ascii=True) + "\n")
+        self._file.flush()
+
+
+# --- reading back ------------------------------------------------------------------------------------------
+
+
+def _verified_bytes(record: FrameRecord) -> bytes:
+    try:
+        data = record.path.read_bytes()
+    except OSError as exc:
+        raise FrameIntegrityError(f"frame {record.path} is missing or unreadable: {exc.strerror}") from None
+    actual = hashlib.sha256(data).hexdigest()
+    if actual != record.sha256:
+        raise FrameIntegrityError(
+            f"frame {record.path} does not match the capture: sha256 {actual}, recorded {record.sha256}"
+        )
+    return data
+
+
+def _number(where: str, obj: dict[str, Any], key: str) -> float:
+    value = obj.get(key)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise CaptureError(f"{where}: {key!r} must be a number, got {value!r}")
+    return float(value)
+
+
+def _integer(where: str, obj: dict[str, Any], key: str) -> int:
+    value = obj.get(key)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise CaptureError(f"{where}: {key!r} must be a whole number, got {value!r}")
+    return value
+
+
+def _frame_record(where: str, base: Path, obj: dict[str, Any]) -> FrameRecord:
+    file, digest = obj.get("file"), obj.get("sha256")
+    if not isinstance(file, str) or not file:
+        raise CaptureError(f"{where}: 'file' must be the frame's relative path, got {file!r}")
+    relative = PurePosixPath(file)
+    if relative.is_absolute() or ".." in relative.parts:
+        raise CaptureError(f"{where}: frame file {file!r} must stay inside the capture's folder")
+    if not isinstance(digest, str) or len(digest) != 64 or not all(c in "0123456789abcdef" for c in digest):
+        raise CaptureError(f"{where}: 'sha256' must be 64 lowercase hex digits, got {digest!r}")
+    seq = obj.get("seq")
+    return FrameRecord(
+        t=_number(where, obj, "t"),
+        file=file,
+        sha256=digest,
+        width=_integer(where, obj, "width"),
+        height=_integer(where, obj, "height"),
+        seq=_integer(where, obj, "seq") if seq is not None else None,
+        path=base.joinpath(*relative.parts),
+    )
+
+
+def read_camera_capture(path: str | Path, *, verify: bool = True) -> list[CameraCaptureRecord]:
+    """The records of a camera capture, in order.
+
+    With `verify`, every frame file is checked against its sha256 (FrameIntegrityError names the first file
+    that is missing or changed).
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise CaptureError(f"{path}: not UTF-8 text, so not a JSONL capture") from None
+    records: list[CameraCaptureRecord] = []
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        where = f"{path}:{number}"
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise CaptureError(f"{where}: not a JSON record ({exc.msg})") from None
+        if not isinstance(obj, dict):
+            raise CaptureError(f"{where}: expected a JSON object, got {type(obj).__name__}")
+        direction = obj.get("dir")
+        if direction == FRAME_DIR:
+            record = _frame_record(where, path.parent, obj)
+            if verify:
+                _verified_bytes(record)
+            records.append(record)
+        elif direction == HEALTH_DIR:
+            kind = obj.get("kind")
+            if not isinstance(kind, str) or not kind:
+                raise CaptureError(f"{where}: 'kind' must name the health reading, got {kind!r}")
+            extra = {k: v for k, v in obj.items() if k not in ("t", "dir", "kind")}
+            records.append(HealthRecord(_number(where, obj, "t"), kind, extra))
+        else:
+            raise CaptureError(
+                f"{where}: 'dir' must be 'frame' or 'health' in a camera capture, got {direction!r}"
+            )
+    return records
+
+
+def captured_frames(records: list[CameraCaptureRecord]) -> list[FrameRecord]:
+    return [record for record in records if isinstance(record, FrameRecord)]
+
+
+class CaptureSource(FrameSource):
+    """The frames of a camera capture, in order, each checked against its sha256: a round replayed.
+
+    `frames[i]` is the record of the frame `read()` returned i-th, for a replay to compare its results
+    with what was journaled. The capture is read (and verified) when the source opens.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.description = f"camera capture {str(self.path)!r}"
+        self.frames: list[FrameRecord] = []
+        self._index = 0
+        self._open = False
+
+    def open(self) -> None:
+        try:
+            self.frames = captured_frames(read_camera_capture(self.path))
+        except OSError as exc:
+            raise CameraError(f"{self.description} cannot be opened: {exc.strerror}") from None
+        self._index, self._open = 0, True
+
+    def read(self) -> NDArray[np.uint8]:
+        if not self._open:
+            raise CameraError(f"{self.description} is not open")
+        if self._index >= len(self.frames):
+            raise SourceEnded(f"{self.description}: no more frames after {len(self.frames)}")
+        record = self.frames[self._index]
+        self._index += 1
+        return record.load()
+
+    def close(self) -> None:
+        self._open = False
