@@ -92,8 +92,10 @@ class GameFlow(ABC):
         """Apply a journaled record to a flow freshly built from the configuration. Raises ValueError
         (pydantic's ValidationError) if the record does not fit this flow."""
         record = self.record_model.model_validate(data)
+        gap_seconds = self.rounds.gap_seconds  # configuration, not state
         for name in self.record_model.model_fields:
             setattr(self, name, getattr(record, name))
+        self.rounds.gap_seconds = gap_seconds
 
     def restore_conflict(self, data: dict[str, Any]) -> str | None:
         """Why a record cannot be applied under the current configuration (e.g. the number of decks changed

@@ -93,7 +93,8 @@ class RoundBook(BaseModel):
 
     table_id: str
     game: str
-    gap_seconds: float = 0.0
+    #: from the game's settings (`round_gap_seconds`), not part of the journaled record
+    gap_seconds: float = Field(0.0, exclude=True)
     rounds_opened: int = 0
     number_in_shoe: int = 0
     round_id: str | None = None

@@ -243,3 +243,33 @@ def test_device_action_is_a_request_to_that_device_only() -> None:
         )
     with pytest.raises(CommandError):
         parse_command("commands", "device_action", {"device": "shoe", "action": "explode"})
+
+
+def test_a_pause_gives_the_betting_window_its_time_back() -> None:
+    core = make_core()  # betting 5 s
+    online(core, 0.0)
+    core.on_tick(0.0)  # opened at 0: betting closes at 5
+    core.on_command(Pause(reason="checking"), 1.0)
+    assert core.next_deadline() is None  # a paused table waits for nothing
+    core.on_command(Resume(), 31.0)  # paused for 30 s
+    assert core.next_deadline() == 35.0
+    assert core.on_tick(34.9).events == []
+    assert types(core.on_tick(35.0)) == ["round.betting_closed"]
+
+
+def test_a_supervisors_void_lifts_the_pause_but_an_automatic_one_does_not() -> None:
+    core = make_core()
+    now = open_and_close_betting(core)
+    core.on_reading(card("AS", now), now)
+    core.on_command(Pause(reason="wrong card order"), now + 1)
+    round_id = core.flow.rounds.round_id
+    step, _ = core.on_command(VoidRound(reason="misdeal"), now + 2)
+    assert types(step) == ["round.voided", "round.resumed"]
+    assert step.events[1].data["round_id"] == round_id
+    assert not core.paused
+    # a device fault before the round started voids it and keeps the table paused
+    later = core.next_deadline()
+    assert later is not None
+    core.on_tick(later)
+    step = core.on_reading(DeviceFault(device="shoe", time=later, code="JAM", reason="jam"), later)
+    assert "round.voided" in types(step) and core.paused
