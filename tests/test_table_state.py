@@ -77,9 +77,9 @@ def test_restart_after_an_unrelated_class_change_still_recovers_the_round(monkey
 def test_a_record_of_another_game_or_with_other_decks_mid_shoe_is_refused() -> None:
     with pytest.raises(StateMismatch, match="of a baccarat table, but the config says stud"):
         fresh_core("stud").restore_state(golden(1, "baccarat"))
-    with pytest.raises(StateMismatch, match="holds 8 decks but game.decks is now 6"):
+    with pytest.raises(StateMismatch, match=r"holds 8 decks but game\.decks is now 6"):
         fresh_core("baccarat", decks=6).restore_state(golden(1, "baccarat"))
-    with pytest.raises(StateMismatch, match="has 1 hands but game.hands is now 3"):
+    with pytest.raises(StateMismatch, match=r"has 1 hands but game\.hands is now 3"):
         fresh_core("stud", hands=3).restore_state(golden(1, "stud"))
     broken = golden(1, "baccarat")
     broken["flow"]["player"] = ["ZZ"]
