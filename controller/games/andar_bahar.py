@@ -20,13 +20,13 @@ from collections.abc import Sequence
 from itertools import pairwise
 from typing import Any, ClassVar, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from controller.cards import Card, CardCode
 from controller.events import AndarBaharBucket, AndarBaharResult, CardDealt, iso_ms
 from controller.flow import DeviceRequest, FlowOutput, FlowRecord, InputRejected, Phase
 from controller.games.card_flow import PROMPT_RESCAN as PROMPT_RESCAN  # re-exported: it used to live here
-from controller.games.card_flow import CardFlow, CardFlowRecord, position_view
+from controller.games.card_flow import CardFlow, CardFlowRecord, CardGameSettings, position_view
 from drivers.readings import CutCardSeen
 from drivers.session import DeviceCommand
 
@@ -43,26 +43,14 @@ _PROMPT_DEAL = {"andar": "Deal to Andar", "bahar": "Deal to Bahar"}
 _SIDE_NAME = {"andar": "Andar", "bahar": "Bahar"}
 
 
-class AndarBaharSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class AndarBaharSettings(CardGameSettings):
+    """`betting_seconds` is the countdown that starts when the game card is shown; `round_gap_seconds` the
+    pause before the next game card is asked for."""
 
-    betting_seconds: float = Field(
-        default=15.0, gt=0, description="the countdown that starts when the game card is shown"
-    )
-    round_gap_seconds: float = Field(
-        default=3.0, ge=0, description="pause between a round's close and asking for the next game card"
-    )
-    shoe_device: str = Field(
-        default="shoe", min_length=1, description="the configured device name of the shoe"
-    )
     shuffler_device: str | None = Field(
         default=None,
         min_length=1,
         description="if set, this device is asked to shuffle one deck after every round",
-    )
-    betting_closes_on_first_card: bool = Field(
-        default=False,
-        description="replay policy: no betting timer; a round's betting closes when its first card arrives",
     )
 
 

@@ -14,14 +14,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from controller.cards import Card, CardCode
 from controller.events import BaccaratHand, BaccaratResult, ShoeStarted, iso_ms
 from controller.events import CutCardSeen as CutCardEvent
 from controller.flow import FlowOutput, FlowRecord, InputRejected, Phase
 from controller.games.card_flow import PROMPT_RESCAN as PROMPT_RESCAN  # re-exported: it used to live here
-from controller.games.card_flow import CardFlow, CardFlowRecord, position_view
+from controller.games.card_flow import CardFlow, CardFlowRecord, CardGameSettings, position_view
 from controller.lifecycle import NEXT_ROUND
 from drivers.readings import CutCardSeen
 
@@ -36,24 +36,11 @@ PROMPT_NEW_SHOE = "New shoe loaded — wait for betting to open"
 _PROMPT_DEAL = {"player": "Deal to Player", "banker": "Deal to Banker"}
 
 
-class BaccaratSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class BaccaratSettings(CardGameSettings):
     decks: int = Field(default=8, ge=1, le=8)
-    betting_seconds: float = Field(default=15.0, gt=0)
-    round_gap_seconds: float = Field(
-        default=3.0, ge=0, description="pause between a round's close and the next opening"
-    )
-    betting_closes_on_first_card: bool = Field(
-        default=False,
-        description="replay mode: no betting timer; a round's betting closes when its first card arrives",
-    )
     auto_new_shoe: bool = Field(
         default=True,
         description="after the cut-card round, start a new shoe by itself; else wait for input new_shoe",
-    )
-    shoe_device: str = Field(
-        default="shoe", min_length=1, description="the configured device name of the shoe"
     )
 
 

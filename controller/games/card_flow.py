@@ -22,6 +22,8 @@ from abc import abstractmethod
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from controller.cards import Card, InvalidCard, ShoeComposition, ShoeExhausted
 from controller.events import CardDealt, CardRejected, CardUnreadable
 from controller.flow import DeviceRequest, FlowOutput, FlowRecord, GameFlow, InputRejected
@@ -29,6 +31,24 @@ from drivers.readings import CardSeen, CardUnread, CutCardSeen, Reading
 from drivers.session import DeviceCommand
 
 PROMPT_RESCAN = "Re-scan the card"
+
+
+class CardGameSettings(BaseModel):
+    """What every card game's settings have: the round's timing and the shoe it is dealt from."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    betting_seconds: float = Field(default=15.0, gt=0, description="how long bets are taken")
+    round_gap_seconds: float = Field(
+        default=3.0, ge=0, description="pause between a round's close and the next round"
+    )
+    betting_closes_on_first_card: bool = Field(
+        default=False,
+        description="replay policy: no betting timer; a round's betting closes when its first card arrives",
+    )
+    shoe_device: str = Field(
+        default="shoe", min_length=1, description="the configured device name of the shoe"
+    )
 
 
 class ShoeSettings(Protocol):

@@ -21,15 +21,15 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from controller.cards import Card, CardCode
 from controller.events import PokerCategory, StudHand, StudResult, iso_ms
 from controller.flow import FlowOutput, FlowRecord, InputRejected, Phase
 from controller.games.card_flow import PROMPT_RESCAN as PROMPT_RESCAN  # re-exported: it used to live here
-from controller.games.card_flow import CardFlow, CardFlowRecord, position_view
+from controller.games.card_flow import CardFlow, CardFlowRecord, CardGameSettings, position_view
 from drivers.readings import CutCardSeen
 
 Outcome = Literal["win", "lose", "tie"]
@@ -43,49 +43,25 @@ PROMPT_DEALER = "Deal to Dealer"
 PROMPT_VOIDED = "Round voided — collect the cards and take the shuffled deck"
 
 
-class StudSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class StudSettings(CardGameSettings):
     hands: int = Field(
         default=1, ge=1, le=7, description="1: one common hand for every player; 2-7: one hand per seat"
     )
     # Poker ranks assume five different cards: with two decks a hand could hold the same card twice.
     decks: int = Field(default=1, ge=1, le=1, description="one deck, replaced by a shuffled one every round")
-    betting_seconds: float = Field(default=15.0, gt=0, description="time to place antes")
     decision_seconds: float = Field(
         default=20.0, gt=0, description="time for the players to bet or fold once their cards are out"
-    )
-    round_gap_seconds: float = Field(
-        default=3.0, ge=0, description="pause between a round's close and the next opening"
-    )
-    betting_closes_on_first_card: bool = Field(
-        default=False,
-        description="replay policy: no betting timer; a round's betting closes when its first card arrives",
     )
     decisions_end_on_dealer_card: bool = Field(
         default=False,
         description="replay policy: no decision timer; the dealer's second card ends the players' decisions",
-    )
-    shoe_device: str = Field(
-        default="shoe", min_length=1, description="the configured device name of the shoe"
     )
 
 
 # --- poker hands ------------------------------------------------------------------------------------------
 
 #: weakest first; the index is the category's strength
-CATEGORIES: tuple[PokerCategory, ...] = (
-    "high_card",
-    "one_pair",
-    "two_pair",
-    "three_of_a_kind",
-    "straight",
-    "flush",
-    "full_house",
-    "four_of_a_kind",
-    "straight_flush",
-    "royal_flush",
-)
+CATEGORIES: tuple[PokerCategory, ...] = get_args(PokerCategory)
 ACE = 14
 KING = 13
 
