@@ -17,8 +17,9 @@ import pytest
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
-from controller.bus import BrokerSettings, TableBus
+from controller.bus import TableBus
 from controller.commands import CloseBetting, Command, CommandError, Pause, VoidRound
+from controller.config import BrokerSettings
 from controller.events import Envelope, Event, RoundOpened, make_event
 from controller.journal import Journal
 from tests.mosquitto import MosquittoBroker, MqttRecorder, Received, free_port, require_binary, wait_until
