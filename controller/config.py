@@ -108,8 +108,16 @@ class BrokerSettings(pydantic.BaseModel):
         default=None, description="default: derived from the table's topic root"
     )
     keepalive: int = pydantic.Field(default=15, ge=1, le=65535)
-    reconnect_min_seconds: float = pydantic.Field(default=0.5, gt=0)
+    reconnect_min_seconds: float = pydantic.Field(
+        default=0.5, gt=0, description="also the first pause before retrying an event the broker refused"
+    )
     reconnect_max_seconds: float = pydantic.Field(default=10.0, gt=0)
+    max_payload_bytes: int = pydantic.Field(
+        default=64 * 1024,
+        ge=1024,
+        le=16 * 1024 * 1024,
+        description="largest command/input payload accepted; a larger one gets an error reply, unparsed",
+    )
 
     @pydantic.field_validator("url")
     @classmethod
