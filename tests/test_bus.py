@@ -800,7 +800,7 @@ async def test_replay_runs_beside_the_commands_at_a_bounded_rate(
         replay_took = asyncio.get_running_loop().time() - started
         assert bus.stats.replayed == 500
 
-    assert pause.json()["status"] == "ok" and answered_pause < 0.5
+    assert pause.json()["status"] == "ok" and answered_pause < 1.0
     assert auditor.on(f"{ROOT}/replies/#")[0].json()["transaction"] == "meanwhile"
     # capped at REPLAY_MAX_EVENTS, with where to continue; 500 events at 400/s take over a second
     assert replay.json()["data"] == {"count": 500, "next_sequence": 501}
