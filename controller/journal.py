@@ -10,7 +10,8 @@ The envelope is stored as the exact JSON that is published, so a re-send is byte
 
 It also keeps the replies to the latest commands, keyed by (sender, transaction), so that a command delivered
 twice (MQTT QoS 1 may) is applied once: the reply is written in the same transaction as the command's events,
-and a restart between the two cannot re-apply it. Only the latest `KEEP_COMMAND_REPLIES` are kept.
+and a restart between the two cannot re-apply it. Only the latest `KEEP_COMMAND_REPLIES`, of the last
+`KEEP_COMMAND_REPLY_SECONDS`, count.
 """
 
 from __future__ import annotations
@@ -60,6 +61,8 @@ CREATE TABLE IF NOT EXISTS snapshot (
 
 #: replies kept for repeated commands; a repeat comes within seconds (a QoS 1 re-delivery, a sender's retry)
 KEEP_COMMAND_REPLIES = 1000
+#: and for how long: a sender that restarts its transaction counter a day later is not answered from the past
+KEEP_COMMAND_REPLY_SECONDS = 24 * 3600.0
 
 
 @dataclass(frozen=True)
@@ -194,10 +197,10 @@ class Journal:
     # --- reading -----------------------------------------------------------------------------------
 
     def command_reply(self, sender: str, transaction: str | int) -> CommandReply | None:
-        """The reply kept for this sender's transaction, if the command was already applied."""
+        """The reply kept for this sender's transaction, if the command was applied (in the last day)."""
         row = self._db.execute(
-            "SELECT name, reply FROM command_replies WHERE sender = ? AND txn = ?",
-            (sender, json.dumps(transaction)),
+            "SELECT name, reply FROM command_replies WHERE sender = ? AND txn = ? AND recorded >= ?",
+            (sender, json.dumps(transaction), iso_ms(self.clock() - KEEP_COMMAND_REPLY_SECONDS)),
         ).fetchone()
         if row is None:
             return None

@@ -209,6 +209,17 @@ def test_transactions_keep_their_json_type(journal: Journal) -> None:
     assert text is not None and text.name == "resume" and text.transaction == "5"
 
 
+def test_a_command_reply_counts_for_a_day(path: Path) -> None:
+    clock = FakeClock()
+    journal = Journal(path, SOURCE, clock=clock)
+    journal.record_reply(CommandReply("desk-2", 1, "pause", {"status": "ok", "data": {}}))
+    clock.now += 24 * 3600
+    assert journal.command_reply("desk-2", 1) is not None
+    clock.now += 1
+    assert journal.command_reply("desk-2", 1) is None  # a sender whose counter restarted is not answered
+    journal.close()
+
+
 def test_only_the_latest_command_replies_are_kept(journal: Journal, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(journal_module, "KEEP_COMMAND_REPLIES", 3)
     for n in range(5):
