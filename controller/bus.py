@@ -6,7 +6,17 @@ What it guarantees (see the MQTT contract):
 - Events leave the journal's outbox in sequence order, one at a time, QoS 1; an event is acknowledged in the
   journal only after the broker's PUBACK. A broker outage or a controller restart delays events, never loses
   or reorders them; a reconnect may repeat the last one (same `id`).
-- Every inbound command/input gets exactly one reply; a malformed one changes nothing and never stops the bus.
+- Under MQTT 5 a PUBACK with a failure reason code (e.g. 0x87 "not authorized": the broker's ACL denies the
+  table's user) is a refusal, not a delivery: the event stays in the outbox and is retried with backoff, and
+  the retained status says `"delivery": "refused"` until the broker takes events again. MQTT 3.1.1 has no
+  reason code: a broker that drops a publish still acknowledges it, and the bus cannot tell.
+- Commands and inputs arrive on `<root>/commands/<name>/<user>` and `<root>/inputs/<name>/<user>`; the last
+  level is the sender's identity, which the broker's ACL confines to the publisher's user name. A payload
+  never names its sender.
+- Every inbound command/input gets exactly one reply; a malformed, oversized or deeply nested one changes
+  nothing and never stops the bus. Replies go to `<root>/replies/<name>`, or to an MQTT 5 response topic if
+  (and only if) that lies under `<root>/replies/`.
+- `replay_events` is served by its own task at a bounded rate, so other commands are answered meanwhile.
 
 Unlike a fire-and-forget publish, nothing here is dropped while disconnected: events wait in the journal, the
 retained topics are republished from the latest values on the next connection.
@@ -22,15 +32,24 @@ import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
-from urllib.parse import urlsplit
+from typing import Any
 
 import aiomqtt
-import pydantic
+import paho.mqtt.client as paho
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
+from paho.mqtt.reasoncodes import ReasonCode
 
-from controller.commands import BUS_COMMANDS, Command, CommandError, ReplayEvents, parse_command
+from controller.commands import (
+    BUS_COMMANDS,
+    MAX_TRANSACTION_LENGTH,
+    Command,
+    CommandError,
+    ReplayEvents,
+    check_remote_identity,
+    parse_command,
+)
+from controller.config import BrokerSettings
 from controller.events import Envelope, iso_ms
 from controller.journal import Journal
 
@@ -44,81 +63,86 @@ OFFLINE_TIMEOUT_SECONDS = 2.0
 OUTBOX_BATCH = 100
 #: a server-side failure (MQTT SUBACK/PUBACK reason codes from 0x80 on)
 _FAILURE_CODE = 0x80
-
-
-class BrokerSettings(pydantic.BaseModel):
-    """How to reach the broker. Embedded in the controller's config file."""
-
-    model_config = pydantic.ConfigDict(extra="forbid")
-
-    url: str = pydantic.Field(
-        default="mqtt://127.0.0.1:1883", description="mqtt://host:port, or mqtts:// for TLS"
-    )
-    username: str | None = None
-    password: pydantic.SecretStr | None = None
-    tls_ca_file: Path | None = pydantic.Field(
-        default=None, description="CA bundle; default: the system's CAs"
-    )
-    tls_cert_file: Path | None = pydantic.Field(default=None, description="client certificate (mutual TLS)")
-    tls_key_file: Path | None = pydantic.Field(default=None, description="client certificate's private key")
-    tls_insecure: bool = pydantic.Field(
-        default=False, description="skip the broker host name check (testing only)"
-    )
-    protocol: Literal["5", "3.1.1"] = "5"
-    client_id: str | None = pydantic.Field(
-        default=None, description="default: derived from the table's topic root"
-    )
-    keepalive: int = pydantic.Field(default=15, ge=1, le=65535)
-    reconnect_min_seconds: float = pydantic.Field(default=0.5, gt=0)
-    reconnect_max_seconds: float = pydantic.Field(default=10.0, gt=0)
-
-    @pydantic.field_validator("url")
-    @classmethod
-    def _check_url(cls, url: str) -> str:
-        parts = urlsplit(url)
-        if parts.scheme not in ("mqtt", "mqtts"):
-            raise ValueError(f"broker url must start with mqtt:// or mqtts://, not {url!r}")
-        if not parts.hostname:
-            raise ValueError(f"broker url {url!r} names no host")
-        try:
-            parts.port  # noqa: B018 - urlsplit checks the port lazily, on access
-        except ValueError as exc:
-            raise ValueError(f"broker url {url!r}: {exc}") from None
-        return url
-
-    @pydantic.model_validator(mode="after")
-    def _check_tls(self) -> BrokerSettings:
-        tls_files = (self.tls_ca_file, self.tls_cert_file, self.tls_key_file)
-        if not self.tls and (any(tls_files) or self.tls_insecure):
-            raise ValueError("TLS options need an mqtts:// broker url")
-        if (self.tls_cert_file is None) != (self.tls_key_file is None):
-            raise ValueError("a client certificate needs both tls_cert_file and tls_key_file")
-        if self.reconnect_max_seconds < self.reconnect_min_seconds:
-            raise ValueError("reconnect_max_seconds must be >= reconnect_min_seconds")
-        return self
-
-    @property
-    def tls(self) -> bool:
-        return urlsplit(self.url).scheme == "mqtts"
-
-    @property
-    def host(self) -> str:
-        return urlsplit(self.url).hostname or ""
-
-    @property
-    def port(self) -> int:
-        return urlsplit(self.url).port or (8883 if self.tls else 1883)
+#: a command or input is a flat JSON object; anything nested deeper than this is refused unread
+MAX_PAYLOAD_DEPTH = 8
+#: under MQTT 5 the broker is told not to send the table packets larger than this many times the payload
+#: limit at all (it drops them): memory stays bounded even on a broker without `max_packet_size`. Payloads
+#: between the limit and this get an error reply.
+MAX_PACKET_FACTOR = 16
+#: replay_events: events read from the journal per chunk, the most one command replays, and the rate
+REPLAY_CHUNK = 100
+REPLAY_MAX_EVENTS = 10_000
+REPLAY_EVENTS_PER_SECOND = 500.0
+#: replay_events waiting for the replay task; more are refused ("busy") rather than queued without bound
+REPLAY_QUEUE = 4
 
 
 @dataclass
 class BusStats:
     published: int = 0  # events from the outbox acknowledged by the broker
+    refused: int = 0  # event publishes the broker refused (MQTT 5 PUBACK reason code >= 0x80)
     replayed: int = 0  # events re-sent by replay_events
     replies: int = 0
     rejected_commands: int = 0  # error replies, whatever the cause
     internal_errors: int = 0  # handle_command raised something other than CommandError
+    refused_response_topics: int = 0  # MQTT 5 response topics outside <root>/replies/, not honoured
     connects: int = 0
     reconnects: int = 0  # connection attempts that failed or connections that were lost
+
+
+@dataclass
+class _Refusal:
+    """An episode of refused event publishes: from the first refusal to the next accepted event."""
+
+    code: int
+    reason: str
+    sequence: int
+    since: str
+    attempts: int = 1
+    backoff: float = 0.0
+
+
+class _Client(aiomqtt.Client):
+    """aiomqtt's client plus what aiomqtt drops: the reason code of the broker's PUBACK.
+
+    aiomqtt's `publish` returns once the PUBACK arrives, whatever its reason code, so an MQTT 5 broker's
+    "not authorized" (0x87) looks like a delivery. paho hands the code to `on_publish` (callback API v2),
+    which aiomqtt registers as `_on_publish`; this override passes it on to `publish_acknowledged`.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._pubacks: dict[int, asyncio.Future[ReasonCode]] = {}
+
+    def _on_publish(
+        self,
+        client: paho.Client,
+        userdata: Any,
+        mid: int,
+        reason_code: ReasonCode,
+        properties: Properties,
+    ) -> None:
+        ack = self._pubacks.pop(mid, None)
+        if ack is not None and not ack.done():
+            ack.set_result(reason_code)
+        super()._on_publish(client, userdata, mid, reason_code, properties)
+
+    async def publish_acknowledged(
+        self, topic: str, payload: bytes | str, *, timeout: float = ACK_TIMEOUT_SECONDS
+    ) -> ReasonCode:
+        """Publish at QoS 1, not retained; return the PUBACK's reason code (always success under 3.1.1)."""
+        info = self._client.publish(topic, payload, qos=1)
+        if info.rc != paho.MQTT_ERR_SUCCESS:
+            raise aiomqtt.MqttCodeError(info.rc, "Could not publish message")
+        # No await since paho's publish: the PUBACK is read on this loop, so it cannot have been handled yet.
+        ack: asyncio.Future[ReasonCode] = asyncio.get_running_loop().create_future()
+        self._pubacks[info.mid] = ack
+        try:
+            return await asyncio.wait_for(ack, timeout)
+        except TimeoutError:
+            raise aiomqtt.MqttError("the broker did not acknowledge a publish in time") from None
+        finally:
+            self._pubacks.pop(info.mid, None)
 
 
 class _StopRequested(Exception):
@@ -157,12 +181,18 @@ class TableBus:
         self._running = False
         self._connected = False
         self._since = ""  # when the current connection was established (ISO, ms)
+        self._refusal: _Refusal | None = None  # the broker is refusing events (MQTT 5 PUBACK >= 0x80)
 
     # --- public API --------------------------------------------------------------------------------
 
     @property
     def connected(self) -> bool:
         return self._connected
+
+    @property
+    def delivery_refused(self) -> bool:
+        """True while the broker refuses the table's events (they wait in the outbox)."""
+        return self._refusal is not None
 
     def events_committed(self) -> None:
         """Wake the outbox publisher; call after Journal.append (from the event loop's thread)."""
@@ -232,10 +262,26 @@ class TableBus:
         return _to_json({"status": "offline", "boot": self._journal.boot})
 
     def _online_payload(self) -> bytes:
-        return _to_json({"status": "online", "boot": self._journal.boot, "since": self._since})
+        status: dict[str, Any] = {"status": "online", "boot": self._journal.boot, "since": self._since}
+        refusal = self._refusal
+        if refusal is not None:
+            status |= {
+                "delivery": "refused",
+                "delivery_reason": refusal.reason,
+                "delivery_code": refusal.code,
+                "refused_sequence": refusal.sequence,
+                "refused_since": refusal.since,
+            }
+        return _to_json(status)
 
-    def _new_client(self) -> aiomqtt.Client:
+    def _new_client(self) -> _Client:
         settings = self._settings
+        v5 = settings.protocol == "5"
+        connect_properties = None
+        if v5:
+            # The broker drops packets for the table above this size instead of sending them.
+            connect_properties = Properties(PacketTypes.CONNECT)
+            connect_properties.MaximumPacketSize = MAX_PACKET_FACTOR * settings.max_payload_bytes
         tls_params = None
         if settings.tls:
             tls_params = aiomqtt.TLSParameters(
@@ -243,18 +289,19 @@ class TableBus:
                 certfile=_path_or_none(settings.tls_cert_file),
                 keyfile=_path_or_none(settings.tls_key_file),
             )
-        return aiomqtt.Client(
+        return _Client(
             settings.host,
             settings.port,
             username=settings.username,
             password=settings.password.get_secret_value() if settings.password else None,
             identifier=self._client_id,
-            protocol=aiomqtt.ProtocolVersion.V5 if settings.protocol == "5" else aiomqtt.ProtocolVersion.V311,
+            protocol=aiomqtt.ProtocolVersion.V5 if v5 else aiomqtt.ProtocolVersion.V311,
             will=aiomqtt.Will(self._topic("status"), self._offline_payload(), qos=1, retain=True),
             keepalive=settings.keepalive,
             timeout=ACK_TIMEOUT_SECONDS,
             tls_params=tls_params,
             tls_insecure=True if settings.tls_insecure else None,
+            properties=connect_properties,
         )
 
     # --- one connection ----------------------------------------------------------------------------
@@ -287,6 +334,11 @@ class TableBus:
             self._connected = True
             self.stats.connects += 1
             logger.info("connected to MQTT broker %s as %s", self._settings.url, self._client_id)
+            if self._settings.protocol != "5" and self.stats.connects == 1:
+                logger.warning(
+                    "MQTT 3.1.1: a publish the broker refuses (e.g. denied by its ACL) is acknowledged like "
+                    "a delivered one and cannot be detected; use protocol 5 to keep refused events queued"
+                )
             try:
                 await self._serve(client)
             except asyncio.CancelledError:
@@ -296,9 +348,12 @@ class TableBus:
             finally:
                 self._connected = False
 
-    async def _serve(self, client: aiomqtt.Client) -> None:
-        # Subscribe before announcing `online`, so a command sent on seeing it is not lost.
-        codes = await client.subscribe([(self._topic("commands", "+"), 1), (self._topic("inputs", "+"), 1)])
+    async def _serve(self, client: _Client) -> None:
+        # Subscribe before announcing `online`, so a command sent on seeing it is not lost. The last level is
+        # the sender; `<kind>/<name>` without it only gets an error reply saying where to send instead.
+        topics = [self._topic(kind, "+", "+") for kind in ("commands", "inputs")]
+        topics += [self._topic(kind, "+") for kind in ("commands", "inputs")]
+        codes = await client.subscribe([(topic, 1) for topic in topics])
         if any(_code_value(code) >= _FAILURE_CODE for code in codes):
             logger.error(
                 "the broker refused the subscription to %s commands/inputs (codes %s): "
@@ -307,9 +362,11 @@ class TableBus:
                 [str(code) for code in codes],
             )
         await self._publish_birth(client)
+        replays: asyncio.Queue[tuple[ReplayEvents, _Reply]] = asyncio.Queue(REPLAY_QUEUE)
         try:
             async with asyncio.TaskGroup() as tasks:
-                tasks.create_task(self._serve_inbound(client))
+                tasks.create_task(self._serve_inbound(client, replays))
+                tasks.create_task(self._serve_replays(client, replays))
                 tasks.create_task(self._drain_outbox(client, self._since))
                 tasks.create_task(self._publish_retained_changes(client))
                 tasks.create_task(self._raise_when_stop_requested())
@@ -362,7 +419,7 @@ class TableBus:
 
     # --- events ------------------------------------------------------------------------------------
 
-    async def _drain_outbox(self, client: aiomqtt.Client, connected_since: str) -> None:
+    async def _drain_outbox(self, client: _Client, connected_since: str) -> None:
         while True:
             self._outbox_changed.clear()
             batch = self._journal.outbox(OUTBOX_BATCH)
@@ -372,30 +429,87 @@ class TableBus:
             for envelope in batch:
                 # Same-format ISO strings compare like the instants they name.
                 waited_through_outage = envelope.recordedtime < connected_since
-                await self._publish_event(client, envelope, historical=waited_through_outage)
+                code = await self._publish_event(client, envelope, historical=waited_through_outage)
+                if _code_value(code) >= _FAILURE_CODE:
+                    # Not delivered: it stays first in the outbox, and nothing after it overtakes it.
+                    await self._delivery_refused(client, envelope, code)
+                    break
                 self._journal.acknowledge(int(envelope.sequence))
                 self.stats.published += 1
+                if self._refusal is not None:
+                    await self._delivery_restored(client)
 
-    async def _publish_event(self, client: aiomqtt.Client, envelope: Envelope, *, historical: bool) -> None:
+    async def _publish_event(self, client: _Client, envelope: Envelope, *, historical: bool) -> ReasonCode:
         if historical:
             envelope = envelope.model_copy(update={"historical": True})
         # One at a time, waiting for PUBACK: strict order, and nothing acknowledged that the broker lacks.
-        await client.publish(self._topic("events", envelope.type), envelope.model_dump_json(), qos=1)
+        return await client.publish_acknowledged(
+            self._topic("events", envelope.type), envelope.model_dump_json()
+        )
+
+    async def _delivery_refused(self, client: _Client, envelope: Envelope, code: ReasonCode) -> None:
+        """The broker refused an event: say so (once per episode), then wait before trying it again."""
+        self.stats.refused += 1
+        sequence = int(envelope.sequence)
+        refusal = self._refusal
+        settings = self._settings
+        if refusal is None:
+            refusal = _Refusal(
+                code=_code_value(code),
+                reason=str(code),
+                sequence=sequence,
+                since=iso_ms(self._journal.clock()),
+                backoff=settings.reconnect_min_seconds,
+            )
+            self._refusal = refusal
+            logger.error(
+                "the MQTT broker refused event %s (%s) with reason %s (0x%02X); it stays in the outbox and "
+                "is retried until the broker takes it: check the broker's ACL for this table's user %r",
+                envelope.sequence,
+                envelope.type,
+                refusal.reason,
+                refusal.code,
+                settings.username,
+            )
+            await self._publish_retained(client, self._topic("status"), self._online_payload())
+        else:
+            refusal.attempts += 1
+            refusal.backoff = min(refusal.backoff * 2, settings.reconnect_max_seconds)
+            logger.debug("event %s refused again (%s), attempt %d", sequence, code, refusal.attempts)
+        await asyncio.sleep(refusal.backoff * random.uniform(0.8, 1.2))
+
+    async def _delivery_restored(self, client: aiomqtt.Client) -> None:
+        refusal, self._refusal = self._refusal, None
+        if refusal is not None:
+            logger.warning(
+                "the MQTT broker takes events again after %d refused attempt(s) since %s",
+                refusal.attempts,
+                refusal.since,
+            )
+        await self._publish_retained(client, self._topic("status"), self._online_payload())
 
     # --- commands and inputs -----------------------------------------------------------------------
 
-    async def _serve_inbound(self, client: aiomqtt.Client) -> None:
+    async def _serve_inbound(
+        self, client: aiomqtt.Client, replays: asyncio.Queue[tuple[ReplayEvents, _Reply]]
+    ) -> None:
         # One at a time, in arrival order: "pause" then "resume" must not be swapped.
         async for message in client.messages:
             try:
-                await self._handle_message(client, message)
+                await self._handle_message(client, message, replays)
             except aiomqtt.MqttError:
                 raise
             except Exception:
                 logger.exception("could not handle a message on %s", message.topic.value)
 
-    async def _handle_message(self, client: aiomqtt.Client, message: aiomqtt.Message) -> None:
-        kind, _, name = message.topic.value[len(self._root) + 1 :].partition("/")
+    async def _handle_message(
+        self,
+        client: aiomqtt.Client,
+        message: aiomqtt.Message,
+        replays: asyncio.Queue[tuple[ReplayEvents, _Reply]],
+    ) -> None:
+        levels = message.topic.value[len(self._root) + 1 :].split("/")
+        kind, name = levels[0], levels[1] if len(levels) > 1 else ""
         if message.retain:
             # A retained command would run again on every reconnect: never act on one.
             logger.warning(
@@ -403,71 +517,122 @@ class TableBus:
             )
             self.stats.rejected_commands += 1
             return
-        reply = _Reply(client, message, self._topic("replies", name or "unknown"), self.stats)
+        reply = _Reply(client, message, self._root, name or "unknown", self.stats)
+        transaction: str | int | None = None
         try:
-            payload = json.loads(message.payload) if isinstance(message.payload, bytes | str) else None
-        except ValueError:
-            await reply.error(None, "payload is not valid JSON")
-            return
-        transaction = payload.get("transaction") if isinstance(payload, dict) else None
-        if isinstance(transaction, bool) or not isinstance(transaction, str | int):
-            transaction = None
-        try:
-            command = parse_command(kind, name, payload)
-        except CommandError as exc:
-            await reply.error(transaction, str(exc))
-            return
-        try:
+            payload = _decode_payload(message.payload, self._settings.max_payload_bytes)
+            transaction = _echoable_transaction(payload)
+            if len(levels) != 3:
+                raise CommandError(
+                    f"send {kind} to {self._topic(kind, name or '<name>', '<user>')}: the last level is the "
+                    "sender's user name, which the broker authenticated"
+                )
+            command = parse_command(kind, name, payload, by=check_remote_identity(levels[2]))
+            if isinstance(command, ReplayEvents):
+                _check_replay(command)
+                try:
+                    replays.put_nowait((command, reply))
+                except asyncio.QueueFull:
+                    raise CommandError(
+                        f"{REPLAY_QUEUE} replays are already waiting; try again when one has been answered"
+                    ) from None
+                return  # answered by the replay task
             if kind == "commands" and name in BUS_COMMANDS:
-                data = await self._serve_bus_command(client, command)
+                await self._publish_birth(client)  # rebirth
+                data: dict[str, Any] = {}
             else:
                 # Shielded: losing the broker must not cancel the table half-way through a command.
                 data = await asyncio.shield(self._handle_command(command))
             body = _to_json({"transaction": command.transaction, "status": "ok", "data": data or {}})
         except CommandError as exc:
-            await reply.error(command.transaction, str(exc))
+            await reply.error(transaction, str(exc))
             return
         except aiomqtt.MqttError:
             raise
         except Exception:
-            logger.exception("command %s/%s failed", kind, name)
+            logger.exception("command %s failed", message.topic.value)
             self.stats.internal_errors += 1
-            await reply.error(command.transaction, "internal error")
+            await reply.error(transaction, "internal error")
             return
         await reply.send(body)
 
-    async def _serve_bus_command(self, client: aiomqtt.Client, command: Command) -> dict[str, Any]:
-        if isinstance(command, ReplayEvents):
-            if command.to_sequence is not None and command.to_sequence < command.from_sequence:
-                raise CommandError("to_sequence must not be before from_sequence")
-            envelopes = self._journal.read(command.from_sequence, command.to_sequence)
-            for envelope in envelopes:
-                await self._publish_event(client, envelope, historical=True)
+    async def _serve_replays(
+        self, client: _Client, replays: asyncio.Queue[tuple[ReplayEvents, _Reply]]
+    ) -> None:
+        """replay_events, one request at a time, beside the inbound loop (which keeps answering commands)."""
+        while True:
+            command, reply = await replays.get()
+            try:
+                data = await self._replay(client, command)
+            except CommandError as exc:
+                await reply.error(command.transaction, str(exc))
+            else:
+                await reply.send(_to_json({"transaction": command.transaction, "status": "ok", "data": data}))
+
+    async def _replay(self, client: _Client, command: ReplayEvents) -> dict[str, Any]:
+        """Re-send journaled events as historical, at most REPLAY_EVENTS_PER_SECOND, REPLAY_MAX_EVENTS."""
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        upper = command.to_sequence
+        next_sequence = command.from_sequence
+        count = 0
+        while count < REPLAY_MAX_EVENTS:
+            chunk = self._journal.read(
+                next_sequence, upper, limit=min(REPLAY_CHUNK, REPLAY_MAX_EVENTS - count)
+            )
+            if not chunk:
+                break
+            for envelope in chunk:
+                code = await self._publish_event(client, envelope, historical=True)
+                if _code_value(code) >= _FAILURE_CODE:
+                    raise CommandError(
+                        f"the broker refused replayed event {envelope.sequence} ({code}) "
+                        f"after {count} event(s)"
+                    )
+                count += 1
                 self.stats.replayed += 1
-            return {"count": len(envelopes)}
-        # rebirth
-        await self._publish_birth(client)
-        return {}
+            next_sequence = int(chunk[-1].sequence) + 1
+            # Rate limit: the replay shares the link with the live events and the replies.
+            await asyncio.sleep(max(0.0, started + count / REPLAY_EVENTS_PER_SECOND - loop.time()))
+        data: dict[str, Any] = {"count": count}
+        more = self._journal.read(next_sequence, upper, limit=1) if count >= REPLAY_MAX_EVENTS else []
+        if more:
+            # Capped: the sender asks again from here.
+            data["next_sequence"] = next_sequence
+        return data
 
 
 class _Reply:
     """Where and how to answer one inbound message."""
 
     def __init__(
-        self, client: aiomqtt.Client, message: aiomqtt.Message, default_topic: str, stats: BusStats
+        self, client: aiomqtt.Client, message: aiomqtt.Message, root: str, name: str, stats: BusStats
     ) -> None:
         self._client = client
         self._stats = stats
-        self._topic = default_topic
+        self._topic = f"{root}/replies/{name}"
         self._properties: Properties | None = None
-        # MQTT 5 request/response: answer on the requester's response topic, echoing its correlation data.
+        # MQTT 5 request/response: answer on the requester's response topic, echoing its correlation data,
+        # but only under the table's replies/: a response topic must not make the table publish on its own
+        # events/ or status (nor anywhere else its ACL lets it write).
         response_topic = getattr(message.properties, "ResponseTopic", None)
-        if isinstance(response_topic, str) and response_topic and not any(c in response_topic for c in "+#"):
-            self._topic = response_topic
-            correlation = getattr(message.properties, "CorrelationData", None)
-            if correlation is not None:
-                self._properties = Properties(PacketTypes.PUBLISH)
-                self._properties.CorrelationData = correlation
+        if isinstance(response_topic, str) and response_topic:
+            if response_topic.startswith(f"{root}/replies/") and not any(c in response_topic for c in "+#"):
+                self._topic = response_topic
+            else:
+                stats.refused_response_topics += 1
+                logger.warning(
+                    "refused the response topic %r of a message on %s: response topics must lie under "
+                    "%s/replies/; replying on %s",
+                    response_topic[:200],
+                    message.topic.value,
+                    root,
+                    self._topic,
+                )
+        correlation = getattr(message.properties, "CorrelationData", None)
+        if correlation is not None:
+            self._properties = Properties(PacketTypes.PUBLISH)
+            self._properties.CorrelationData = correlation
 
     async def error(self, transaction: str | int | None, error: str) -> None:
         self._stats.rejected_commands += 1
@@ -477,6 +642,63 @@ class _Reply:
     async def send(self, body: bytes) -> None:
         await self._client.publish(self._topic, body, qos=1, properties=self._properties)
         self._stats.replies += 1
+
+
+def _decode_payload(payload: Any, limit: int) -> Any:
+    """The JSON value of an inbound payload, checked for size, encoding and nesting before it is used."""
+    if isinstance(payload, str):
+        payload = payload.encode()
+    if not isinstance(payload, bytes | bytearray):
+        raise CommandError("payload must be a JSON object")
+    if len(payload) > limit:
+        raise CommandError(f"payload is {len(payload)} bytes; the limit is {limit}")
+    try:
+        text = bytes(payload).decode("utf-8")
+    except UnicodeDecodeError:
+        raise CommandError("payload is not UTF-8") from None
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise CommandError(f"payload is nested deeper than {MAX_PAYLOAD_DEPTH} levels") from None
+    except ValueError:
+        raise CommandError("payload is not valid JSON") from None
+    if _depth_exceeds(value, MAX_PAYLOAD_DEPTH):
+        raise CommandError(f"payload is nested deeper than {MAX_PAYLOAD_DEPTH} levels")
+    return value
+
+
+def _depth_exceeds(value: Any, limit: int) -> bool:
+    """Whether a parsed JSON value nests containers deeper than `limit` (iterative: no recursion)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            children: Any = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
+
+
+def _echoable_transaction(payload: Any) -> str | int | None:
+    """The payload's `transaction` if it may be echoed in an error reply (bounded), else None."""
+    transaction = payload.get("transaction") if isinstance(payload, dict) else None
+    if isinstance(transaction, bool):
+        return None
+    if isinstance(transaction, str) and 0 < len(transaction) <= MAX_TRANSACTION_LENGTH:
+        return transaction
+    if isinstance(transaction, int) and -(2**63) <= transaction < 2**63:
+        return transaction
+    return None
+
+
+def _check_replay(command: ReplayEvents) -> None:
+    if command.to_sequence is not None and command.to_sequence < command.from_sequence:
+        raise CommandError("to_sequence must not be before from_sequence")
 
 
 def _to_json(value: Any) -> bytes:

@@ -1,15 +1,37 @@
 """The one validated entry point for everything that flows back towards the table.
 
-Supervisors' commands (`<root>/commands/<name>`), the rules engine's inputs (`<root>/inputs/<name>`) and the
-dealer's panel all arrive here as (kind, name, JSON object). A payload that does not validate raises
-`CommandError` with a message for the sender, and nothing changes.
+Supervisors' commands (`<root>/commands/<name>/<user>`), the rules engine's inputs
+(`<root>/inputs/<name>/<user>`) and the dealer's panel all arrive here as (kind, name, JSON object, identity).
+A payload that does not validate raises `CommandError` with a message for the sender, and nothing changes.
+
+The identity recorded for a command (`Command.by`, read by the runtime for the audit trail) is never taken
+from the payload: the caller passes the identity it authenticated. Over MQTT that is the topic's last level,
+which the broker's ACL confines to the publisher's own user name; the dealer's panel passes `dealer:<id>`.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic.json_schema import SkipJsonSchema
+
+#: the longest `transaction` a sender may use (it is echoed in the reply and keys the stored replies)
+MAX_TRANSACTION_LENGTH = 64
+#: the longest identity (MQTT user name, `dealer:<id>`)
+MAX_IDENTITY_LENGTH = 64
+#: identities the controller records for itself: nobody may send a command as one of them
+RESERVED_IDENTITIES = frozenset({"system", "device", "replay"})
+#: the dealer's panel records its commands as `dealer:<id>`; such an identity never comes from MQTT
+DEALER_PREFIX = "dealer:"
+#: the panel's own identity (until it passes `dealer:<id>`): not for MQTT senders either
+PANEL_IDENTITY = "panel"
+
+Transaction = (
+    Annotated[str, Field(min_length=1, max_length=MAX_TRANSACTION_LENGTH)]
+    | Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
+    | None
+)
 
 
 class CommandError(ValueError):
@@ -20,10 +42,16 @@ class Command(BaseModel):
     # strict: a payload that follows the published JSON Schema is accepted, and nothing else ("5" is not 5)
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
-    #: echoed in the reply so a sender can match it (Zigbee2MQTT style)
-    transaction: str | int | None = None
-    #: who sent it, for the audit trail ("supervisor:desk-2", "panel", "rules-engine")
-    by: str = Field("supervisor", max_length=64)
+    #: echoed in the reply so a sender can match it (Zigbee2MQTT style); a state-changing command repeated
+    #: with the same transaction by the same sender gets the first reply again instead of being applied twice
+    transaction: Transaction = Field(
+        default=None,
+        description=f"echoed in the reply; at most {MAX_TRANSACTION_LENGTH} characters. A command repeated "
+        "with the same transaction by the same sender is applied once: the repeat gets the first reply again",
+    )
+    #: who sent it, for the audit trail: set by `parse_command` from the authenticated identity, never from
+    #: the payload (hidden from the published schema, refused in a payload)
+    by: SkipJsonSchema[str] = Field("supervisor", min_length=1, max_length=MAX_IDENTITY_LENGTH)
 
 
 class Pause(Command):
@@ -37,7 +65,7 @@ class Resume(Command):
 class VoidRound(Command):
     reason: str = Field("voided by supervisor", min_length=1, max_length=200)
     round_id: str | None = Field(
-        None, description="if given, must be the current round (guards against a stale click)"
+        None, max_length=64, description="if given, must be the current round (guards against a stale click)"
     )
 
 
@@ -45,7 +73,7 @@ class ManualCard(Command):
     """The dealer enters a card by hand (the scanner cannot read it). Same checks as a scanned card."""
 
     card: str = Field(min_length=2, max_length=2)
-    device: str = "shoe"
+    device: str = Field("shoe", min_length=1, max_length=64)
 
 
 class NewShoe(Command):
@@ -100,8 +128,31 @@ INPUTS: dict[str, type[Command]] = {
 Kind = Literal["commands", "inputs"]
 
 
-def parse_command(kind: str, name: str, payload: Any) -> Command:
-    """Validate a command or input. Raises CommandError naming what is wrong."""
+def check_identity(by: str) -> str:
+    """An identity a command may be recorded under; CommandError if it is empty, too long or reserved."""
+    if not isinstance(by, str) or not by:
+        raise CommandError("the sender's identity is empty")
+    if len(by) > MAX_IDENTITY_LENGTH:
+        raise CommandError(f"the sender's identity is longer than {MAX_IDENTITY_LENGTH} characters")
+    if by in RESERVED_IDENTITIES:
+        raise CommandError(f"identity {by!r} is reserved for the controller itself")
+    return by
+
+
+def check_remote_identity(user: str) -> str:
+    """The identity of a command that came over MQTT (the topic's last level, which the broker's ACL confines
+    to the publisher's user name). Besides the reserved names, the panel's identities are refused: a remote
+    sender must not pose as the dealer."""
+    check_identity(user)
+    if user.startswith(DEALER_PREFIX) or user == PANEL_IDENTITY:
+        raise CommandError(f"identity {user!r} is reserved for the dealer's panel")
+    return user
+
+
+def parse_command(kind: str, name: str, payload: Any, *, by: str) -> Command:
+    """Validate a command or input sent by the authenticated identity `by`. Raises CommandError naming what is
+    wrong. The payload must not name its sender: `by` is the caller's to set (over MQTT: the topic's user
+    level; the dealer's panel: `dealer:<id>`)."""
     if kind == "commands":
         table = {**TABLE_COMMANDS, **BUS_COMMANDS}
     elif kind == "inputs":
@@ -113,8 +164,14 @@ def parse_command(kind: str, name: str, payload: Any) -> Command:
         raise CommandError(f"unknown {kind[:-1]} {name!r}; known: {', '.join(sorted(table))}")
     if not isinstance(payload, dict):
         raise CommandError("payload must be a JSON object")
+    if "by" in payload:
+        raise CommandError(
+            "the payload must not contain 'by': the sender on record is the identity the broker "
+            "authenticated (the topic's last level), not a payload field"
+        )
+    check_identity(by)
     try:
-        return model.model_validate(payload)
+        return model.model_validate({**payload, "by": by})
     except ValidationError as exc:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in err['loc']) or 'payload'}: {err['msg']}" for err in exc.errors()

@@ -13,11 +13,12 @@ import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+from urllib.parse import urlsplit
 
+import pydantic
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from controller.bus import BrokerSettings
 from controller.games import GAMES, game_spec
 from drivers.registry import PROTOCOLS
 
@@ -82,6 +83,78 @@ class PanelSettings(Strict):
         default="127.0.0.1", description="the panel has no login: keep it on the table PC's loopback"
     )
     port: int = Field(default=8080, ge=1, le=65535)
+
+
+class BrokerSettings(pydantic.BaseModel):
+    """How to reach the broker. Embedded in the controller's config file."""
+
+    model_config = pydantic.ConfigDict(extra="forbid")
+
+    url: str = pydantic.Field(
+        default="mqtt://127.0.0.1:1883", description="mqtt://host:port, or mqtts:// for TLS"
+    )
+    username: str | None = None
+    password: pydantic.SecretStr | None = None
+    tls_ca_file: Path | None = pydantic.Field(
+        default=None, description="CA bundle; default: the system's CAs"
+    )
+    tls_cert_file: Path | None = pydantic.Field(default=None, description="client certificate (mutual TLS)")
+    tls_key_file: Path | None = pydantic.Field(default=None, description="client certificate's private key")
+    tls_insecure: bool = pydantic.Field(
+        default=False, description="skip the broker host name check (testing only)"
+    )
+    protocol: Literal["5", "3.1.1"] = "5"
+    client_id: str | None = pydantic.Field(
+        default=None, description="default: derived from the table's topic root"
+    )
+    keepalive: int = pydantic.Field(default=15, ge=1, le=65535)
+    reconnect_min_seconds: float = pydantic.Field(
+        default=0.5, gt=0, description="also the first pause before retrying an event the broker refused"
+    )
+    reconnect_max_seconds: float = pydantic.Field(default=10.0, gt=0)
+    max_payload_bytes: int = pydantic.Field(
+        default=64 * 1024,
+        ge=1024,
+        le=16 * 1024 * 1024,
+        description="largest command/input payload accepted; a larger one gets an error reply, unparsed",
+    )
+
+    @pydantic.field_validator("url")
+    @classmethod
+    def _check_url(cls, url: str) -> str:
+        parts = urlsplit(url)
+        if parts.scheme not in ("mqtt", "mqtts"):
+            raise ValueError(f"broker url must start with mqtt:// or mqtts://, not {url!r}")
+        if not parts.hostname:
+            raise ValueError(f"broker url {url!r} names no host")
+        try:
+            parts.port  # noqa: B018 - urlsplit checks the port lazily, on access
+        except ValueError as exc:
+            raise ValueError(f"broker url {url!r}: {exc}") from None
+        return url
+
+    @pydantic.model_validator(mode="after")
+    def _check_tls(self) -> BrokerSettings:
+        tls_files = (self.tls_ca_file, self.tls_cert_file, self.tls_key_file)
+        if not self.tls and (any(tls_files) or self.tls_insecure):
+            raise ValueError("TLS options need an mqtts:// broker url")
+        if (self.tls_cert_file is None) != (self.tls_key_file is None):
+            raise ValueError("a client certificate needs both tls_cert_file and tls_key_file")
+        if self.reconnect_max_seconds < self.reconnect_min_seconds:
+            raise ValueError("reconnect_max_seconds must be >= reconnect_min_seconds")
+        return self
+
+    @property
+    def tls(self) -> bool:
+        return urlsplit(self.url).scheme == "mqtts"
+
+    @property
+    def host(self) -> str:
+        return urlsplit(self.url).hostname or ""
+
+    @property
+    def port(self) -> int:
+        return urlsplit(self.url).port or (8883 if self.tls else 1883)
 
 
 class TableConfig(Strict):

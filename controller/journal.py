@@ -7,16 +7,24 @@ The bus removes an event from the outbox only after the broker acknowledged it (
 
 The envelope is stored as the exact JSON that is published, so a re-send is byte-identical except for
 `historical`. Not thread-safe: use a Journal from one thread (the event loop's).
+
+It also keeps the replies to the latest commands, keyed by (sender, transaction), so that a command delivered
+twice (MQTT QoS 1 may) is applied once: the reply is written in the same transaction as the command's events,
+and a restart between the two cannot re-apply it. Only the latest `KEEP_COMMAND_REPLIES`, of the last
+`KEEP_COMMAND_REPLY_SECONDS`, count.
 """
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from controller.events import Envelope, Event, format_sequence, iso_ms
 
@@ -34,12 +42,37 @@ CREATE TABLE IF NOT EXISTS events (
 CREATE TABLE IF NOT EXISTS outbox (
     sequence INTEGER PRIMARY KEY REFERENCES events(sequence)
 );
+CREATE TABLE IF NOT EXISTS command_replies (
+    id       INTEGER PRIMARY KEY AUTOINCREMENT,
+    sender   TEXT NOT NULL,
+    txn      TEXT NOT NULL,  -- the transaction as JSON, so 5 and "5" stay apart
+    name     TEXT NOT NULL,
+    reply    TEXT NOT NULL,  -- JSON: {"status": "ok", "data": {...}} or {"status": "error", "error": "..."}
+    recorded TEXT NOT NULL,
+    UNIQUE (sender, txn)
+);
 CREATE TABLE IF NOT EXISTS snapshot (
     slot     INTEGER PRIMARY KEY CHECK (slot = 1),
     sequence INTEGER NOT NULL,
     data     BLOB NOT NULL
 );
 """
+
+
+#: replies kept for repeated commands; a repeat comes within seconds (a QoS 1 re-delivery, a sender's retry)
+KEEP_COMMAND_REPLIES = 1000
+#: and for how long: a sender that restarts its transaction counter a day later is not answered from the past
+KEEP_COMMAND_REPLY_SECONDS = 24 * 3600.0
+
+
+@dataclass(frozen=True)
+class CommandReply:
+    """The reply given to one command, kept so that its repeat (same sender, transaction) gets it again."""
+
+    sender: str
+    transaction: str | int
+    name: str
+    reply: dict[str, Any]
 
 
 class JournalError(RuntimeError):
@@ -83,8 +116,11 @@ class Journal:
 
     # --- writing -----------------------------------------------------------------------------------
 
-    def append(self, events: Sequence[Event], snapshot: bytes | None = None) -> list[Envelope]:
-        """Journal events (and the state snapshot after them) in one committed transaction."""
+    def append(
+        self, events: Sequence[Event], snapshot: bytes | None = None, *, reply: CommandReply | None = None
+    ) -> list[Envelope]:
+        """Journal events (and the state snapshot after them) in one committed transaction; with `reply`, the
+        reply to the command that caused them too, so the command is never applied again."""
         recorded = iso_ms(self.clock())
         envelopes: list[Envelope] = []
         with self._transaction():
@@ -114,6 +150,8 @@ class Journal:
                     (sequence, snapshot),
                 )
             self._set_meta("last_sequence", str(sequence))
+            if reply is not None:
+                self._store_reply(reply, recorded)
         # Only after COMMIT succeeded: a failed transaction must not advance the counter.
         self._last_sequence = sequence
         return envelopes
@@ -133,7 +171,41 @@ class Journal:
         finally:
             self._db.execute("PRAGMA synchronous=FULL")
 
+    def record_reply(self, reply: CommandReply) -> None:
+        """Keep (or replace) the reply to a command, in its own transaction."""
+        recorded = iso_ms(self.clock())
+        with self._transaction():
+            self._store_reply(reply, recorded)
+
+    def _store_reply(self, reply: CommandReply, recorded: str) -> None:
+        self._db.execute(
+            "INSERT OR REPLACE INTO command_replies (sender, txn, name, reply, recorded) "
+            "VALUES (?, ?, ?, ?, ?)",
+            (
+                reply.sender,
+                json.dumps(reply.transaction),
+                reply.name,
+                json.dumps(reply.reply, default=str),
+                recorded,
+            ),
+        )
+        self._db.execute(
+            "DELETE FROM command_replies WHERE id <= (SELECT MAX(id) FROM command_replies) - ?",
+            (KEEP_COMMAND_REPLIES,),
+        )
+
     # --- reading -----------------------------------------------------------------------------------
+
+    def command_reply(self, sender: str, transaction: str | int) -> CommandReply | None:
+        """The reply kept for this sender's transaction, if the command was applied (in the last day)."""
+        row = self._db.execute(
+            "SELECT name, reply FROM command_replies WHERE sender = ? AND txn = ? AND recorded >= ?",
+            (sender, json.dumps(transaction), iso_ms(self.clock() - KEEP_COMMAND_REPLY_SECONDS)),
+        ).fetchone()
+        if row is None:
+            return None
+        reply = json.loads(row[1])
+        return CommandReply(sender=sender, transaction=transaction, name=str(row[0]), reply=reply)
 
     def outbox(self, limit: int = 100) -> list[Envelope]:
         """Events not yet acknowledged by the broker, oldest first."""

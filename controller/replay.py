@@ -137,9 +137,8 @@ class _Replayer:
     def command(self, record: CaptureRecord) -> None:
         info = record.info or {}
         try:
-            command = parse_command(str(info.get("kind")), str(info.get("name")), info.get("payload"))
-            if "by" in info:
-                command = command.model_copy(update={"by": str(info["by"])})
+            by = str(info.get("by", "supervisor"))
+            command = parse_command(str(info.get("kind")), str(info.get("name")), info.get("payload"), by=by)
             step, _ = self.core.on_command(command, self.now)
         except CommandError as exc:
             # accepted live, refused now: the replay is not telling the same story; say so, never hide it

@@ -27,7 +27,7 @@ from typing import Any, Literal, cast
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
-from controller.commands import BUS_COMMANDS, INPUTS, TABLE_COMMANDS, Command
+from controller.commands import BUS_COMMANDS, INPUTS, TABLE_COMMANDS, Command, Transaction
 from controller.events import EVENT_MODELS, Envelope
 from controller.flow import Phase
 
@@ -59,6 +59,17 @@ class StatusMessage(BaseModel):
         ge=0, description="the controller's boot counter; a new value means the controller restarted"
     )
     since: str | None = Field(default=None, description="UTC, ms: when this status began")
+    delivery: Literal["refused"] | None = Field(
+        default=None,
+        description="present while the broker refuses the table's events (MQTT 5 PUBACK reason code >= 0x80, "
+        "e.g. its ACL denies them): they wait in the outbox and are retried; absent when delivery works",
+    )
+    delivery_reason: str | None = Field(
+        default=None, description="the broker's reason, e.g. 'Not authorized'"
+    )
+    delivery_code: int | None = Field(default=None, description="the PUBACK reason code, e.g. 135 (0x87)")
+    refused_sequence: int | None = Field(default=None, description="the first event the broker refused")
+    refused_since: str | None = Field(default=None, description="UTC, ms: when the refusals began")
 
 
 class DeviceMessage(BaseModel):
@@ -122,12 +133,14 @@ class StateMessage(BaseModel):
 
 
 class ReplyMessage(BaseModel):
-    """Published on `<root>/replies/<name>` (or the MQTT 5 response topic) for every command and input."""
+    """Published on `<root>/replies/<name>` (or an MQTT 5 response topic under replies/) for every command
+    and input."""
 
     model_config = ConfigDict(extra="forbid")
 
-    transaction: str | int | None = Field(
-        default=None, description="echoed from the command, to match the reply to it"
+    transaction: Transaction = Field(
+        default=None,
+        description="echoed from the command, to match the reply to it (null if none or invalid)",
     )
     status: Literal["ok", "error"]
     error: str | None = Field(default=None, description="what was wrong, for the sender; null when ok")
@@ -183,7 +196,8 @@ def _command_table(kind: str) -> dict[str, type[Command]]:
 
 
 def command_schema(kind: str, name: str) -> dict[str, Any]:
-    """JSON Schema of the payload of `<root>/<kind>/<name>` (`transaction` and `by` included)."""
+    """JSON Schema of the payload of `<root>/<kind>/<name>/<user>` (the sender is the topic's `<user>`, never
+    a payload field)."""
     table = _command_table(kind)
     model = table.get(name)
     if model is None:
@@ -216,6 +230,8 @@ PARAMETER_DESCRIPTIONS = {
     "table_id": "the table's id, unique within the studio",
     "device": "a device's configured name, e.g. shoe or wheel",
     "name": "the command or input being answered",
+    "user": "the sender's MQTT user name, recorded as who sent the command; the broker's ACL lets each user "
+    "publish only under its own name. Reserved (refused): system, device, replay, panel, dealer:*",
 }
 
 
@@ -395,11 +411,16 @@ def asyncapi_document(studio_id: str = "{studio_id}", table_id: str = "{table_id
             )
             add(
                 f"{kind}.{name}",
-                f"{root}/{kind}/{name}",
+                f"{root}/{kind}/{name}/{{user}}",
                 message_id,
                 action="receive",
                 retained=False,
-                description=f"Validated before anything changes; answered on replies/{name}.",
+                description=(
+                    "The last level is the sender's MQTT user name (its identity on record). Validated "
+                    f"before anything changes; answered on replies/{name}. Repeating it with the same "
+                    "`transaction` "
+                    "from the same user gets the first reply again, without applying it twice."
+                ),
                 reply=True,
             )
     add(
@@ -408,7 +429,10 @@ def asyncapi_document(studio_id: str = "{studio_id}", table_id: str = "{table_id
         "reply",
         action="send",
         retained=False,
-        description="Reply to a command or input, or on the MQTT 5 response topic when the sender gave one.",
+        description=(
+            "Reply to a command or input; or on the MQTT 5 response topic the sender gave, if that lies "
+            "under replies/ (any other response topic is ignored)."
+        ),
     )
 
     return {

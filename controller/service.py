@@ -30,7 +30,7 @@ from controller.config import TableConfig
 from controller.events import Envelope
 from controller.flow import DeviceRequest
 from controller.games import game_spec, make_flow
-from controller.journal import Journal
+from controller.journal import CommandReply, Journal
 from controller.runtime import Step, TableCore
 from controller.table_state import decode_state, encode_state
 from drivers.capture import CaptureWriter
@@ -147,18 +147,21 @@ class TableService:
     # -- the one path from the core to the world ---------------------------------------------------------
     # Everything from the core's call to the journal commit and the publish is synchronous: no await, so one
     # reading, tick or command is applied whole before anything else runs on the loop (no lock needed).
-    def _apply(self, step: Step, *, want_results: bool = False) -> list[asyncio.Future[None]]:
+    def _apply(
+        self, step: Step, *, want_results: bool = False, reply: CommandReply | None = None
+    ) -> list[asyncio.Future[None]]:
         """Journal, publish and queue the device requests of one step.
 
         With `want_results`, returns one future per request, resolved when the device took it (or failed
-        with UnknownDeviceCommand): a command's sender is told if the device cannot do what was asked."""
+        with UnknownDeviceCommand): a command's sender is told if the device cannot do what was asked.
+        `reply` (a command's) is journaled with the step's events, in the same transaction."""
         if self.failure is not None:
             return []  # stopping: nothing more may be published that is not journaled
         self._deadlines_changed.set()
         state = encode_state(self.core.export_state())
-        if step.events or state != self._stored_state:
+        if step.events or reply is not None or state != self._stored_state:
             try:
-                envelopes = self.journal.append(step.events, snapshot=state)
+                envelopes = self.journal.append(step.events, snapshot=state, reply=reply)
             except (sqlite3.Error, OSError) as exc:
                 # Fail-stop (like Klipper on a lost MCU): an event that is not durable must not be published,
                 # and a table whose journal cannot be written cannot promise anything. systemd restarts the
@@ -225,18 +228,47 @@ class TableService:
                 raise ServiceFailure(self.failure)
 
     async def handle_command(self, command: Command) -> dict[str, Any]:
-        """The single entry point for validated commands (from MQTT or the panel). CommandError propagates."""
+        """The single entry point for validated commands (from MQTT or the panel). CommandError propagates.
+
+        A command with a `transaction` is applied at most once per sender (`command.by`): a repeat (MQTT QoS 1
+        may deliver twice) gets the first reply again, from the journal, where it was written in the same
+        transaction as the command's events. A command refused before it changed anything is not kept."""
+        name = command_name(command)
+        transaction = command.transaction
+        if transaction is not None:
+            kept = self.journal.command_reply(command.by, transaction)
+            if kept is not None:
+                log.info("%s %r from %s again: answered with the first reply", name, transaction, command.by)
+                if kept.name != name:
+                    raise CommandError(
+                        f"transaction {transaction!r} was already used for {kept.name}; use a new one"
+                    )
+                if kept.reply.get("status") == "ok":
+                    data: dict[str, Any] = kept.reply.get("data") or {}
+                    return data
+                raise CommandError(str(kept.reply.get("error", "refused")))
         now = self.clock()
         self._last_step_time = max(self._last_step_time, now)
         step, reply = self.core.on_command(command, now)
-        sent = self._apply(step, want_results=True)
+        record = None
+        if transaction is not None:
+            record = CommandReply(command.by, transaction, name, {"status": "ok", "data": reply})
+        sent = self._apply(step, want_results=True, reply=record)
         self._record_command(command, now)
         reply["state"] = self.public_state()
+        error: str | None = None
         for future in sent:  # after the state change is committed: wait for the devices to take it
             try:
                 await future
             except UnknownDeviceCommand as exc:
-                raise CommandError(str(exc)) from None
+                error = str(exc)
+                break
+        if record is not None and self.failure is None:
+            # the reply as sent (with the state and the devices' answer) replaces the one kept with the events
+            final = {"status": "error", "error": error} if error else {"status": "ok", "data": reply}
+            self.journal.record_reply(CommandReply(record.sender, record.transaction, name, final))
+        if error is not None:
+            raise CommandError(error)
         return reply
 
     def _record_command(self, command: Command, now: float) -> None:

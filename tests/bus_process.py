@@ -14,8 +14,9 @@ import asyncio
 import signal
 from typing import Any
 
-from controller.bus import BrokerSettings, TableBus
+from controller.bus import TableBus
 from controller.commands import Command
+from controller.config import BrokerSettings
 from controller.events import RoundOpened, make_event
 from controller.journal import Journal
 

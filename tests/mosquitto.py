@@ -139,6 +139,26 @@ class MosquittoBroker:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
 
+def write_password_file(path: Path, users: dict[str, str]) -> Path:
+    """A Mosquitto password file for `users` (name -> password), made with mosquitto_passwd."""
+    passwd = require_binary("mosquitto_passwd", "/usr/bin")
+    for n, (user, password) in enumerate(users.items()):
+        flags = ["-c"] if n == 0 else []
+        subprocess.run([passwd, "-b", *flags, str(path), user, password], check=True)
+    return path
+
+
+def secured_broker(
+    workdir: Path, users: dict[str, str], acl: Path, extra_config: str = ""
+) -> MosquittoBroker:
+    """A broker that lets in only `users` (name -> password) and confines them with the ACL file `acl`.
+    Rewrite the ACL file and `stop()`/`start()` the broker to change what they may do."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    passwords = write_password_file(workdir / "passwd", users)
+    config = f"allow_anonymous false\npassword_file {passwords}\nacl_file {acl}\n{extra_config}"
+    return MosquittoBroker(require_mosquitto(), workdir / "broker", extra_config=config)
+
+
 @dataclass(frozen=True)
 class Received:
     topic: str

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -17,11 +18,23 @@ import pytest
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
-from controller.bus import BrokerSettings, TableBus
+from controller import bus as bus_module
+from controller.bus import TableBus
 from controller.commands import CloseBetting, Command, CommandError, Pause, VoidRound
+from controller.config import BrokerSettings, TableConfig, config_from_dict, load_config
 from controller.events import Envelope, Event, RoundOpened, make_event
 from controller.journal import Journal
-from tests.mosquitto import MosquittoBroker, MqttRecorder, Received, free_port, require_binary, wait_until
+from controller.service import TableService
+from drivers.shoe.simulator import ShoeSimulator
+from tests.mosquitto import (
+    MosquittoBroker,
+    MqttRecorder,
+    Received,
+    free_port,
+    require_binary,
+    secured_broker,
+    wait_until,
+)
 
 ROOT = "studio/s1/table/t1"
 REPO = Path(__file__).resolve().parent.parent
@@ -52,9 +65,14 @@ def settings_for(broker: MosquittoBroker, **overrides: Any) -> BrokerSettings:
 
 @contextlib.asynccontextmanager
 async def running_bus(
-    settings: BrokerSettings, journal: Journal, handler: Handler | None = None, *, wait_connected: bool = True
+    settings: BrokerSettings,
+    journal: Journal,
+    handler: Handler | None = None,
+    *,
+    wait_connected: bool = True,
+    root: str = ROOT,
 ) -> AsyncIterator[TableBus]:
-    bus = TableBus(settings, root=ROOT, journal=journal, handle_command=handler or RecordingHandler())
+    bus = TableBus(settings, root=root, journal=journal, handle_command=handler or RecordingHandler())
     task = asyncio.create_task(bus.run())
     try:
         if wait_connected:
@@ -321,15 +339,17 @@ async def test_malformed_commands_get_an_error_reply_and_change_nothing(
         MqttRecorder(mosquitto, [f"{ROOT}/replies/#"]) as panel,
         running_bus(settings_for(mosquitto, protocol=protocol), journal, handler) as bus,
     ):
-        panel.publish(f"{ROOT}/commands/pause", b"not json {")
-        panel.publish(f"{ROOT}/commands/pause", b"\xff\xfe\x00")
-        panel.publish(f"{ROOT}/commands/pause", b'["a", "list"]')
-        panel.publish(f"{ROOT}/commands/launch_rockets", {"transaction": "t4"})
-        panel.publish(f"{ROOT}/commands/pause", {"transaction": 5, "reason": ""})
-        panel.publish(f"{ROOT}/commands/pause", {"transaction": "t6", "colour": "red"})
-        panel.publish(f"{ROOT}/inputs/pause", {"transaction": "t7"})  # a command is not an input
-        panel.publish(f"{ROOT}/commands/replay_events", {"transaction": "t8", "from_sequence": 0})
-        panel.publish(f"{ROOT}/commands/pause", {"transaction": "t9", "reason": "smoke in the pit"})
+        panel.publish(f"{ROOT}/commands/pause/supervisor", b"not json {")
+        panel.publish(f"{ROOT}/commands/pause/supervisor", b"\xff\xfe\x00")
+        panel.publish(f"{ROOT}/commands/pause/supervisor", b'["a", "list"]')
+        panel.publish(f"{ROOT}/commands/launch_rockets/supervisor", {"transaction": "t4"})
+        panel.publish(f"{ROOT}/commands/pause/supervisor", {"transaction": 5, "reason": ""})
+        panel.publish(f"{ROOT}/commands/pause/supervisor", {"transaction": "t6", "colour": "red"})
+        panel.publish(f"{ROOT}/inputs/pause/rules-engine", {"transaction": "t7"})  # a command is not an input
+        panel.publish(f"{ROOT}/commands/replay_events/supervisor", {"transaction": "t8", "from_sequence": 0})
+        panel.publish(
+            f"{ROOT}/commands/pause/supervisor", {"transaction": "t9", "reason": "smoke in the pit"}
+        )
         replies = await panel.wait_for_count(f"{ROOT}/replies/#", 9)
 
     bodies = [m.json() for m in replies]
@@ -347,7 +367,8 @@ async def test_malformed_commands_get_an_error_reply_and_change_nothing(
         ("replay_events", "t8", "error"),
         ("pause", "t9", "ok"),
     ]
-    assert bodies[0]["error"] == bodies[1]["error"] == "payload is not valid JSON"
+    assert bodies[0]["error"] == "payload is not valid JSON"
+    assert bodies[1]["error"] == "payload is not UTF-8"
     assert bodies[2]["error"] == "payload must be a JSON object"
     assert bodies[3]["error"].startswith("unknown command 'launch_rockets'")
     assert bodies[4]["error"].startswith("invalid pause: reason:")
@@ -375,9 +396,9 @@ async def test_handler_answers_and_failures_become_replies(
         MqttRecorder(mosquitto, [f"{ROOT}/replies/#"]) as panel,
         running_bus(settings_for(mosquitto), journal, handler) as bus,
     ):
-        panel.publish(f"{ROOT}/commands/void_round", {"transaction": 1})
-        panel.publish(f"{ROOT}/commands/pause", {"transaction": 2})
-        panel.publish(f"{ROOT}/inputs/close_betting", {"transaction": 3, "by": "rules-engine"})
+        panel.publish(f"{ROOT}/commands/void_round/supervisor", {"transaction": 1})
+        panel.publish(f"{ROOT}/commands/pause/supervisor", {"transaction": 2})
+        panel.publish(f"{ROOT}/inputs/close_betting/rules-engine", {"transaction": 3})
         replies = await panel.wait_for_count(f"{ROOT}/replies/#", 3)
         assert bus.connected  # the handler's bug did not take the bus down
 
@@ -397,10 +418,10 @@ async def test_a_retained_command_is_never_executed(mosquitto: MosquittoBroker, 
     handler = RecordingHandler()
     async with MqttRecorder(mosquitto, [f"{ROOT}/replies/#"]) as supervisor:
         # Left behind by a careless client: would void a round on every reconnect if obeyed.
-        supervisor.publish(f"{ROOT}/commands/void_round", {"transaction": "stale"}, retain=True)
+        supervisor.publish(f"{ROOT}/commands/void_round/supervisor", {"transaction": "stale"}, retain=True)
         await asyncio.sleep(0.05)
         async with running_bus(settings_for(mosquitto), journal, handler) as bus:
-            supervisor.publish(f"{ROOT}/commands/resume", {"transaction": "live"})
+            supervisor.publish(f"{ROOT}/commands/resume/supervisor", {"transaction": "live"})
             (reply,) = await supervisor.wait_for_count(f"{ROOT}/replies/#", 1)
             assert reply.json()["transaction"] == "live"
             assert bus.stats.rejected_commands == 1
@@ -417,7 +438,7 @@ async def test_rebirth_republishes_everything_retained(mosquitto: MosquittoBroke
             await supervisor.wait_for_message(f"{ROOT}/state", lambda m: m.json() == {"phase": "dealing"})
             await supervisor.wait_for_count(f"{ROOT}/devices/+", 1)
             supervisor.clear()
-            supervisor.publish(f"{ROOT}/commands/rebirth", {"transaction": "rb-1"})
+            supervisor.publish(f"{ROOT}/commands/rebirth/supervisor", {"transaction": "rb-1"})
             (reply,) = await supervisor.wait_for_count(f"{ROOT}/replies/#", 1)
             assert reply.json() == {"transaction": "rb-1", "status": "ok", "data": {}}
             # The replies come after the republished topics (same connection, in order).
@@ -443,21 +464,29 @@ async def test_replay_events_resends_journaled_events_as_historical(
         await auditor.wait_for_count(f"{ROOT}/events/#", 4)
         auditor.clear()
         auditor.publish(
-            f"{ROOT}/commands/replay_events", {"transaction": "gap", "from_sequence": 2, "to_sequence": 3}
+            f"{ROOT}/commands/replay_events/supervisor",
+            {"transaction": "gap", "from_sequence": 2, "to_sequence": 3},
         )
         (reply,) = await auditor.wait_for_count(f"{ROOT}/replies/#", 1)
         assert reply.json() == {"transaction": "gap", "status": "ok", "data": {"count": 2}}
-        auditor.publish(f"{ROOT}/commands/replay_events", {"transaction": "tail", "from_sequence": 4})
-        auditor.publish(f"{ROOT}/commands/replay_events", {"transaction": "none", "from_sequence": 50})
         auditor.publish(
-            f"{ROOT}/commands/replay_events", {"transaction": "bad", "from_sequence": 3, "to_sequence": 2}
+            f"{ROOT}/commands/replay_events/supervisor", {"transaction": "tail", "from_sequence": 4}
+        )
+        auditor.publish(
+            f"{ROOT}/commands/replay_events/supervisor", {"transaction": "none", "from_sequence": 50}
+        )
+        auditor.publish(
+            f"{ROOT}/commands/replay_events/supervisor",
+            {"transaction": "bad", "from_sequence": 3, "to_sequence": 2},
         )
         replies = await auditor.wait_for_count(f"{ROOT}/replies/#", 4)
         replayed = auditor.on(f"{ROOT}/events/#")
         assert bus.stats.replayed == 3
 
-    assert [m.json()["data"] for m in replies[1:3]] == [{"count": 1}, {"count": 0}]
-    assert replies[3].json() == {
+    # A bad request is answered at once; valid ones by the replay task, in order.
+    by_transaction = {m.json()["transaction"]: m.json() for m in replies[1:]}
+    assert [by_transaction[t]["data"] for t in ("tail", "none")] == [{"count": 1}, {"count": 0}]
+    assert by_transaction["bad"] == {
         "transaction": "bad",
         "status": "error",
         "error": "to_sequence must not be before from_sequence",
@@ -482,10 +511,10 @@ async def test_mqtt5_reply_goes_to_the_response_topic_with_correlation_data(
         request = Properties(PacketTypes.PUBLISH)
         request.ResponseTopic = response_topic
         request.CorrelationData = b"\x00req-42"
-        panel.publish(f"{ROOT}/commands/pause", {"reason": "dealer break"}, properties=request)
+        panel.publish(f"{ROOT}/commands/pause/supervisor", {"reason": "dealer break"}, properties=request)
         # A request without a response topic still answers on replies/<name>; it also proves, arriving
         # second, that the first reply went nowhere else.
-        panel.publish(f"{ROOT}/commands/resume", {"transaction": "r"})
+        panel.publish(f"{ROOT}/commands/resume/supervisor", {"transaction": "r"})
         replies = await panel.wait_for_count(f"{ROOT}/replies/#", 2)
 
     assert [m.topic for m in replies] == [response_topic, f"{ROOT}/replies/resume"]
@@ -499,56 +528,55 @@ async def test_mqtt5_reply_goes_to_the_response_topic_with_correlation_data(
 
 
 async def test_example_acl_lets_each_identity_do_only_its_job(tmp_path: Path) -> None:
-    passwd = require_binary("mosquitto_passwd", "/usr/bin")
-    password_file = tmp_path / "passwd"
-    users = {"table-s1-t1": "table-secret", "supervisor": "super-secret", "rules-engine": "rules-secret"}
-    for n, (user, password) in enumerate(users.items()):
-        flags = ["-c"] if n == 0 else []
-        subprocess.run([passwd, "-b", *flags, str(password_file), user, password], check=True)
-    acl = REPO / "examples" / "mosquitto" / "acl"
-    broker = MosquittoBroker(
-        require_binary("mosquitto", "/usr/sbin"),
-        tmp_path / "broker",
-        extra_config=f"allow_anonymous false\npassword_file {password_file}\nacl_file {acl}\n",
-    )
+    # The table of examples/baccarat.toml, with its broker user, against the example ACL as it ships.
+    example = load_config(REPO / "examples" / "baccarat.toml", environ={})
+    root, table_user = example.topic_root, example.broker.username
+    assert table_user is not None
+    users = {table_user: "table-secret", "supervisor-desk-1": "desk-1", "supervisor-desk-2": "desk-2"}
+    users["rules-engine"] = "rules-secret"
+    broker = secured_broker(tmp_path, users, REPO / "examples" / "mosquitto" / "acl")
     broker.start()
-    journal = Journal(tmp_path / "journal.sqlite", ROOT)
+    journal = Journal(tmp_path / "journal.sqlite", root)
     handler = RecordingHandler()
     try:
-        table = settings_for(broker, username="table-s1-t1", password=pydantic.SecretStr("table-secret"))
-        supervisor = MqttRecorder(broker, ["studio/#"], username="supervisor", password="super-secret")
+        table = settings_for(broker, username=table_user, password=pydantic.SecretStr("table-secret"))
+        desk = MqttRecorder(broker, ["studio/#"], username="supervisor-desk-1", password="desk-1")
         rules = MqttRecorder(
             broker,
-            [f"{ROOT}/events/#", f"{ROOT}/replies/#"],
+            [f"{root}/events/#", f"{root}/replies/#"],
             username="rules-engine",
             password="rules-secret",
         )
-        async with supervisor, rules, running_bus(table, journal, handler) as bus:
+        async with desk, rules, running_bus(table, journal, handler, root=root) as bus:
             commit(journal, bus, 1)
-            await rules.wait_for_count(f"{ROOT}/events/#", 1)
-            await supervisor.wait_for_message(f"{ROOT}/status", lambda m: m.json()["status"] == "online")
+            await rules.wait_for_count(f"{root}/events/#", 1)
+            await desk.wait_for_message(f"{root}/status", lambda m: m.json()["status"] == "online")
 
-            supervisor.publish(f"{ROOT}/commands/pause", {"transaction": "sup", "by": "supervisor"})
-            await supervisor.wait_for_message(f"{ROOT}/replies/pause", transaction_is("sup"))
-            # The rules engine may send inputs but not commands: the broker drops its pause. Its input,
-            # sent after it on the same connection, is answered, so the pause would have been by then.
-            rules.publish(f"{ROOT}/commands/pause", {"transaction": "forbidden", "by": "rules-engine"})
-            rules.publish(f"{ROOT}/inputs/close_betting", {"transaction": "allowed", "by": "rules-engine"})
-            reply = await rules.wait_for_message(f"{ROOT}/replies/#", transaction_is("allowed"))
+            desk.publish(f"{root}/commands/pause/supervisor-desk-1", {"transaction": "sup"})
+            await desk.wait_for_message(f"{root}/replies/pause", transaction_is("sup"))
+            # A supervisor cannot send as another supervisor, the rules engine cannot send commands at all
+            # (not even under its own name), and a supervisor cannot send inputs: the broker drops them. The
+            # rules engine's input, sent after its command on the same connection, is answered, so the
+            # command would have been by then.
+            desk.publish(f"{root}/commands/void_round/supervisor-desk-2", {"transaction": "posing"})
+            desk.publish(f"{root}/inputs/close_betting/supervisor-desk-1", {"transaction": "not-an-input"})
+            rules.publish(f"{root}/commands/pause/rules-engine", {"transaction": "forbidden"})
+            rules.publish(f"{root}/inputs/close_betting/rules-engine", {"transaction": "allowed"})
+            reply = await rules.wait_for_message(f"{root}/replies/#", transaction_is("allowed"))
             assert reply.json()["status"] == "ok"
             # A supervisor cannot pose as the table.
-            supervisor.publish(f"{ROOT}/status", {"status": "offline", "boot": 99})
-            supervisor.publish(f"{ROOT}/commands/resume", {"transaction": "after"})
-            await supervisor.wait_for_message(f"{ROOT}/replies/resume", lambda m: True)
+            desk.publish(f"{root}/status", {"status": "offline", "boot": 99})
+            desk.publish(f"{root}/commands/resume/supervisor-desk-1", {"transaction": "after"})
+            await desk.wait_for_message(f"{root}/replies/resume", lambda m: True)
 
-        assert [(type(c).__name__, c.transaction) for c in handler.calls] == [
-            ("Pause", "sup"),
-            ("CloseBetting", "allowed"),
-            ("Resume", "after"),
+        assert [(type(c).__name__, c.transaction, c.by) for c in handler.calls] == [
+            ("Pause", "sup", "supervisor-desk-1"),
+            ("CloseBetting", "allowed", "rules-engine"),
+            ("Resume", "after", "supervisor-desk-1"),
         ]
-        assert all(m.json().get("boot") != 99 for m in supervisor.on(f"{ROOT}/status"))
+        assert all(m.json().get("boot") != 99 for m in desk.on(f"{root}/status"))
         # Without the right password the table does not get in at all.
-        wrong = settings_for(broker, username="table-s1-t1", password=pydantic.SecretStr("guess"))
+        wrong = settings_for(broker, username=table_user, password=pydantic.SecretStr("guess"))
         async with running_bus(wrong, journal, handler, wait_connected=False) as locked_out:
             await asyncio.sleep(0.3)
             assert not locked_out.connected and locked_out.stats.connects == 0
@@ -617,3 +645,311 @@ async def test_tls_with_a_client_certificate(tmp_path: Path) -> None:
     finally:
         journal.close()
         broker.kill()
+
+
+# --- who sent it: the topic's user level, never the payload -------------------------------------------
+
+
+async def test_the_sender_is_the_topics_user_level_never_a_payload_field(
+    mosquitto: MosquittoBroker, journal: Journal
+) -> None:
+    handler = RecordingHandler()
+    async with (
+        MqttRecorder(mosquitto, [f"{ROOT}/replies/#"]) as desk,
+        running_bus(settings_for(mosquitto), journal, handler) as bus,
+    ):
+        desk.publish(f"{ROOT}/commands/pause/supervisor-desk-2", {"transaction": "ok"})
+        # "by" in a payload is refused, whatever it claims (it once voided a round "by system")
+        desk.publish(
+            f"{ROOT}/commands/void_round/supervisor-desk-2", {"transaction": "claim", "by": "system"}
+        )
+        # identities the controller records for itself, and the panel's, are not for MQTT senders
+        for user in ("system", "device", "replay", "panel", "dealer:7", ""):
+            desk.publish(f"{ROOT}/commands/void_round/{user}", {"transaction": f"as-{user}"})
+        # the old topic without the user level only gets an error saying where to send
+        desk.publish(f"{ROOT}/commands/void_round", {"transaction": "no-user"})
+        desk.publish(f"{ROOT}/inputs/close_betting/rules-engine", {"transaction": "input"})
+        replies = await desk.wait_for_count(f"{ROOT}/replies/#", 10)
+        assert bus.stats.rejected_commands == 8
+
+    bodies = {m.json()["transaction"]: m.json() for m in replies}
+    assert bodies["ok"]["status"] == bodies["input"]["status"] == "ok"
+    assert bodies["claim"]["status"] == "error"
+    assert "must not contain 'by'" in bodies["claim"]["error"]
+    for user in ("system", "device", "replay"):
+        assert bodies[f"as-{user}"]["error"] == f"identity {user!r} is reserved for the controller itself"
+    for user in ("panel", "dealer:7"):
+        assert bodies[f"as-{user}"]["error"] == f"identity {user!r} is reserved for the dealer's panel"
+    assert bodies["as-"]["error"] == "the sender's identity is empty"
+    assert bodies["no-user"]["error"].startswith(f"send commands to {ROOT}/commands/void_round/<user>")
+    assert [(type(c).__name__, c.by) for c in handler.calls] == [
+        ("Pause", "supervisor-desk-2"),
+        ("CloseBetting", "rules-engine"),
+    ]
+
+
+# --- MQTT 5 response topics ----------------------------------------------------------------------------
+
+
+async def test_a_response_topic_outside_replies_is_not_honoured(
+    mosquitto: MosquittoBroker, journal: Journal
+) -> None:
+    handler = RecordingHandler()
+    async with (
+        MqttRecorder(mosquitto, [f"{ROOT}/#", "elsewhere/#"], protocol="5") as watcher,
+        running_bus(settings_for(mosquitto, protocol="5"), journal, handler) as bus,
+    ):
+        await watcher.wait_for_count(f"{ROOT}/status", 1)
+        for n, response_topic in enumerate(
+            [f"{ROOT}/events/round.result", f"{ROOT}/status", "elsewhere/inbox", f"{ROOT}/replies/desk-2"]
+        ):
+            request = Properties(PacketTypes.PUBLISH)
+            request.ResponseTopic = response_topic
+            request.CorrelationData = f"c{n}".encode()
+            watcher.publish(f"{ROOT}/commands/resume/desk-2", {"transaction": n}, properties=request)
+        replies = await watcher.wait_for_count(f"{ROOT}/replies/#", 4)
+        assert bus.stats.refused_response_topics == 3
+
+    assert [(m.topic, m.json()["transaction"]) for m in replies] == [
+        (f"{ROOT}/replies/resume", 0),
+        (f"{ROOT}/replies/resume", 1),
+        (f"{ROOT}/replies/resume", 2),
+        (f"{ROOT}/replies/desk-2", 3),
+    ]
+    # the correlation data still comes back, so the requester can match the reply it did get
+    assert [getattr(m.properties, "CorrelationData", None) for m in replies] == [b"c0", b"c1", b"c2", b"c3"]
+    assert watcher.on(f"{ROOT}/events/#") == [] and watcher.on("elsewhere/#") == []
+    assert all("transaction" not in m.json() for m in watcher.on(f"{ROOT}/status"))
+
+
+# --- unbounded inputs ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("protocol", ["5", "3.1.1"])
+async def test_oversized_deep_and_undecodable_payloads_get_an_error_reply(
+    mosquitto: MosquittoBroker, journal: Journal, protocol: str
+) -> None:
+    handler = RecordingHandler()
+    settings = settings_for(mosquitto, protocol=protocol, max_payload_bytes=4096)
+    topic = f"{ROOT}/commands/pause/desk-2"
+    async with (
+        MqttRecorder(mosquitto, [f"{ROOT}/replies/#"]) as desk,
+        running_bus(settings, journal, handler) as bus,
+    ):
+        desk.publish(topic, json.dumps({"transaction": "big", "reason": "x" * 5000}))
+        desk.publish(topic, b"[" * 2000 + b"]" * 2000)  # RecursionError in json.loads
+        desk.publish(topic, json.dumps({"transaction": "deep", "reason": [[[[[[[[[["x"]]]]]]]]]]}))
+        desk.publish(topic, json.dumps({"transaction": "t" * 65}))
+        desk.publish(topic, json.dumps({"transaction": "long-reason", "reason": "r" * 201}))
+        desk.publish(topic, b'{"transaction": "latin-1", "reason": "caf\xe9"}')
+        desk.publish(topic, json.dumps({"transaction": 2**64}))  # not echoed: beyond the schema's integers
+        desk.publish(topic, json.dumps({"transaction": "fine", "reason": "still answering"}))
+        replies = await desk.wait_for_count(f"{ROOT}/replies/#", 8)
+        assert bus.connected
+
+    bodies = [m.json() for m in replies]
+    assert [b["transaction"] for b in bodies] == [None, None, None, None, "long-reason", None, None, "fine"]
+    assert [b["status"] for b in bodies] == ["error"] * 7 + ["ok"]
+    assert bodies[0]["error"].startswith("payload is 5") and bodies[0]["error"].endswith("the limit is 4096")
+    assert bodies[1]["error"] == bodies[2]["error"] == "payload is nested deeper than 8 levels"
+    assert bodies[3]["error"].startswith("invalid pause: transaction")
+    assert bodies[5]["error"] == "payload is not UTF-8"
+    assert bodies[6]["error"].startswith("invalid pause: transaction")
+    assert [c.transaction for c in handler.calls] == ["fine"]
+
+
+async def test_mqtt5_broker_does_not_even_deliver_a_huge_command(
+    mosquitto: MosquittoBroker, journal: Journal
+) -> None:
+    handler = RecordingHandler()
+    settings = settings_for(mosquitto, protocol="5", max_payload_bytes=4096)  # packets over 64 KiB: dropped
+    async with (
+        MqttRecorder(mosquitto, [f"{ROOT}/replies/#"]) as desk,
+        running_bus(settings, journal, handler),
+    ):
+        desk.publish(
+            f"{ROOT}/commands/pause/desk-2", json.dumps({"transaction": "huge", "reason": "x" * 2**20})
+        )
+        desk.publish(f"{ROOT}/commands/pause/desk-2", json.dumps({"transaction": "next"}))
+        (reply,) = await desk.wait_for_count(f"{ROOT}/replies/#", 1)
+        await asyncio.sleep(0.2)
+        assert len(desk.on(f"{ROOT}/replies/#")) == 1
+    assert reply.json()["transaction"] == "next"
+    assert [c.transaction for c in handler.calls] == ["next"]
+
+
+async def test_replay_runs_beside_the_commands_at_a_bounded_rate(
+    mosquitto: MosquittoBroker, journal: Journal, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(bus_module, "REPLAY_EVENTS_PER_SECOND", 400.0)
+    monkeypatch.setattr(bus_module, "REPLAY_MAX_EVENTS", 500)
+    for envelope in journal.append([round_opened(n) for n in range(1, 601)]):
+        journal.acknowledge(int(envelope.sequence))  # published long ago
+    handler = RecordingHandler()
+    async with (
+        MqttRecorder(mosquitto, [f"{ROOT}/replies/#", f"{ROOT}/events/#"]) as auditor,
+        running_bus(settings_for(mosquitto), journal, handler) as bus,
+    ):
+        started = asyncio.get_running_loop().time()
+        auditor.publish(f"{ROOT}/commands/replay_events/auditor", {"transaction": "all", "from_sequence": 1})
+        await auditor.wait_for_count(f"{ROOT}/events/#", 10)
+        auditor.publish(f"{ROOT}/commands/pause/desk-2", {"transaction": "meanwhile"})
+        pause = await auditor.wait_for_message(f"{ROOT}/replies/#", transaction_is("meanwhile"))
+        answered_pause = asyncio.get_running_loop().time() - started
+        replay = await auditor.wait_for_message(f"{ROOT}/replies/#", transaction_is("all"), timeout=10)
+        replay_took = asyncio.get_running_loop().time() - started
+        assert bus.stats.replayed == 500
+
+    assert pause.json()["status"] == "ok" and answered_pause < 1.0
+    assert auditor.on(f"{ROOT}/replies/#")[0].json()["transaction"] == "meanwhile"
+    # capped at REPLAY_MAX_EVENTS, with where to continue; 500 events at 400/s take over a second
+    assert replay.json()["data"] == {"count": 500, "next_sequence": 501}
+    assert replay_took >= 1.1
+    replayed = [int(m.json()["sequence"]) for m in auditor.on(f"{ROOT}/events/#")]
+    assert replayed == list(range(1, 501))
+
+
+# --- events the broker refuses (MQTT 5 PUBACK reason codes) -------------------------------------------
+
+TABLE_GRANTS = """\
+user table-t1
+topic write {root}/status
+topic write {root}/state
+topic write {root}/devices/+
+topic write {root}/replies/#
+topic read {root}/commands/#
+topic read {root}/inputs/#
+{events}
+user auditor
+topic read studio/#
+"""
+
+
+async def test_refused_events_stay_in_the_outbox_until_the_broker_takes_them(
+    tmp_path: Path, journal: Journal, caplog: pytest.LogCaptureFixture
+) -> None:
+    acl = tmp_path / "acl"
+    acl.write_text(TABLE_GRANTS.format(root=ROOT, events=""))  # the table may not publish events
+    broker = secured_broker(tmp_path, {"table-t1": "table-pw", "auditor": "auditor-pw"}, acl)
+    broker.start()
+    table = settings_for(broker, username="table-t1", password=pydantic.SecretStr("table-pw"), protocol="5")
+    auditor = MqttRecorder(
+        broker,
+        [f"{ROOT}/status", f"{ROOT}/events/#"],
+        username="auditor",
+        password="auditor-pw",
+        client_id="auditor",
+        persistent=True,
+    )
+    try:
+        async with auditor, running_bus(table, journal) as bus:
+            commit(journal, bus, 1, 2)
+            refused = await auditor.wait_for_message(
+                f"{ROOT}/status", lambda m: m.json().get("delivery") == "refused"
+            )
+            commit(journal, bus, 3)
+            await wait_until(lambda: bus.stats.refused >= 3, what="a few retries")
+            assert [int(e.sequence) for e in journal.outbox()] == [1, 2, 3]
+            assert bus.stats.published == 0 and bus.delivery_refused
+            assert refused.json() == {
+                **refused.json(),
+                "status": "online",
+                "delivery_reason": "Not authorized",
+                "delivery_code": 0x87,
+                "refused_sequence": 1,
+            }
+            # Logged once for the episode, not once per retry.
+            assert len([r for r in caplog.records if "refused event" in r.getMessage()]) == 1
+
+            # The studio fixes its ACL; the broker restarts with it.
+            acl.write_text(TABLE_GRANTS.format(root=ROOT, events=f"topic write {ROOT}/events/+"))
+            broker.stop()
+            broker.start()
+            received = await auditor.wait_for_count(f"{ROOT}/events/#", 3, timeout=15)
+            await wait_until(lambda: not journal.outbox(), what="the outbox to empty")
+            await auditor.wait_for_message(
+                f"{ROOT}/status", lambda m: m.json()["status"] == "online" and "delivery" not in m.json()
+            )
+            assert not bus.delivery_refused
+    finally:
+        broker.kill()
+    assert [int(e["sequence"]) for e in first_occurrences(received)] == [1, 2, 3]
+    assert any("takes events again" in r.getMessage() for r in caplog.records)
+
+
+# --- a command delivered twice (QoS 1) is applied once -------------------------------------------------
+
+
+def baccarat_table(tmp_path: Path, broker: MosquittoBroker, port: str) -> TableConfig:
+    return config_from_dict(
+        {
+            "table": {"studio_id": "s1", "table_id": "t1", "game": "baccarat", "data_dir": str(tmp_path)},
+            "broker": {"url": broker.url, "reconnect_min_seconds": 0.05, "reconnect_max_seconds": 0.2},
+            "devices": {"shoe": {"protocol": "shoe-line", "port": port}},
+            "game": {"betting_seconds": 60, "round_gap_seconds": 0.5},
+        },
+        environ={},
+        source="test",
+    )
+
+
+@contextlib.asynccontextmanager
+async def running_service(config: TableConfig) -> AsyncIterator[TableService]:
+    service = TableService(config)
+    task = asyncio.create_task(service.run())
+    try:
+        await wait_until(lambda: service.bus.connected, what="the table to connect")
+        yield service
+    finally:
+        service.stop()
+        await asyncio.wait_for(task, 10)
+
+
+async def test_a_command_delivered_twice_is_applied_once_even_across_a_restart(
+    mosquitto: MosquittoBroker, tmp_path: Path
+) -> None:
+    shoe = ShoeSimulator(cards=["9S", "8D", "KC", "5H"] * 4, cut_position=None)
+    config = baccarat_table(tmp_path, mosquitto, await shoe.start_pty(str(tmp_path / "shoe.pty")))
+    manual_card = f"{ROOT}/commands/manual_card"
+    try:
+        async with (
+            MqttRecorder(mosquitto, [f"{ROOT}/replies/#", f"{ROOT}/events/card.dealt"]) as desk,
+            running_service(config) as service,
+        ):
+            await wait_until(lambda: service.public_state()["round_phase"] == "betting_open", timeout=10)
+            desk.publish(f"{ROOT}/inputs/close_betting/rules-engine", {"transaction": "close"})
+            await desk.wait_for_message(f"{ROOT}/replies/#", transaction_is("close"))
+            # QoS 1 delivers the same command twice: one card, two identical replies
+            desk.publish(f"{manual_card}/desk-2", {"transaction": "m1", "card": "QS"})
+            desk.publish(f"{manual_card}/desk-2", {"transaction": "m1", "card": "QS"})
+            first, again = await desk.wait_for_count(f"{ROOT}/replies/manual_card", 2)
+            # the same transaction from another sender is another command; reused for another command, refused
+            desk.publish(f"{manual_card}/desk-1", {"transaction": "m1", "card": "JH"})
+            desk.publish(f"{ROOT}/commands/pause/desk-2", {"transaction": "m1"})
+            other = await desk.wait_for_count(f"{ROOT}/replies/manual_card", 3)
+            reused = await desk.wait_for_message(f"{ROOT}/replies/pause", transaction_is("m1"))
+            await desk.wait_for_count(f"{ROOT}/events/card.dealt", 2)
+            assert service.public_state()["game_state"]["player"] == ["QS"]
+            assert service.public_state()["game_state"]["banker"] == ["JH"]
+
+        assert first.payload == again.payload and first.json()["status"] == "ok"
+        assert other[2].json()["status"] == "ok"
+        assert reused.json()["error"] == "transaction 'm1' was already used for manual_card; use a new one"
+
+        # After a restart the repeat is still recognised: the reply was journaled with the card's event.
+        async with (
+            MqttRecorder(mosquitto, [f"{ROOT}/replies/#"]) as desk,
+            running_service(config) as service,
+        ):
+            desk.publish(f"{manual_card}/desk-2", {"transaction": "m1", "card": "QS"})
+            (late,) = await desk.wait_for_count(f"{ROOT}/replies/manual_card", 1)
+            assert service.public_state()["game_state"]["player"] == ["QS"]
+        assert late.payload == first.payload
+        journal = Journal(config.table.data_dir / "t1-journal.sqlite3", ROOT)
+        try:
+            dealt = [e.data["card"] for e in journal.read(1) if e.type == "card.dealt"]
+        finally:
+            journal.close()
+        assert dealt == ["QS", "JH"]
+    finally:
+        await shoe.stop()

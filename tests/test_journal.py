@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from controller import journal as journal_module
 from controller.events import (
     CardDealt,
     Envelope,
@@ -21,7 +22,7 @@ from controller.events import (
     iso_ms,
     make_event,
 )
-from controller.journal import Journal, JournalError
+from controller.journal import CommandReply, Journal, JournalError
 
 SOURCE = "studio/s1/table/t1"
 
@@ -175,6 +176,61 @@ def test_snapshot_can_be_stored_without_events(journal: Journal) -> None:
     assert journal.append([], snapshot=b"state") == []
     assert journal.snapshot() == b"state"
     assert journal.last_sequence == 0
+
+
+def test_a_command_reply_is_kept_with_its_events_and_survives_reopening(path: Path) -> None:
+    journal = Journal(path, SOURCE)
+    first = CommandReply("desk-2", "m1", "manual_card", {"status": "ok", "data": {"card": "QS"}})
+    journal.append([dealt("QS")], reply=first)
+    assert journal.command_reply("desk-2", "m1") == first
+    assert journal.command_reply("desk-1", "m1") is None  # per sender
+    assert journal.command_reply("desk-2", "m2") is None
+
+    # All or nothing: a batch that fails takes its reply with it, so the command may be applied again.
+    second = CommandReply("desk-2", "m2", "manual_card", {"status": "ok", "data": {}})
+    with pytest.raises(sqlite3.Error):
+        journal.append([dealt("KD")], snapshot=object(), reply=second)  # type: ignore[arg-type]
+    assert journal.command_reply("desk-2", "m2") is None
+
+    # The reply as finally sent replaces the one journaled with the events.
+    journal.record_reply(CommandReply("desk-2", "m1", "manual_card", {"status": "error", "error": "jammed"}))
+    journal.close()
+    reopened = Journal(path, SOURCE)
+    kept = reopened.command_reply("desk-2", "m1")
+    assert kept is not None and kept.reply == {"status": "error", "error": "jammed"}
+    reopened.close()
+
+
+def test_transactions_keep_their_json_type(journal: Journal) -> None:
+    journal.record_reply(CommandReply("desk-2", 5, "pause", {"status": "ok", "data": {"n": 5}}))
+    journal.record_reply(CommandReply("desk-2", "5", "resume", {"status": "ok", "data": {"n": "5"}}))
+    number, text = journal.command_reply("desk-2", 5), journal.command_reply("desk-2", "5")
+    assert number is not None and number.name == "pause" and number.transaction == 5
+    assert text is not None and text.name == "resume" and text.transaction == "5"
+
+
+def test_a_command_reply_counts_for_a_day(path: Path) -> None:
+    clock = FakeClock()
+    journal = Journal(path, SOURCE, clock=clock)
+    journal.record_reply(CommandReply("desk-2", 1, "pause", {"status": "ok", "data": {}}))
+    clock.now += 24 * 3600
+    assert journal.command_reply("desk-2", 1) is not None
+    clock.now += 1
+    assert journal.command_reply("desk-2", 1) is None  # a sender whose counter restarted is not answered
+    journal.close()
+
+
+def test_only_the_latest_command_replies_are_kept(journal: Journal, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(journal_module, "KEEP_COMMAND_REPLIES", 3)
+    for n in range(5):
+        journal.record_reply(CommandReply("desk-2", n, "pause", {"status": "ok", "data": {}}))
+    assert [journal.command_reply("desk-2", n) is not None for n in range(5)] == [
+        False,
+        False,
+        True,
+        True,
+        True,
+    ]
 
 
 def test_the_file_is_in_wal_mode_with_full_sync(path: Path, journal: Journal) -> None:

@@ -77,7 +77,7 @@ async def test_wheel_link_loss_pauses_and_resume_continues(
                 what="the wheel back online",
             )
             results_before = len(events(watch, "round.result"))
-            watch.publish(f"{BASE}/commands/resume", {"transaction": "r1"})
+            watch.publish(f"{BASE}/commands/resume/supervisor", {"transaction": "r1"})
             reply = await watch.wait_for_message(
                 f"{BASE}/replies/resume", lambda m: m.json()["transaction"] == "r1", timeout=10
             )

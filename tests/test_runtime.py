@@ -152,7 +152,7 @@ def test_supervisor_pause_and_double_pause() -> None:
 def test_manual_card_goes_through_the_flow_checks() -> None:
     core = make_core(decks=1)
     now = open_and_close_betting(core)
-    core.on_command(parse_command("commands", "manual_card", {"card": "QS"}), now)
+    core.on_command(parse_command("commands", "manual_card", {"card": "QS"}, by="supervisor"), now)
     assert core.state()["game_state"]["player"] == ["QS"]
     with pytest.raises(CommandError):
         core.on_command(ManualCard(card="QS"), now)  # a 1-deck shoe holds QS once
@@ -233,16 +233,19 @@ def test_device_action_is_a_request_to_that_device_only() -> None:
     core = make_core()
     online(core)
     step, _ = core.on_command(
-        parse_command("commands", "device_action", {"device": "shoe", "action": "status"}), 1
+        parse_command("commands", "device_action", {"device": "shoe", "action": "status"}, by="supervisor"), 1
     )
     assert step.events == []
     assert [(r.device, r.command.name) for r in step.requests] == [("shoe", "status")]
     with pytest.raises(CommandError, match="no device 'wheel'"):
         core.on_command(
-            parse_command("commands", "device_action", {"device": "wheel", "action": "power_on"}), 1
+            parse_command(
+                "commands", "device_action", {"device": "wheel", "action": "power_on"}, by="supervisor"
+            ),
+            1,
         )
     with pytest.raises(CommandError):
-        parse_command("commands", "device_action", {"device": "shoe", "action": "explode"})
+        parse_command("commands", "device_action", {"device": "shoe", "action": "explode"}, by="supervisor")
 
 
 def test_a_pause_gives_the_betting_window_its_time_back() -> None:

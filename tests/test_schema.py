@@ -334,15 +334,23 @@ def test_broken_envelopes_are_rejected(label: str, event_type: str, published: A
 
 COMMAND_PAYLOADS: list[tuple[str, str, Any, bool]] = [
     ("commands", "pause", {}, True),
-    ("commands", "pause", {"transaction": "t-1", "by": "supervisor:desk2", "reason": "camera check"}, True),
+    ("commands", "pause", {"transaction": "t-1", "reason": "camera check"}, True),
+    # the sender is the topic's user level: a payload naming one is refused, whoever it claims to be
+    ("commands", "pause", {"transaction": "t-1", "by": "supervisor:desk2"}, False),
+    ("commands", "pause", {"by": "system"}, False),
+    ("commands", "pause", {"transaction": "t" * 64}, True),
+    ("commands", "pause", {"transaction": "t" * 65}, False),
+    ("commands", "pause", {"transaction": ""}, False),
+    ("commands", "pause", {"transaction": 2**63 - 1}, True),
+    ("commands", "pause", {"transaction": 2**63}, False),
+    ("commands", "void_round", {"round_id": "r" * 65}, False),
+    ("commands", "manual_card", {"card": "AS", "device": "s" * 65}, False),
     ("commands", "pause", {"transaction": 42}, True),
     ("commands", "pause", {"transaction": None}, True),
     ("commands", "pause", {"reason": ""}, False),
     ("commands", "pause", {"reason": "x" * 200}, True),
     ("commands", "pause", {"reason": "x" * 201}, False),
     ("commands", "pause", {"reason": None}, False),
-    ("commands", "pause", {"by": "b" * 64}, True),
-    ("commands", "pause", {"by": "b" * 65}, False),
     ("commands", "pause", {"by": None}, False),
     ("commands", "pause", {"by": 7}, False),
     ("commands", "pause", {"transaction": 1.5}, False),
@@ -352,13 +360,13 @@ COMMAND_PAYLOADS: list[tuple[str, str, Any, bool]] = [
     ("commands", "pause", [], False),
     ("commands", "pause", "pause", False),
     ("commands", "pause", None, False),
-    ("commands", "resume", {"by": "panel"}, True),
+    ("commands", "resume", {"by": "panel"}, False),
     ("commands", "resume", {"reason": "done"}, False),
     ("commands", "void_round", {"reason": "misdeal", "round_id": "t7-0000001"}, True),
     ("commands", "void_round", {"round_id": None}, True),
     ("commands", "void_round", {"round_id": 1}, False),
     ("commands", "manual_card", {"card": "TD"}, True),
-    ("commands", "manual_card", {"card": "AS", "device": "shoe2", "by": "panel"}, True),
+    ("commands", "manual_card", {"card": "AS", "device": "shoe2"}, True),
     ("commands", "manual_card", {}, False),
     ("commands", "manual_card", {"card": "T"}, False),
     ("commands", "manual_card", {"card": "10D"}, False),
@@ -374,9 +382,9 @@ COMMAND_PAYLOADS: list[tuple[str, str, Any, bool]] = [
     ("commands", "replay_events", {"from_sequence": 2.5}, False),
     ("commands", "replay_events", {"from_sequence": None}, False),
     ("inputs", "close_betting", {}, True),
-    ("inputs", "close_betting", {"transaction": "re-9", "by": "rules-engine"}, True),
+    ("inputs", "close_betting", {"transaction": "re-9"}, True),
     ("inputs", "close_betting", {"seconds": 3}, False),
-    ("inputs", "players_done", {"by": "rules-engine", "transaction": 9}, True),
+    ("inputs", "players_done", {"transaction": 9}, True),
     ("inputs", "players_done", {"hands": [1]}, False),
 ]
 
@@ -385,7 +393,7 @@ COMMAND_PAYLOADS: list[tuple[str, str, Any, bool]] = [
 def test_command_schema_agrees_with_parse_command(kind: str, name: str, payload: Any, accepted: bool) -> None:
     schema_accepts = validator(schema.command_schema(kind, name)).is_valid(payload)
     try:
-        parse_command(kind, name, payload)
+        parse_command(kind, name, payload, by="supervisor-desk-2")
         parser_accepts = True
     except CommandError:
         parser_accepts = False
@@ -404,22 +412,23 @@ LAX_ONLY = [
 def test_schema_does_not_promise_lax_coercions(kind: str, name: str, payload: Any) -> None:
     assert not validator(schema.command_schema(kind, name)).is_valid(payload)
     with pytest.raises(CommandError):
-        parse_command(kind, name, payload)
+        parse_command(kind, name, payload, by="supervisor-desk-2")
 
 
 def test_integral_float_is_the_one_strictness_gap() -> None:
     # JSON Schema calls 3.0 an integer; the parser, being strict, refuses it. Refusing is the safe side.
     assert validator(schema.command_schema("commands", "replay_events")).is_valid({"from_sequence": 3.0})
     with pytest.raises(CommandError):
-        parse_command("commands", "replay_events", {"from_sequence": 3.0})
+        parse_command("commands", "replay_events", {"from_sequence": 3.0}, by="supervisor-desk-2")
 
 
-def test_every_command_and_input_has_a_schema_with_transaction_and_by() -> None:
+def test_every_command_and_input_has_a_schema_with_transaction_and_without_by() -> None:
+    # `by` is the authenticated sender (the topic's user level), set by the caller: never in a payload
     for kind, table in (("commands", {**TABLE_COMMANDS, **BUS_COMMANDS}), ("inputs", INPUTS)):
         for name, model in table.items():
             properties = schema.command_schema(kind, name)["properties"]
-            assert {"transaction", "by"} <= set(properties)
-            assert set(properties) == set(model.model_fields)
+            assert "transaction" in properties and "by" not in properties
+            assert set(properties) == set(model.model_fields) - {"by"}
     with pytest.raises(KeyError, match="unknown command 'explode'"):
         schema.command_schema("commands", "explode")
     with pytest.raises(KeyError, match="unknown kind"):
@@ -449,7 +458,7 @@ def test_a_payload_the_schema_accepts_is_accepted_by_parse_command(
 ) -> None:
     kind, name = target
     if validator(schema.command_schema(kind, name)).is_valid(payload):
-        parse_command(kind, name, payload)  # raises CommandError if the schema promised too much
+        parse_command(kind, name, payload, by="rules-engine")  # CommandError if the schema promised too much
 
 
 # --- retained topics and replies ---------------------------------------------------------------------
@@ -476,6 +485,10 @@ def test_status_schema() -> None:
     assert not status.is_valid({"status": "fault", "boot": 3})
     assert not status.is_valid({"status": "online", "boot": -1})
     assert not status.is_valid({"status": "online", "boot": "3"})
+    refused = {"status": "online", "boot": 3, "since": iso_ms(T0), "delivery": "refused"}
+    refused |= {"delivery_reason": "Not authorized", "delivery_code": 135, "refused_sequence": 7}
+    assert status.is_valid({**refused, "refused_since": iso_ms(T0)})
+    assert not status.is_valid({**refused, "delivery": "lost"})
 
 
 def test_device_schema_uses_the_event_statuses() -> None:
@@ -573,8 +586,8 @@ def test_asyncapi_channels_cover_the_whole_contract(asyncapi: dict[str, Any]) ->
     addresses = {channel["address"] for channel in asyncapi["channels"].values()}
     expected = {f"{root}/status", f"{root}/state", f"{root}/devices/{{device}}", f"{root}/replies/{{name}}"}
     expected |= {f"{root}/events/{event_type}" for event_type in EVENT_MODELS}
-    expected |= {f"{root}/commands/{name}" for name in {**TABLE_COMMANDS, **BUS_COMMANDS}}
-    expected |= {f"{root}/inputs/{name}" for name in INPUTS}
+    expected |= {f"{root}/commands/{name}/{{user}}" for name in {**TABLE_COMMANDS, **BUS_COMMANDS}}
+    expected |= {f"{root}/inputs/{name}/{{user}}" for name in INPUTS}
     assert addresses == expected
 
 

@@ -171,15 +171,15 @@ async def test_kill_9_mid_round_then_resume_completes_the_same_round(
             assert not shoe.draw(), "the shoe's gate must stay locked while the round is paused"
 
             # malformed commands change nothing
-            watch.publish(f"{BASE}/commands/resume", "not json")
-            watch.publish(f"{BASE}/commands/resume", {"transaction": "bad-1", "force": True})
-            watch.publish(f"{BASE}/commands/void_round", {"transaction": "bad-2", "round_id": 7})
+            watch.publish(f"{BASE}/commands/resume/supervisor", "not json")
+            watch.publish(f"{BASE}/commands/resume/supervisor", {"transaction": "bad-1", "force": True})
+            watch.publish(f"{BASE}/commands/void_round/supervisor", {"transaction": "bad-2", "round_id": 7})
             replies = await watch.wait_for_count(f"{BASE}/replies/#", 3, timeout=10)
             assert [r.json()["status"] for r in replies] == ["error"] * 3
             assert [r.json()["transaction"] for r in replies] == [None, "bad-1", "bad-2"]
             assert latest(watch, "state")["paused"]
 
-            watch.publish(f"{BASE}/commands/resume", {"transaction": "ok-1", "by": "supervisor:desk-2"})
+            watch.publish(f"{BASE}/commands/resume/supervisor-desk-2", {"transaction": "ok-1"})
             reply = await watch.wait_for_message(
                 f"{BASE}/replies/resume", lambda m: m.json()["transaction"] == "ok-1", timeout=10
             )
@@ -265,7 +265,7 @@ async def test_shoe_unplugged_mid_round_pauses_locks_and_resumes(
                 what="the shoe back online after the replug",
             )
             await wait_until(lambda: shoe.locked, timeout=5, what="the paused table to lock the shoe's gate")
-            watch.publish(f"{BASE}/commands/resume", {"transaction": "u1"})
+            watch.publish(f"{BASE}/commands/resume/supervisor", {"transaction": "u1"})
             reply = await watch.wait_for_message(
                 f"{BASE}/replies/resume", lambda m: m.json()["transaction"] == "u1", timeout=10
             )

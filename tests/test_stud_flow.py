@@ -584,7 +584,7 @@ def test_the_runtime_forwards_players_done_to_the_flow() -> None:
     flow = make_flow("stud", TABLE, StudSettings())
     assert isinstance(flow, StudFlow)
     core = TableCore(table_id=TABLE, game="stud", flow=flow, devices=["shoe"])
-    players_done = parse_command("inputs", "players_done", {"transaction": "t9", "by": "rules-engine"})
+    players_done = parse_command("inputs", "players_done", {"transaction": "t9"}, by="rules-engine")
     with pytest.raises(CommandError, match="not deciding"):
         core.on_command(players_done, T0)
     core.on_reading(DeviceOnline(device="shoe", time=T0), T0)
@@ -593,10 +593,10 @@ def test_the_runtime_forwards_players_done_to_the_flow() -> None:
     for ref, code in enumerate(["2S", "3S", "4S", "5S", "6S", "AD"]):
         step = core.on_reading(CardSeen(device="shoe", time=T0 + 15, code=code, ref=str(ref)), T0 + 15)
         assert [event.type for event in step.events] == ["card.dealt"]
-    core.on_command(parse_command("commands", "pause", {}), T0 + 16)
+    core.on_command(parse_command("commands", "pause", {}, by="supervisor"), T0 + 16)
     with pytest.raises(CommandError, match="the table is paused"):
         core.on_command(players_done, T0 + 16)
-    core.on_command(parse_command("commands", "resume", {}), T0 + 16)
+    core.on_command(parse_command("commands", "resume", {}, by="supervisor"), T0 + 16)
     step, reply = core.on_command(players_done, T0 + 17)
     assert step.requests == [UNLOCK]
     assert reply["state"]["game_state"]["next_position"] == "dealer"

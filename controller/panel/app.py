@@ -234,9 +234,9 @@ async def _command(request: Request, service: TableService, kind: str) -> JSONRe
     transaction = payload.get("transaction") if isinstance(payload, dict) else None
     if isinstance(payload, dict):
         # the panel stands at the table: whatever it claims, the sender on record is the dealer's panel
-        payload = {**payload, "by": PANEL_SENDER}
+        payload = {key: value for key, value in payload.items() if key != "by"}
     try:
-        command = parse_command(kind, name, payload)
+        command = parse_command(kind, name, payload, by=PANEL_SENDER)
         reply = await service.handle_command(command)
     except CommandError as exc:
         return _error(400, str(exc), transaction)
