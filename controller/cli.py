@@ -65,7 +65,7 @@ async def _run_service(config_path: str) -> int:
     if config.panel.enabled:
         from controller.panel import serve_panel
 
-        panel = asyncio.create_task(serve_panel(service, config.panel.host, config.panel.port), name="panel")
+        panel = asyncio.create_task(serve_panel(service, config.panel), name="panel")
         panel.add_done_callback(
             lambda _: service.stop()
         )  # it ends by itself only if it failed: stop the table
@@ -178,6 +178,9 @@ def build_parser() -> argparse.ArgumentParser:
     from controller.schema import register as register_schema
 
     register_schema(sub)
+    from controller.panel.auth import register as register_panel_pin
+
+    register_panel_pin(sub)
 
     cal = sub.add_parser(
         "calibrate", help="calibration tools (wheel sensors, firing position, bias, dice camera)"
