@@ -8,6 +8,7 @@ An invalid file gives one `ConfigError` line naming the bad key; the CLI prints 
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 import tomllib
@@ -125,6 +126,31 @@ class PanelSettings(Strict):
         return dealers
 
 
+def redact_url(url: str) -> str:
+    """`url` without the credentials it may hold (`mqtt://user:secret@host` -> `mqtt://***@host`)."""
+    scheme, sep, rest = url.partition("://")
+    netloc, slash, path = rest.partition("/")
+    if sep and "@" in netloc:
+        return f"{scheme}://***@{netloc.rpartition('@')[2]}{slash}{path}"
+    return url
+
+
+def plain_password_warning(broker: BrokerSettings) -> str | None:
+    """A warning if the broker password would cross the network in clear text (mqtt:// to another host)."""
+    if broker.password is None or broker.tls:
+        return None
+    try:
+        loopback = ipaddress.ip_address(broker.host).is_loopback
+    except ValueError:
+        loopback = broker.host.lower() == "localhost"
+    if loopback:
+        return None
+    return (
+        f"the MQTT password is sent in clear text to {broker.host}:{broker.port} (mqtt://): "
+        "anyone on the network can read it; use mqtts://"
+    )
+
+
 class TableConfig(Strict):
     table: TableSettings
     broker: BrokerSettings = BrokerSettings()
@@ -133,6 +159,19 @@ class TableConfig(Strict):
         default_factory=dict, description="the game's own settings (validated by the game)"
     )
     panel: PanelSettings = PanelSettings()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_credentials_in_broker_url(cls, data: Any) -> Any:
+        # Refused rather than used: a URL is printed and logged in many places, a password must not be.
+        broker = data.get("broker") if isinstance(data, dict) else None
+        url = broker.get("url") if isinstance(broker, dict) else None
+        if isinstance(url, str) and redact_url(url) != url:
+            raise ValueError(
+                f"broker.url {redact_url(url)}: credentials do not go in the URL; set broker.username, and "
+                "the password in the environment (TABLECTL__BROKER__PASSWORD=...)"
+            )
+        return data
 
     @model_validator(mode="after")
     def _devices_fit_the_game(self) -> TableConfig:
