@@ -25,6 +25,7 @@ from controller.bus import TableBus
 from controller.commands import Command, CommandError
 from controller.config import TableConfig
 from controller.events import Envelope
+from controller.files import private_dir
 from controller.flow import DeviceRequest
 from controller.games import make_flow
 from controller.journal import Journal
@@ -90,7 +91,7 @@ class TableService:
         self.tick_interval = tick_interval
         data_dir = config.table.data_dir
         self.journal_path = journal_path or data_dir / f"{config.table.table_id}-journal.sqlite3"
-        self.journal_path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(self.journal_path.parent)  # 0700, and an older install's 0644 files tightened
         self.journal = Journal(self.journal_path, source=config.topic_root, clock=clock)
         restored = load_snapshot(self.journal.snapshot())
         self.core = restored if restored is not None else build_core(config)
