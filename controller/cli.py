@@ -42,6 +42,22 @@ def check_ports(config: object) -> None:
             )
 
 
+def make_capture_dirs(config: object) -> None:
+    """Each device capture's directory (0700), so that a missing `captures/` is not a failure at start."""
+    from controller.config import TableConfig
+
+    assert isinstance(config, TableConfig)
+    for name, device in config.devices.items():
+        if device.capture is None:
+            continue
+        try:
+            device.capture.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        except OSError as exc:
+            raise OperatorError(
+                f"devices.{name}.capture: cannot create {device.capture.parent}: {exc.strerror}"
+            ) from None
+
+
 #: how long READY=1 waits for the first broker connection (the table runs without one: events wait)
 READY_BROKER_WAIT_SECONDS = 5.0
 
@@ -56,6 +72,7 @@ async def _run_service(config_path: str) -> int:
     private_umask()  # the journal, its WAL and the captures: 0600 in 0700, the service's alone
     config = load_config(config_path)
     check_ports(config)
+    make_capture_dirs(config)
     warning = plain_password_warning(config.broker)
     if warning is not None:
         logging.getLogger("controller").warning("%s", warning)

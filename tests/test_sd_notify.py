@@ -149,7 +149,7 @@ url = "{broker.url}"
 [devices.shoe]
 protocol = "shoe-line"
 port = "{port}"
-capture = "{data / "captures" / "shoe.jsonl"}"
+capture = "{data / "new-captures" / "shoe.jsonl"}"
 """
     )
     return path
@@ -205,11 +205,14 @@ async def test_tablectl_run_notifies_systemd_and_keeps_its_files_private(
         assert all(0.3 < b - a < 1.0 for a, b in itertools.pairwise(pings)), pings
 
         # the journal, its WAL and the capture are the service's alone, and so is the old file now
-        await wait_until(lambda: (data / "captures" / "shoe.jsonl").exists(), timeout=10, what="the capture")
-        assert stat.S_IMODE(data.stat().st_mode) == 0o700
+        # (the capture's directory did not exist: the service made it)
+        capture = data / "new-captures" / "shoe.jsonl"
+        await wait_until(capture.exists, timeout=10, what="the capture")
+        for directory in (data, data / "captures", capture.parent):
+            assert stat.S_IMODE(directory.stat().st_mode) == 0o700, directory
         assert stat.S_IMODE(old.stat().st_mode) == 0o600
         journal = data / "bac-notify-journal.sqlite3"
-        for path in (journal, Path(f"{journal}-wal"), data / "captures" / "shoe.jsonl"):
+        for path in (journal, Path(f"{journal}-wal"), capture):
             assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
     finally:
         process.send_signal(signal.SIGTERM)
