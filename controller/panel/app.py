@@ -463,6 +463,8 @@ async def serve_panel(
     """Serve the panel until cancelled. Raises PanelError if it cannot listen on its host:port."""
     host, port = settings.host, settings.port
     app = create_app(service, settings, auth)
+    if not settings.dealers:
+        log.warning("panel: no dealers in [panel.dealers]: the panel shows the table, nobody can act on it")
     server = _PanelServer(
         uvicorn.Config(
             app,
