@@ -190,13 +190,16 @@ async def test_acting_needs_a_signed_in_dealer_whose_identity_is_recorded() -> N
 
 async def test_wrong_pins_are_rate_limited_per_dealer_and_in_all() -> None:
     async with panel(pin_attempts=3, pin_lockout_seconds=60) as (client, _, auth, clock):
-        for _ in range(3):
-            assert (await sign_in(client, auth, "d1", "1111")).status_code == 401
+        wrong = await asyncio.gather(*(sign_in(client, auth, "d1", "1111") for _ in range(6)))
+        assert sorted(answer.status_code for answer in wrong) == [401, 401, 401, 429, 429, 429]
         # locked: even the right PIN is not tried now
         locked = await sign_in(client, auth, "d1", PINS["d1"])
         assert locked.status_code == 429
         assert locked.json()["error"].startswith("too many wrong PINs: try again in")
         assert 1 <= int(locked.headers["retry-after"]) <= 61
+        # guesses sent in parallel are checked one after the other: none gets past the limit
+        parallel = await asyncio.gather(*(sign_in(client, auth, "d1", PINS["d1"]) for _ in range(5)))
+        assert {answer.status_code for answer in parallel} == {429}
         # another dealer is not locked out by d1's failures
         assert (await sign_in(client, auth, "d2", PINS["d2"])).status_code == 200
         clock.now += 61

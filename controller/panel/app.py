@@ -282,10 +282,12 @@ async def _sign_in(request: Request, auth: PanelAuth, settings: PanelSettings) -
     if not isinstance(dealer, str) or not isinstance(pin, str) or not DEALER_ID_PATTERN.match(dealer):
         return _error(400, "enter your dealer id and PIN")
     try:
-        auth.before_sign_in(dealer)
-        # the hash takes tens of milliseconds of CPU: off the loop, so the table does not wait on it
-        matched = await asyncio.to_thread(auth.check_pin, dealer, pin)
-        session_id = auth.after_check(dealer, matched)
+        # one check at a time: parallel guesses must not all pass the limiter before the first one fails
+        async with auth.checking:
+            auth.before_sign_in(dealer)
+            # the hash takes tens of milliseconds of CPU: off the loop, so the table does not wait on it
+            matched = await asyncio.to_thread(auth.check_pin, dealer, pin)
+            session_id = auth.after_check(dealer, matched)
     except SignInError as exc:
         if exc.status == 401:
             log.warning("panel: wrong PIN or unknown dealer id %r", dealer)

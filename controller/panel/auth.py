@@ -8,6 +8,7 @@ one for `[panel.dealers]`. The PIN itself is never stored, logged or sent anywhe
 from __future__ import annotations
 
 import argparse
+import asyncio
 import base64
 import binascii
 import getpass
@@ -164,6 +165,8 @@ class PanelAuth:
         #: identifies this boot to the page, which reloads itself when it changes (a new token, no sessions)
         self.boot_id = secrets.token_hex(8)
         self.limiter = WrongPinLimiter(pin_attempts, pin_lockout_seconds, clock=clock)
+        #: held around each PIN check (see the app's sign-in)
+        self.checking = asyncio.Lock()
         self._sessions: OrderedDict[str, _Session] = OrderedDict()
 
     def token_ok(self, token: str | None) -> bool:
