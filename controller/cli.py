@@ -42,15 +42,44 @@ def check_ports(config: object) -> None:
             )
 
 
+def make_capture_dirs(config: object) -> None:
+    """Each device capture's directory (0700), so that a missing `captures/` is not a failure at start."""
+    from controller.config import TableConfig
+
+    assert isinstance(config, TableConfig)
+    for name, device in config.devices.items():
+        if device.capture is None:
+            continue
+        try:
+            device.capture.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        except OSError as exc:
+            raise OperatorError(
+                f"devices.{name}.capture: cannot create {device.capture.parent}: {exc.strerror}"
+            ) from None
+
+
+#: how long READY=1 waits for the first broker connection (the table runs without one: events wait)
+READY_BROKER_WAIT_SECONDS = 5.0
+
+
 async def _run_service(config_path: str, discard_state: bool = False) -> int:
-    from controller.config import load_config
+    from controller.config import load_config, plain_password_warning, redact_url
+    from controller.files import private_umask
     from controller.journal import JournalError
     from controller.runtime import StateMismatch
+    from controller.sd_notify import Notifier
     from controller.service import ServiceFailure, TableService
     from controller.table_state import DISCARD_HINT
 
+    private_umask()  # the journal, its WAL and the captures: 0600 in 0700, the service's alone
     config = load_config(config_path)
     check_ports(config)
+    make_capture_dirs(config)
+    warning = plain_password_warning(config.broker)
+    if warning is not None:
+        logging.getLogger("controller").warning("%s", warning)
+    notifier = Notifier()
+    notifier.status("opening the journal")
     try:
         service = TableService(config, discard_state=discard_state)
     except JournalError as exc:
@@ -69,19 +98,38 @@ async def _run_service(config_path: str, discard_state: bool = False) -> int:
     if config.panel.enabled:
         from controller.panel import serve_panel
 
-        panel = asyncio.create_task(serve_panel(service, config.panel.host, config.panel.port), name="panel")
+        panel = asyncio.create_task(serve_panel(service, config.panel), name="panel")
         panel.add_done_callback(
             lambda _: service.stop()
         )  # it ends by itself only if it failed: stop the table
+    watchdog = asyncio.create_task(notifier.watchdog(), name="sd-watchdog")
+
+    async def ready() -> None:
+        # the journal is open and the bus and device tasks are started: give the broker a moment
+        for _ in range(int(READY_BROKER_WAIT_SECONDS / 0.05)):
+            if service.bus.connected:
+                break
+            await asyncio.sleep(0.05)
+        broker = "connected" if service.bus.connected else "not reached yet (events wait in the journal)"
+        notifier.ready(
+            f"table {config.table.table_id}: running; broker {redact_url(config.broker.url)} {broker}"
+        )
+
+    stop_status = "stopping"
     try:
-        await service.run()
+        await service.run(ready=ready)
     except ServiceFailure as exc:
+        stop_status = f"failed: {exc}"
         print(
             f"tablectl: error: {exc}; the service stopped (restart it: it recovers from its journal)",
             file=sys.stderr,
         )
         return 1
     finally:
+        notifier.stopping(stop_status)
+        watchdog.cancel()
+        await asyncio.gather(watchdog, return_exceptions=True)
+        notifier.close()
         if panel is not None and not panel.done():
             panel.cancel()
             await asyncio.gather(panel, return_exceptions=True)
@@ -195,6 +243,9 @@ def build_parser() -> argparse.ArgumentParser:
     from controller.schema import register as register_schema
 
     register_schema(sub)
+    from controller.panel.auth import register as register_panel_pin
+
+    register_panel_pin(sub)
 
     cal = sub.add_parser(
         "calibrate", help="calibration tools (wheel sensors, firing position, bias, dice camera)"

@@ -8,6 +8,7 @@ An invalid file gives one `ConfigError` line naming the bad key; the CLI prints 
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 import tomllib
@@ -79,10 +80,76 @@ class PanelSettings(Strict):
     """The dealer's touch panel (a web page the table PC's kiosk browser shows)."""
 
     enabled: bool = False
-    host: str = Field(
-        default="127.0.0.1", description="the panel has no login: keep it on the table PC's loopback"
-    )
+    host: str = Field(default="127.0.0.1", description="the address to listen on; keep it on the loopback")
     port: int = Field(default=8080, ge=1, le=65535)
+    allowed_hosts: list[str] = Field(
+        default_factory=lambda: ["127.0.0.1", "localhost", "[::1]"],
+        min_length=1,
+        description="host names the kiosk's URL may use (the Host header); any other is refused, "
+        "which defeats DNS rebinding",
+    )
+    dealers: dict[str, str] = Field(
+        default_factory=dict,
+        description="dealer id -> PIN hash (`tablectl panel-hash-pin`); nobody can act on the panel without",
+    )
+    session_hours: float = Field(default=12.0, gt=0, le=24 * 7, description="a sign-in lasts this long")
+    pin_attempts: int = Field(
+        default=5, ge=1, le=100, description="wrong PINs per dealer id (4x in all) before sign-in pauses"
+    )
+    pin_lockout_seconds: float = Field(default=300.0, gt=0, description="...for this long")
+    max_streams: int = Field(default=16, ge=1, le=1000, description="live screens at once; more get 503")
+
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _host_names(cls, hosts: list[str]) -> list[str]:
+        names = []
+        for host in hosts:
+            name = host.strip().lower()
+            if not re.fullmatch(r"[a-z0-9.-]+|\[[0-9a-f:.]+\]", name):
+                raise ValueError(
+                    f"{host!r} is not a host name (no scheme, no port; an IPv6 address in brackets: [::1])"
+                )
+            names.append(name)
+        return names
+
+    @field_validator("dealers")
+    @classmethod
+    def _dealers(cls, dealers: dict[str, str]) -> dict[str, str]:
+        from controller.panel.auth import DEALER_ID_PATTERN, PinHash
+
+        for dealer, encoded in dealers.items():
+            if not DEALER_ID_PATTERN.match(dealer):
+                raise ValueError(f"dealer id {dealer!r}: use letters, digits, '-' or '_' (max 32)")
+            try:
+                PinHash.parse(encoded)
+            except ValueError as exc:
+                raise ValueError(f"dealer {dealer}: {exc}") from None
+        return dealers
+
+
+def redact_url(url: str) -> str:
+    """`url` without the credentials it may hold (`mqtt://user:secret@host` -> `mqtt://***@host`)."""
+    scheme, sep, rest = url.partition("://")
+    netloc, slash, path = rest.partition("/")
+    if sep and "@" in netloc:
+        return f"{scheme}://***@{netloc.rpartition('@')[2]}{slash}{path}"
+    return url
+
+
+def plain_password_warning(broker: BrokerSettings) -> str | None:
+    """A warning if the broker password would cross the network in clear text (mqtt:// to another host)."""
+    if broker.password is None or broker.tls:
+        return None
+    try:
+        loopback = ipaddress.ip_address(broker.host).is_loopback
+    except ValueError:
+        loopback = broker.host.lower() == "localhost"
+    if loopback:
+        return None
+    return (
+        f"the MQTT password is sent in clear text to {broker.host}:{broker.port} (mqtt://): "
+        "anyone on the network can read it; use mqtts://"
+    )
 
 
 class BrokerSettings(pydantic.BaseModel):
@@ -165,6 +232,19 @@ class TableConfig(Strict):
         default_factory=dict, description="the game's own settings (validated by the game)"
     )
     panel: PanelSettings = PanelSettings()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_credentials_in_broker_url(cls, data: Any) -> Any:
+        # Refused rather than used: a URL is printed and logged in many places, a password must not be.
+        broker = data.get("broker") if isinstance(data, dict) else None
+        url = broker.get("url") if isinstance(broker, dict) else None
+        if isinstance(url, str) and redact_url(url) != url:
+            raise ValueError(
+                f"broker.url {redact_url(url)}: credentials do not go in the URL; set broker.username, and "
+                "the password in the environment (TABLECTL__BROKER__PASSWORD=...)"
+            )
+        return data
 
     @model_validator(mode="after")
     def _devices_fit_the_game(self) -> TableConfig:

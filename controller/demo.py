@@ -202,8 +202,17 @@ async def run_demo(
 
             if not port_is_free(panel_port):
                 panel_port = free_port()
-            panel = asyncio.create_task(serve_panel(service, "127.0.0.1", panel_port), name="panel")
-            print(f"dealer panel: http://127.0.0.1:{panel_port}/", file=sys.stderr, flush=True)
+            from controller.config import PanelSettings
+            from controller.panel.auth import hash_pin
+
+            # the demo's own dealer: its PIN is printed, the demo table is nobody's
+            settings = PanelSettings(port=panel_port, dealers={"demo": hash_pin("0000")})
+            panel = asyncio.create_task(serve_panel(service, settings), name="panel")
+            print(
+                f"dealer panel: http://127.0.0.1:{panel_port}/ (sign in as dealer demo, PIN 0000)",
+                file=sys.stderr,
+                flush=True,
+            )
         done = asyncio.Event()
         host, _, port_s = mqtt_url.split("://", 1)[1].partition(":")
 

@@ -28,6 +28,7 @@ from controller.bus import TableBus
 from controller.commands import INPUTS, Command, CommandError, command_name
 from controller.config import TableConfig
 from controller.events import Envelope
+from controller.files import private_dir
 from controller.flow import DeviceRequest
 from controller.games import game_spec, make_flow
 from controller.journal import CommandReply, Journal
@@ -91,7 +92,7 @@ class TableService:
         self.clock = clock
         data_dir = config.table.data_dir
         self.journal_path = journal_path or data_dir / f"{config.table.table_id}-journal.sqlite3"
-        self.journal_path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(self.journal_path.parent)  # 0700, and an older install's 0644 files tightened
         self.journal = Journal(self.journal_path, source=config.topic_root, clock=clock)
         self.core = build_core(config)
         try:

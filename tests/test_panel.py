@@ -22,11 +22,12 @@ import httpx
 import pytest
 from playwright.async_api import Browser, Page, async_playwright, expect
 
-from controller.config import config_from_dict
+from controller.config import PanelSettings, config_from_dict
 from controller.events import Envelope
 from controller.panel import app as panel_app
 from controller.panel import serve_panel
-from controller.panel.app import StateSubscription
+from controller.panel.app import StateSubscription, new_auth
+from controller.panel.auth import PanelAuth, hash_pin
 from controller.service import TableService
 from drivers.shoe.simulator import ShoeSimulator
 from drivers.wheel.simulator import WheelSimulator
@@ -61,6 +62,10 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 UI_TIMEOUT_MS = 10_000
+# the dealer who signs in on the panel; every action is recorded in this name
+DEALER, PIN = "d7", "2468"
+DEALER_IDENTITY = f"dealer:{DEALER}"
+PIN_HASH = hash_pin(PIN)
 expect.set_options(timeout=UI_TIMEOUT_MS)
 
 
@@ -69,12 +74,13 @@ class Table:
     service: TableService
     device: Any  # the ShoeSimulator, or the WheelSimulator for roulette
     url: str
-    port: int
+    settings: PanelSettings
+    auth: PanelAuth  # one per service process: kept when the panel alone restarts
     events: list[Envelope] = field(default_factory=list)
     panel: asyncio.Task[None] | None = None
 
     def start_panel(self) -> None:
-        self.panel = asyncio.create_task(serve_panel(self.service, HOST, self.port))
+        self.panel = asyncio.create_task(serve_panel(self.service, self.settings, auth=self.auth))
 
     async def stop_panel(self) -> None:
         assert self.panel is not None
@@ -144,7 +150,8 @@ async def start_table(tmp_path: Path, mosquitto: MosquittoBroker) -> AsyncIterat
         )
         service = TableService(config)
         port = free_port()
-        table = Table(service, device, f"http://{HOST}:{port}", port)
+        settings = PanelSettings(host=HOST, port=port, allowed_hosts=[HOST], dealers={DEALER: PIN_HASH})
+        table = Table(service, device, f"http://{HOST}:{port}", settings, new_auth(settings))
         service.listeners.append(table.events.append)
         running = asyncio.create_task(service.run())
         started.append((table, running))
@@ -182,7 +189,27 @@ async def open_panel(
     await page.goto(table.url)
     await page.evaluate("window.loadedOnce = true")  # gone if the page ever reloads
     page.set_default_timeout(UI_TIMEOUT_MS)
+    # nobody acts on the table before signing in: the sign-in covers the panel until then
+    await page.fill("#dealer-id", DEALER)
+    await page.fill("#dealer-pin", PIN)
+    await page.click("#btn-sign-in")
+    await expect(page.locator("#sign-in")).to_be_hidden()
+    await expect(page.locator("#dealer-name")).to_have_text(f"Dealer {DEALER}")
     return page, js_errors
+
+
+@contextlib.asynccontextmanager
+async def dealer_client(table: Table) -> AsyncIterator[httpx.AsyncClient]:
+    """An HTTP client that does what the panel's page does: the page's token and Origin on every POST, and
+    a dealer's sign-in (its session cookie)."""
+    async with httpx.AsyncClient(base_url=table.url, timeout=10) as client:
+        page = await client.get("/")
+        match = re.search(r'<meta name="panel-token" content="([^"]+)">', page.text)
+        assert match is not None, page.text
+        client.headers.update({"origin": table.url, "x-panel-token": match.group(1)})
+        signed_in = await client.post("/api/session", json={"dealer": DEALER, "pin": PIN})
+        assert signed_in.status_code == 200, signed_in.text
+        yield client
 
 
 async def draw(table: Table, count: int = 1) -> None:
@@ -341,9 +368,9 @@ async def test_dealer_follows_the_round_live_enters_a_card_by_hand_and_calls_the
     await expect(page.locator("#btn-supervisor")).to_be_disabled()
     await expect(page.locator("#btn-manual")).to_be_hidden()
     pause = table.service.core.pause
-    assert pause is not None and pause.by == "panel"
+    assert pause is not None and pause.by == DEALER_IDENTITY
     paused = [e.data for e in table.events if e.type == "round.paused"]
-    assert paused == [{**paused[0], "round_id": round_id, "by": "panel", "device": None}]
+    assert paused == [{**paused[0], "round_id": round_id, "by": DEALER_IDENTITY, "device": None}]
 
     # the kiosk screen as the dealer sees it
     await page.screenshot(path=str(tmp_path / "panel-paused.png"))
@@ -416,7 +443,7 @@ async def test_roulette_view_shows_the_wheels_last_number_with_its_colour(
     await expect(page.locator("#btn-manual")).to_be_hidden()
     await wait_until(lambda: "round.result" in table.event_types(), timeout=20, what="a spin's result")
     # freeze the table (the wheel goes on by itself) so that what the screen shows can be compared exactly
-    async with httpx.AsyncClient(base_url=table.url) as client:
+    async with dealer_client(table) as client:
         # markup in a reason (typed by anyone) is shown as text, never interpreted
         paused = await client.post("/api/commands/pause", json={"reason": "checking <b>the</b> screen"})
     assert paused.status_code == 200, paused.json()
@@ -623,7 +650,7 @@ async def test_api_refuses_supervisor_commands_and_bad_bodies_and_acts_as_the_de
 ) -> None:
     table = await start_table(betting_seconds=30.0)
     service = table.service
-    async with httpx.AsyncClient(base_url=table.url, timeout=10) as client:
+    async with dealer_client(table) as client:
         await wait_until(lambda: service.core.flow.rounds.phase == "betting_open", timeout=10)
         state = (await client.get("/api/state")).json()
         assert state["table_id"] == "bac-panel" and state["round_phase"] == "betting_open"
@@ -667,6 +694,17 @@ async def test_api_refuses_supervisor_commands_and_bad_bodies_and_acts_as_the_de
         assert text_plain.status_code == 415
         foreign = await client.post("/api/commands/pause", json={}, headers={"origin": "http://evil.example"})
         assert foreign.status_code == 403
+        rebound = await client.post(
+            "/api/commands/pause",
+            json={},
+            headers={
+                "host": f"evil.example:{table.settings.port}",
+                "origin": f"http://evil.example:{table.settings.port}",
+            },
+        )
+        assert rebound.status_code == 421
+        without_token = await client.post("/api/commands/pause", json={}, headers={"x-panel-token": "guess"})
+        assert without_token.status_code == 403
         assert (await client.get("/api/commands/pause")).status_code == 405
         assert not service.core.paused, "a refused command changed the table"
 
@@ -703,6 +741,7 @@ async def test_api_refuses_supervisor_commands_and_bad_bodies_and_acts_as_the_de
                     if line == ": heartbeat":
                         break
         assert lines[:3] == ["retry: 2000", "", "event: state"]
+        assert lines[4:6] == ["", "event: boot"]
         assert lines[-1] == ": heartbeat"
 
         # whoever the payload claims to be, the panel is the dealer
@@ -712,7 +751,7 @@ async def test_api_refuses_supervisor_commands_and_bad_bodies_and_acts_as_the_de
         )
         assert paused.status_code == 200, paused.json()
         assert paused.json()["transaction"] == 7
-        assert paused.json()["data"]["state"]["pause"]["by"] == "panel"
+        assert paused.json()["data"]["state"]["pause"]["by"] == DEALER_IDENTITY
         assert paused.json()["data"]["state"]["prompt"] == "PAUSED: dealer needs help — call the supervisor"
         again = await client.post("/api/commands/pause", json={"transaction": "t2"})
         assert again.status_code == 400
@@ -721,7 +760,7 @@ async def test_api_refuses_supervisor_commands_and_bad_bodies_and_acts_as_the_de
             "transaction": "t2",
             "error": "the table is already paused",
         }
-    assert [e.data["by"] for e in table.events if e.type == "round.paused"] == ["panel"]
+    assert [e.data["by"] for e in table.events if e.type == "round.paused"] == [DEALER_IDENTITY]
 
 
 async def test_a_slow_screen_only_gets_the_latest_state_and_never_blocks_the_service() -> None:

@@ -9,8 +9,12 @@ The panel is the dealer, not a supervisor: it may pause (call the supervisor), e
 new shoe and close betting. Resuming, voiding, device maintenance and bus commands stay with the
 supervisors, over MQTT.
 
-There is no login: bind the panel to 127.0.0.1 (the kiosk browser runs on the table PC). Requests from a
-page of another origin are refused, so a web page opened elsewhere on the PC cannot drive the table.
+Who may use it (see `PanelGuard` and `controller.panel.auth`): requests must name one of the configured
+host names and the panel's port (`Host`), so a DNS-rebinding page cannot reach it under a name of its own;
+every POST must come from the panel's own origin (`Origin`, required) and carry the token embedded in the
+page served at this boot (`X-Panel-Token`); and acting on the table needs a dealer signed in with a PIN
+(`[panel.dealers]`), in whose name (`dealer:<id>`) each command is recorded. Wrong PINs are rate-limited,
+and live streams are capped (`max_streams`).
 """
 
 from __future__ import annotations
@@ -22,18 +26,19 @@ import logging
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import uvicorn
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from controller.commands import BUS_COMMANDS, INPUTS, TABLE_COMMANDS, CommandError, parse_command
+from controller.config import PanelSettings
+from controller.panel.auth import DEALER_ID_PATTERN, PanelAuth, SignInError
 from controller.service import TableService
 
 log = logging.getLogger(__name__)
@@ -45,8 +50,18 @@ DEALER_ACTIONS: dict[str, frozenset[str]] = {
     "commands": frozenset({"pause", "manual_card", "new_shoe"}),
     "inputs": frozenset({"close_betting"}),
 }
-#: recorded as the sender of every panel command, whatever the payload claims
-PANEL_SENDER = "panel"
+#: the sender on record of a panel command: the signed-in dealer, whatever the payload claims
+IDENTITY_PREFIX = "dealer:"
+SESSION_COOKIE = "tablectl_panel"
+TOKEN_HEADER = "x-panel-token"
+#: in index.html, replaced by this boot's values when the page is served
+TOKEN_PLACEHOLDER = "__PANEL_TOKEN__"
+BOOT_PLACEHOLDER = "__PANEL_BOOT__"
+#: connections uvicorn accepts beyond the live streams before answering 503 itself (the page, its files,
+#: commands, a few stale keep-alives): no flood of connections can exhaust the service's file descriptors
+EXTRA_CONNECTIONS = 32
+#: methods that change nothing; every other one needs Origin and the page token
+SAFE_METHODS = frozenset({"GET", "HEAD"})
 #: an SSE comment this often keeps the connection (and anything in between) from timing it out
 HEARTBEAT_SECONDS = 15.0
 #: how long the browser waits before reconnecting a dropped stream
@@ -97,8 +112,11 @@ class StateSubscription:
 class StateHub:
     """Connects browser streams to the service's state listeners, and ends them all at shutdown."""
 
-    def __init__(self, service: TableService) -> None:
+    def __init__(self, service: TableService, *, max_streams: int = 16, boot_id: str = "") -> None:
         self.service = service
+        self.max_streams = max_streams
+        #: sent to each new stream: a page from another boot reloads itself (its token is stale)
+        self.boot_id = boot_id
         self.closing = asyncio.Event()
         #: the screens watching now (diagnostics)
         self.subscriptions: set[StateSubscription] = set()
@@ -146,6 +164,13 @@ class EventStreamResponse(Response):
         ]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        # checked and subscribed with no await in between: concurrent requests cannot overshoot the cap
+        if len(self.hub.subscriptions) >= self.hub.max_streams:
+            log.warning("panel: %d live streams already; one more refused", len(self.hub.subscriptions))
+            refused = _error(503, "too many panel screens are open; close one")
+            refused.headers["retry-after"] = "5"
+            await refused(scope, receive, send)
+            return
         with self.hub.subscribe() as subscription:
             await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
             tasks = [
@@ -167,6 +192,7 @@ class EventStreamResponse(Response):
 
     async def _send_states(self, subscription: StateSubscription, send: Send) -> None:
         await self._body(send, f"retry: {RECONNECT_MILLISECONDS}\n\n".encode())
+        first = True
         while True:
             try:
                 state = await asyncio.wait_for(subscription.next(), HEARTBEAT_SECONDS)
@@ -174,6 +200,9 @@ class EventStreamResponse(Response):
                 await self._body(send, b": heartbeat\n\n")
                 continue
             await self._body(send, sse_event(state))
+            if first:
+                await self._body(send, f"event: boot\ndata: {json.dumps(self.hub.boot_id)}\n\n".encode())
+                first = False
 
     @staticmethod
     async def _body(send: Send, chunk: bytes) -> None:
@@ -192,15 +221,6 @@ def _error(status: int, message: str, transaction: Any = None) -> JSONResponse:
     return JSONResponse({"status": "error", "transaction": transaction, "error": message}, status_code=status)
 
 
-def _same_origin(request: Request) -> bool:
-    """Browsers send Origin on a POST; a page from elsewhere must not drive the table through the kiosk PC.
-    Tools without a browser (curl, tests) send none and are let through: they are not a CSRF vector."""
-    origin = request.headers.get("origin")
-    if origin is None:
-        return True
-    return urlsplit(origin).netloc == request.headers.get("host")
-
-
 async def _read_body(request: Request) -> bytes | None:
     body = bytearray()
     async for chunk in request.stream():
@@ -210,10 +230,11 @@ async def _read_body(request: Request) -> bytes | None:
     return bytes(body)
 
 
-async def _command(request: Request, service: TableService, kind: str) -> JSONResponse:
+async def _command(request: Request, service: TableService, auth: PanelAuth, kind: str) -> JSONResponse:
     name = request.path_params["name"]
-    if not _same_origin(request):
-        return _error(403, "requests from another web page are refused")
+    dealer = auth.dealer_for(request.cookies.get(SESSION_COOKIE))
+    if dealer is None:
+        return _error(401, "sign in first (dealer id and PIN)")
     if name in _KNOWN[kind] and name not in DEALER_ACTIONS[kind]:
         allowed = ", ".join(sorted(DEALER_ACTIONS["commands"] | DEALER_ACTIONS["inputs"]))
         return _error(
@@ -233,10 +254,10 @@ async def _command(request: Request, service: TableService, kind: str) -> JSONRe
         return _error(400, f"the payload is not valid JSON: {exc}")
     transaction = payload.get("transaction") if isinstance(payload, dict) else None
     if isinstance(payload, dict):
-        # the panel stands at the table: whatever it claims, the sender on record is the dealer's panel
+        # whatever the payload claims, the sender on record is the signed-in dealer
         payload = {key: value for key, value in payload.items() if key != "by"}
     try:
-        command = parse_command(kind, name, payload, by=PANEL_SENDER)
+        command = parse_command(kind, name, payload, by=IDENTITY_PREFIX + dealer)
         reply = await service.handle_command(command)
     except CommandError as exc:
         return _error(400, str(exc), transaction)
@@ -244,6 +265,94 @@ async def _command(request: Request, service: TableService, kind: str) -> JSONRe
         log.exception("panel %s/%s failed", kind, name)
         return _error(500, "internal error in the controller (see its log); call the supervisor", transaction)
     return JSONResponse({"status": "ok", "transaction": command.transaction, "data": reply})
+
+
+# -- dealer sign-in --------------------------------------------------------------------------------------
+
+
+async def _sign_in(request: Request, auth: PanelAuth, settings: PanelSettings) -> Response:
+    body = await _read_body(request)
+    try:
+        payload = json.loads(body) if body else None
+    except ValueError:
+        payload = None
+    if not isinstance(payload, dict):
+        return _error(400, 'send {"dealer": "<id>", "pin": "<digits>"} as JSON')
+    dealer, pin = payload.get("dealer"), payload.get("pin")
+    if not isinstance(dealer, str) or not isinstance(pin, str) or not DEALER_ID_PATTERN.match(dealer):
+        return _error(400, "enter your dealer id and PIN")
+    try:
+        # one check at a time: parallel guesses must not all pass the limiter before the first one fails
+        async with auth.checking:
+            auth.before_sign_in(dealer)
+            # the hash takes tens of milliseconds of CPU: off the loop, so the table does not wait on it
+            matched = await asyncio.to_thread(auth.check_pin, dealer, pin)
+            session_id = auth.after_check(dealer, matched)
+    except SignInError as exc:
+        if exc.status == 401:
+            log.warning("panel: wrong PIN or unknown dealer id %r", dealer)
+        refused = _error(exc.status, str(exc))
+        if exc.retry_after is not None:
+            refused.headers["retry-after"] = str(int(exc.retry_after) + 1)
+        return refused
+    log.info("panel: dealer %s signed in", dealer)
+    response = JSONResponse({"status": "ok", "dealer": dealer})
+    response.set_cookie(
+        SESSION_COOKIE,
+        session_id,
+        max_age=int(settings.session_hours * 3600),
+        path="/",
+        httponly=True,
+        samesite="strict",
+    )
+    return response
+
+
+def _sign_out(request: Request, auth: PanelAuth) -> Response:
+    auth.sign_out(request.cookies.get(SESSION_COOKIE))
+    response = JSONResponse({"status": "ok", "dealer": None})
+    response.delete_cookie(SESSION_COOKIE, path="/", httponly=True, samesite="strict")
+    return response
+
+
+class PanelGuard:
+    """Refuses, before any route runs: a `Host` that is not one of the panel's names and port (DNS
+    rebinding: the attacker controls both `Host` and `Origin`, so comparing them proves nothing); and any
+    POST without the panel's own `Origin` or without this boot's page token."""
+
+    def __init__(self, app: ASGIApp, settings: PanelSettings, auth: PanelAuth) -> None:
+        self.app = app
+        self.auth = auth
+        names = settings.allowed_hosts
+        self.hosts = {f"{name}:{settings.port}" for name in names}
+        if settings.port == 80:
+            self.hosts |= set(names)
+        self.origins = {f"http://{host}" for host in self.hosts}
+
+    def _refusal(self, scope: Scope) -> tuple[int, str] | None:
+        headers = {key.decode("latin-1").lower(): value.decode("latin-1") for key, value in scope["headers"]}
+        if headers.get("host", "").lower() not in self.hosts:
+            return 421, "unknown host name for this panel (see [panel] allowed_hosts)"
+        if scope["method"] in SAFE_METHODS:
+            return None
+        origin = headers.get("origin")
+        if origin is None or origin.lower() not in self.origins:
+            return 403, "requests from another web page are refused"
+        if not self.auth.token_ok(headers.get(TOKEN_HEADER)):
+            # the page was served by an earlier boot of the service (or not by this panel at all)
+            return 403, "stale page: reload it"
+        return None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            refusal = self._refusal(scope)
+            if refusal is not None:
+                await _error(*refusal)(scope, receive, send)
+                return
+        elif scope["type"] == "websocket":
+            await send({"type": "websocket.close", "code": 1008})
+            return
+        await self.app(scope, receive, send)
 
 
 # -- the app --------------------------------------------------------------------------------------------
@@ -274,11 +383,25 @@ class PanelHeaders:
         await self.app(scope, receive, send_with_headers)
 
 
-def create_app(service: TableService) -> Starlette:
-    hub = StateHub(service)
+def create_app(
+    service: TableService, settings: PanelSettings | None = None, auth: PanelAuth | None = None
+) -> Starlette:
+    """The panel's ASGI app. `auth` lives as long as the service process (one per boot); a new one is
+    made if not given."""
+    settings = settings or PanelSettings()
+    if auth is None:
+        auth = new_auth(settings)
+    hub = StateHub(service, max_streams=settings.max_streams, boot_id=auth.boot_id)
+    page_html = (
+        (STATIC_DIR / "index.html")
+        .read_text(encoding="utf-8")
+        .replace(TOKEN_PLACEHOLDER, auth.page_token)
+        .replace(BOOT_PLACEHOLDER, auth.boot_id)
+    )
 
     async def page(request: Request) -> Response:
-        return FileResponse(STATIC_DIR / "index.html", media_type="text/html; charset=utf-8")
+        # no-store: the page holds this boot's token
+        return HTMLResponse(page_html, headers={"cache-control": "no-store"})
 
     async def state(request: Request) -> Response:
         return JSONResponse(service.public_state(), headers={"cache-control": "no-store"})
@@ -286,25 +409,45 @@ def create_app(service: TableService) -> Starlette:
     async def stream(request: Request) -> Response:
         return EventStreamResponse(hub)
 
+    async def session(request: Request) -> Response:
+        if request.method == "GET":
+            dealer = auth.dealer_for(request.cookies.get(SESSION_COOKIE))
+            return JSONResponse({"dealer": dealer, "dealers_configured": bool(auth.dealers)})
+        if request.method == "DELETE":
+            return _sign_out(request, auth)
+        return await _sign_in(request, auth, settings)
+
     async def command(request: Request) -> Response:
-        return await _command(request, service, "commands")
+        return await _command(request, service, auth, "commands")
 
     async def table_input(request: Request) -> Response:
-        return await _command(request, service, "inputs")
+        return await _command(request, service, auth, "inputs")
 
     app = Starlette(
         routes=[
             Route("/", page, methods=["GET"]),
             Route("/api/state", state, methods=["GET"]),
             Route("/api/stream", stream, methods=["GET"]),
+            Route("/api/session", session, methods=["GET", "POST", "DELETE"]),
             Route("/api/commands/{name}", command, methods=["POST"]),
             Route("/api/inputs/{name}", table_input, methods=["POST"]),
             Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
         ],
-        middleware=[Middleware(PanelHeaders)],
+        middleware=[Middleware(PanelHeaders), Middleware(PanelGuard, settings=settings, auth=auth)],
     )
     app.state.hub = hub
+    app.state.auth = auth
     return app
+
+
+def new_auth(settings: PanelSettings) -> PanelAuth:
+    """The sign-in state of one boot of the service (keep it for the process's life)."""
+    return PanelAuth(
+        settings.dealers,
+        session_seconds=settings.session_hours * 3600,
+        pin_attempts=settings.pin_attempts,
+        pin_lockout_seconds=settings.pin_lockout_seconds,
+    )
 
 
 class _PanelServer(uvicorn.Server):
@@ -316,14 +459,20 @@ class _PanelServer(uvicorn.Server):
         yield
 
 
-async def serve_panel(service: TableService, host: str, port: int) -> None:
-    """Serve the panel until cancelled. Raises PanelError if it cannot listen on host:port."""
-    app = create_app(service)
+async def serve_panel(
+    service: TableService, settings: PanelSettings, *, auth: PanelAuth | None = None
+) -> None:
+    """Serve the panel until cancelled. Raises PanelError if it cannot listen on its host:port."""
+    host, port = settings.host, settings.port
+    app = create_app(service, settings, auth)
+    if not settings.dealers:
+        log.warning("panel: no dealers in [panel.dealers]: the panel shows the table, nobody can act on it")
     server = _PanelServer(
         uvicorn.Config(
             app,
             host=host,
             port=port,
+            limit_concurrency=settings.max_streams + EXTRA_CONNECTIONS,
             log_level="warning",
             log_config=None,  # keep the service's logging setup
             access_log=False,

@@ -56,8 +56,15 @@
     return node;
   };
 
+  // This boot's values, put in the page by the controller: every POST carries the token (a page of another
+  // web site cannot read it), and a stream from another boot means this page is stale.
+  const meta = (name) => document.querySelector(`meta[name="${name}"]`).content;
+  const PAGE_TOKEN = meta("panel-token");
+  const BOOT_ID = meta("panel-boot");
+
   let state = null;
   let connected = false;
+  let dealer = null; // the signed-in dealer's id
   let pickerContext = null; // what the table looked like when the picker opened
   let pickedRank = null;
   let pickedSuit = null;
@@ -412,6 +419,10 @@
 
   function connect() {
     const source = new EventSource("/api/stream");
+    source.addEventListener("boot", (event) => {
+      // the controller restarted: this page's token is no longer valid, and nobody is signed in
+      if (JSON.parse(event.data) !== BOOT_ID) window.location.reload();
+    });
     source.addEventListener("state", (event) => {
       setConnected(true);
       render(JSON.parse(event.data));
@@ -427,6 +438,81 @@
     });
   }
 
+  // ---- requests -----------------------------------------------------------------------------------------
+  async function request(method, path, payload) {
+    const response = await fetch(path, {
+      method,
+      headers: { "Content-Type": "application/json", "X-Panel-Token": PAGE_TOKEN },
+      body: payload === undefined ? undefined : JSON.stringify(payload),
+      credentials: "same-origin",
+    });
+    let body = null;
+    try {
+      body = await response.json();
+    } catch (_) {
+      body = null;
+    }
+    if (response.status === 403 && body && String(body.error).startsWith("stale page")) {
+      window.location.reload(); // served by an earlier boot of the controller
+    }
+    return { response, body };
+  }
+
+  // ---- dealer sign-in ---------------------------------------------------------------------------------
+  function setDealer(id) {
+    dealer = id || null;
+    setText("dealer-name", dealer ? `Dealer ${dealer}` : "Signed out");
+    show($("btn-sign-out"), !!dealer);
+    show($("sign-in"), !dealer);
+    $("dealer-pin").value = "";
+    if (!dealer) $("dealer-id").focus();
+  }
+
+  async function checkSession() {
+    try {
+      const response = await fetch("/api/session", { credentials: "same-origin" });
+      const body = await response.json();
+      setDealer(body.dealer);
+      if (!body.dealers_configured) {
+        setText("sign-in-error", "No dealers are configured for this panel — call the supervisor");
+      }
+    } catch (_) {
+      setTimeout(checkSession, STREAM_RETRY_MS);
+    }
+  }
+
+  async function signIn(event) {
+    event.preventDefault();
+    const button = $("btn-sign-in");
+    button.disabled = true;
+    setText("sign-in-error", "");
+    try {
+      const { response, body } = await request("POST", "/api/session", {
+        dealer: $("dealer-id").value.trim(),
+        pin: $("dealer-pin").value,
+      });
+      if (response.ok && body && body.status === "ok") {
+        setDealer(body.dealer);
+        toast(`Signed in as dealer ${body.dealer}`, "ok");
+      } else {
+        $("dealer-pin").value = "";
+        setText("sign-in-error", body && body.error ? body.error : `The controller answered ${response.status}`);
+      }
+    } catch (error) {
+      setText("sign-in-error", `No answer from the controller: ${error.message}`);
+    } finally {
+      button.disabled = false;
+    }
+  }
+
+  async function signOut() {
+    try {
+      await request("DELETE", "/api/session");
+    } finally {
+      setDealer(null);
+    }
+  }
+
   // ---- commands ---------------------------------------------------------------------------------------
   async function send(kind, name, payload, button) {
     if (!connected) {
@@ -435,18 +521,9 @@
     }
     if (button) button.disabled = true; // one tap, one command
     try {
-      const response = await fetch(`/api/${kind}/${name}`, {
-        method: "POST",
-        headers: { "Content-Type": "application/json" },
-        body: JSON.stringify(payload || {}),
-      });
-      let body = null;
-      try {
-        body = await response.json();
-      } catch (_) {
-        body = null;
-      }
+      const { response, body } = await request("POST", `/api/${kind}/${name}`, payload || {});
       if (response.ok && body && body.status === "ok") return true;
+      if (response.status === 401) setDealer(null); // the sign-in expired: sign in, then tap again
       toast(body && body.error ? body.error : `The controller answered ${response.status}`, "error");
       return false;
     } catch (error) {
@@ -593,7 +670,10 @@
     $("btn-new-shoe").addEventListener("click", async (event) => {
       if (await send("commands", "new_shoe", {}, event.currentTarget)) toast("New shoe loaded", "ok");
     });
+    $("sign-in-form").addEventListener("submit", signIn);
+    $("btn-sign-out").addEventListener("click", signOut);
     setInterval(renderCountdown, 250);
+    checkSession();
     connect();
   }
 

@@ -1,0 +1,245 @@
+"""Who may act on the dealer's panel: PIN hashes, dealer sessions, the per-boot page token, and the
+wrong-PIN limiter. No I/O here but the CPU-bound hash (called off the event loop by the app).
+
+A PIN hash is `scrypt$<log2 n>$<r>$<p>$<salt, base64>$<hash, base64>`; `tablectl panel-hash-pin` makes
+one for `[panel.dealers]`. The PIN itself is never stored, logged or sent anywhere but in the sign-in request.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import binascii
+import getpass
+import hashlib
+import hmac
+import re
+import secrets
+import sys
+import time
+from collections import OrderedDict, deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+#: scrypt cost: 2**14 x 8 x 1 takes about 50 ms and 16 MiB per check on a table PC, which makes guessing
+#: a PIN from a stolen config slow, while a sign-in still feels instant
+SCRYPT_LOG2_N = 14
+SCRYPT_R = 8
+SCRYPT_P = 1
+SCRYPT_MAXMEM = 64 * 1024 * 1024
+HASH_BYTES = 32
+SALT_BYTES = 16
+PIN_PATTERN = re.compile(r"^[0-9]{4,12}$")
+DEALER_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$")
+_HASH_PATTERN = re.compile(r"^scrypt\$(\d{1,2})\$(\d{1,2})\$(\d{1,2})\$([A-Za-z0-9+/=]+)\$([A-Za-z0-9+/=]+)$")
+#: signed-in sessions kept at most (the oldest goes first): a handful of dealers share one panel
+MAX_SESSIONS = 64
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def _scrypt(pin: str, salt: bytes, log2_n: int, r: int, p: int, length: int) -> bytes:
+    return hashlib.scrypt(
+        pin.encode("utf-8"), salt=salt, n=2**log2_n, r=r, p=p, maxmem=SCRYPT_MAXMEM, dklen=length
+    )
+
+
+def hash_pin(pin: str, *, salt: bytes | None = None, log2_n: int = SCRYPT_LOG2_N) -> str:
+    """The hash to put in `[panel.dealers]` for this PIN (4 to 12 digits)."""
+    if not PIN_PATTERN.match(pin):
+        raise ValueError("a PIN is 4 to 12 digits")
+    salt = secrets.token_bytes(SALT_BYTES) if salt is None else salt
+    digest = _scrypt(pin, salt, log2_n, SCRYPT_R, SCRYPT_P, HASH_BYTES)
+    return f"scrypt${log2_n}${SCRYPT_R}${SCRYPT_P}${_b64(salt)}${_b64(digest)}"
+
+
+@dataclass(frozen=True)
+class PinHash:
+    log2_n: int
+    r: int
+    p: int
+    salt: bytes
+    digest: bytes
+
+    @classmethod
+    def parse(cls, text: str) -> PinHash:
+        """Raises ValueError (worded for the config file) if `text` is not a hash from panel-hash-pin."""
+        match = _HASH_PATTERN.match(text)
+        if match is None:
+            raise ValueError("not a PIN hash: make one with `tablectl panel-hash-pin`")
+        log2_n, r, p = (int(match.group(i)) for i in (1, 2, 3))
+        try:
+            salt, digest = (base64.b64decode(match.group(i), validate=True) for i in (4, 5))
+        except binascii.Error:
+            raise ValueError("not a PIN hash (bad base64): make one with `tablectl panel-hash-pin`") from None
+        if not (10 <= log2_n <= 20 and 1 <= r <= 32 and 1 <= p <= 16 and len(salt) >= 8 and digest):
+            raise ValueError("PIN hash parameters out of range: make one with `tablectl panel-hash-pin`")
+        return cls(log2_n, r, p, salt, digest)
+
+    def matches(self, pin: str) -> bool:
+        candidate = _scrypt(pin, self.salt, self.log2_n, self.r, self.p, len(self.digest))
+        return hmac.compare_digest(candidate, self.digest)
+
+
+#: checked against when the dealer id is unknown, so that a wrong id takes as long as a wrong PIN
+_DUMMY = PinHash.parse(hash_pin("0000", salt=b"tablectl-no-dealer"))
+
+
+class WrongPinLimiter:
+    """At most `attempts` wrong PINs per dealer id, and 4x that in all, within `window` seconds; then
+    sign-ins are refused (even with the right PIN) until the oldest failure is older than the window."""
+
+    def __init__(self, attempts: int, window: float, *, clock: Callable[[], float] = time.monotonic) -> None:
+        self.attempts = attempts
+        self.window = window
+        self.clock = clock
+        self._by_dealer: dict[str, deque[float]] = {}
+        self._all: deque[float] = deque()
+
+    def _prune(self, failures: deque[float], now: float) -> None:
+        while failures and failures[0] <= now - self.window:
+            failures.popleft()
+
+    def retry_after(self, dealer: str) -> float:
+        """Seconds until `dealer` may try again; 0 if now."""
+        now = self.clock()
+        waits = [0.0]
+        for failures, limit in ((self._by_dealer.get(dealer), self.attempts), (self._all, 4 * self.attempts)):
+            if failures is None:
+                continue
+            self._prune(failures, now)
+            if len(failures) >= limit:
+                waits.append(failures[len(failures) - limit] + self.window - now)
+        if dealer in self._by_dealer and not self._by_dealer[dealer]:
+            del self._by_dealer[dealer]
+        return max(waits)
+
+    def failed(self, dealer: str) -> None:
+        now = self.clock()
+        if dealer not in self._by_dealer and len(self._by_dealer) >= 1024:
+            # a flood of made-up ids must not grow memory: the overall limit still counts them
+            dealer = "*"
+        self._by_dealer.setdefault(dealer, deque()).append(now)
+        self._all.append(now)
+
+    def succeeded(self, dealer: str) -> None:
+        self._by_dealer.pop(dealer, None)
+
+
+class SignInError(Exception):
+    def __init__(self, status: int, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.retry_after = retry_after
+
+
+@dataclass
+class _Session:
+    dealer: str
+    expires: float
+
+
+class PanelAuth:
+    """One per service process ("boot"): the token embedded in the page, and the signed-in dealers.
+
+    A restart of the service makes new ones: the kiosk's page reloads itself and the dealer signs in again.
+    """
+
+    def __init__(
+        self,
+        dealers: dict[str, str],
+        *,
+        session_seconds: float,
+        pin_attempts: int,
+        pin_lockout_seconds: float,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.dealers = {dealer: PinHash.parse(encoded) for dealer, encoded in dealers.items()}
+        self.session_seconds = session_seconds
+        self.clock = clock
+        #: embedded in the served page; every POST must carry it (X-Panel-Token)
+        self.page_token = secrets.token_urlsafe(32)
+        #: identifies this boot to the page, which reloads itself when it changes (a new token, no sessions)
+        self.boot_id = secrets.token_hex(8)
+        self.limiter = WrongPinLimiter(pin_attempts, pin_lockout_seconds, clock=clock)
+        #: held around each PIN check (see the app's sign-in)
+        self.checking = asyncio.Lock()
+        self._sessions: OrderedDict[str, _Session] = OrderedDict()
+
+    def token_ok(self, token: str | None) -> bool:
+        return token is not None and hmac.compare_digest(token.encode(), self.page_token.encode())
+
+    def check_pin(self, dealer: str, pin: str) -> bool:
+        """CPU-bound (scrypt): run it off the event loop."""
+        known = self.dealers.get(dealer)
+        matched = (known or _DUMMY).matches(pin) if PIN_PATTERN.match(pin) else False
+        return known is not None and matched
+
+    def before_sign_in(self, dealer: str) -> None:
+        """Raises SignInError if this sign-in must not even be tried."""
+        if not self.dealers:
+            raise SignInError(403, "no dealers are configured for this panel ([panel.dealers])")
+        wait = self.limiter.retry_after(dealer)
+        if wait > 0:
+            raise SignInError(429, f"too many wrong PINs: try again in {int(wait) + 1} s", wait)
+
+    def after_check(self, dealer: str, matched: bool) -> str:
+        """Records the outcome; returns a new session id, or raises SignInError."""
+        if not matched:
+            self.limiter.failed(dealer)
+            raise SignInError(401, "unknown dealer or wrong PIN")
+        self.limiter.succeeded(dealer)
+        session_id = secrets.token_urlsafe(32)
+        self._sessions[session_id] = _Session(dealer, self.clock() + self.session_seconds)
+        while len(self._sessions) > MAX_SESSIONS:
+            self._sessions.popitem(last=False)
+        return session_id
+
+    def dealer_for(self, session_id: str | None) -> str | None:
+        if not session_id:
+            return None
+        session = self._sessions.get(session_id)
+        if session is None:
+            return None
+        if session.expires <= self.clock() or session.dealer not in self.dealers:
+            del self._sessions[session_id]
+            return None
+        return session.dealer
+
+    def sign_out(self, session_id: str | None) -> None:
+        if session_id:
+            self._sessions.pop(session_id, None)
+
+
+# -- `tablectl panel-hash-pin` ----------------------------------------------------------------------------
+
+
+def _read_pin() -> str:
+    if sys.stdin.isatty():
+        pin = getpass.getpass("dealer PIN (4-12 digits): ")
+        if getpass.getpass("again: ") != pin:
+            raise ValueError("the two PINs differ")
+        return pin
+    return sys.stdin.readline().strip()  # piped in: `printf 2468 | tablectl panel-hash-pin`
+
+
+def cmd_hash_pin(args: argparse.Namespace) -> int:
+    from controller.cli import OperatorError
+
+    try:
+        encoded = hash_pin(_read_pin())
+    except ValueError as exc:
+        raise OperatorError(str(exc)) from None
+    print(encoded)
+    return 0
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "panel-hash-pin",
+        help="hash a dealer's PIN for [panel.dealers] (reads it from the terminal, or one line on stdin)",
+    )
+    p.set_defaults(func=cmd_hash_pin)

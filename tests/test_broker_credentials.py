@@ -1,0 +1,122 @@
+"""The broker password never shows: credentials in the broker URL are refused (they would be printed and
+logged with it) with an error that does not repeat them, and a password sent in clear text over the network
+(mqtt:// to another host) is warned of when the service starts."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from controller.bus import BrokerSettings
+from controller.config import ConfigError, config_from_dict, plain_password_warning, redact_url
+from tests.mosquitto import free_port
+
+ROOT = Path(__file__).resolve().parent.parent
+SECRET = "s3cr3t-Pa55"
+BASE = {
+    "table": {"table_id": "t1", "game": "roulette"},
+    "devices": {"wheel": {"protocol": "cammegh-ss2", "port": "/dev/null"}},
+}
+
+
+def tablectl(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "controller.cli", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **(env or {})},
+    )
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        f"mqtt://table:{SECRET}@broker:1883",
+        f"mqtts://table:{SECRET}@broker",
+        f"mqtt://{SECRET}@broker:99999/x",
+    ],
+)
+def test_credentials_in_the_broker_url_are_refused_without_repeating_them(url: str) -> None:
+    with pytest.raises(ConfigError) as refused:
+        config_from_dict({**BASE, "broker": {"url": url}}, environ={})
+    message = str(refused.value)
+    assert SECRET not in message and "***@broker" in message
+    assert "TABLECTL__BROKER__PASSWORD" in message
+
+
+def test_check_config_and_run_refuse_them_from_the_file_or_the_environment(tmp_path: Path) -> None:
+    config = tmp_path / "table.toml"
+    config.write_text(
+        f'[table]\ntable_id = "t1"\ngame = "roulette"\n[broker]\nurl = "mqtt://table:{SECRET}@broker"\n'
+        '[devices.wheel]\nprotocol = "cammegh-ss2"\nport = "/dev/null"\n'
+    )
+    for command in ("check-config", "run"):
+        result = tablectl(command, "--config", str(config))
+        assert result.returncode == 2, result.stderr
+        assert SECRET not in result.stdout + result.stderr
+        assert result.stderr.startswith(
+            f"tablectl: error: {config}: broker.url mqtt://***@broker: credentials"
+        )
+    config.write_text(config.read_text().replace(f"table:{SECRET}@", ""))
+    from_env = tablectl(
+        "check-config", "--config", str(config), env={"TABLECTL__BROKER__URL": f"mqtt://u:{SECRET}@broker"}
+    )
+    assert from_env.returncode == 2 and SECRET not in from_env.stdout + from_env.stderr
+
+
+def test_redact_url_keeps_everything_but_the_credentials() -> None:
+    assert redact_url("mqtt://u:p@host:1883/path") == "mqtt://***@host:1883/path"
+    assert redact_url("mqtt://host:1883") == "mqtt://host:1883"
+    assert redact_url("mqtt://host/a@b") == "mqtt://host/a@b"
+
+
+def test_a_clear_text_password_to_another_host_is_warned_of() -> None:
+    def warning(url: str, password: str | None = SECRET) -> str | None:
+        return plain_password_warning(BrokerSettings.model_validate({"url": url, "password": password}))
+
+    assert warning("mqtt://127.0.0.1:1883") is None
+    assert warning("mqtt://localhost") is None
+    assert warning("mqtt://[::1]:1883") is None
+    assert warning("mqtts://broker.studio.lan") is None
+    assert warning("mqtt://broker.studio.lan", password=None) is None
+    text = warning("mqtt://broker.studio.lan:1884")
+    assert text is not None and "clear text to broker.studio.lan:1884" in text and "mqtts://" in text
+    assert SECRET not in text
+
+
+def test_tablectl_run_warns_at_start_and_never_logs_the_password(tmp_path: Path) -> None:
+    config = tmp_path / "table.toml"
+    # 192.0.2.1 (TEST-NET-1) is never reached; the wheel is a TCP port nobody listens on
+    config.write_text(
+        f'[table]\ntable_id = "t1"\ngame = "roulette"\ndata_dir = "{tmp_path / "data"}"\n'
+        '[broker]\nurl = "mqtt://192.0.2.1:1883"\nusername = "table"\n'
+        f'[devices.wheel]\nprotocol = "cammegh-ss2"\nport = "socket://127.0.0.1:{free_port()}"\n'
+    )
+    log = tmp_path / "service.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "controller.cli", "-vv", "run", "--config", str(config)],
+            cwd=ROOT,
+            env={**os.environ, "TABLECTL__BROKER__PASSWORD": SECRET},
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        deadline = time.monotonic() + 20
+        while "clear text" not in log.read_text() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(1.0)  # let it try the broker (and log about it) for a moment
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(15)
+    text = log.read_text()
+    assert "WARNING" in text and "the MQTT password is sent in clear text to 192.0.2.1:1883" in text, text
+    assert SECRET not in text
