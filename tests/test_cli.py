@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from drivers.line.framing import encode_line
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -114,9 +118,27 @@ def test_unusable_data_dir_is_one_clear_line(tmp_path: Path) -> None:
     assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
 
 
-def test_replay_of_a_game_without_replay_rules_is_refused(tmp_path: Path) -> None:
+def test_replay_of_a_game_without_replay_rules_is_refused(monkeypatch) -> None:
+    from controller.config import ConfigError
+    from controller.games import GAMES
+    from controller.replay import replay_config
+
+    monkeypatch.setitem(
+        GAMES, "andar_bahar", dataclasses.replace(GAMES["andar_bahar"], replay_overrides=None)
+    )
+    with pytest.raises(ConfigError, match="andar_bahar captures cannot be replayed yet"):
+        replay_config("andar_bahar", "shoe-line")
+    # a table's own capture (with its `meta` record) needs no replay policy
+    assert replay_config("andar_bahar", "shoe-line", meta={"table_id": "ab-1", "settings": {}})
+
+
+def test_andar_bahar_device_traffic_replays_with_its_replay_policy(tmp_path: Path) -> None:
     capture = tmp_path / "ab.bin"
-    capture.write_bytes(b"")
+    # the game card, then Andar and Bahar in turn until a card of its rank (a raw dump: no times)
+    lines = ["HELLO SIM 1.0 1", "CARD 0001 7H", "CARD 0002 2C", "CARD 0003 9D", "CARD 0004 7S"]
+    capture.write_bytes(b"".join(encode_line(line) for line in lines))
     result = tablectl("replay", "--game", "andar_bahar", "--protocol", "shoe-line", str(capture))
-    assert result.returncode == 2
-    assert "andar_bahar captures cannot be replayed yet" in result.stderr and "Traceback" not in result.stderr
+    assert result.returncode == 0, result.stderr
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    results = [e["data"] for e in events if e["type"] == "round.result"]
+    assert results and results[0]["winner"] == "andar" and results[0]["game_card"] == "7H"
