@@ -120,10 +120,19 @@ BUS_COMMANDS: dict[str, type[Command]] = {
     "rebirth": Rebirth,
     "replay_events": ReplayEvents,
 }
+#: inputs any game may take; a game registers its own with its spec (`controller.games`), via `register_input`
 INPUTS: dict[str, type[Command]] = {
     "close_betting": CloseBetting,
     "players_done": PlayersDone,
 }
+
+
+def register_input(name: str, model: type[Command]) -> None:
+    known = INPUTS.get(name)
+    if known is not None and known is not model:
+        raise ValueError(f"input {name!r} is already {known.__name__}")
+    INPUTS[name] = model
+
 
 Kind = Literal["commands", "inputs"]
 

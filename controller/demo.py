@@ -24,7 +24,7 @@ import aiomqtt
 
 from controller.config import TableConfig, config_from_dict
 from controller.events import Envelope
-from controller.games import game_spec
+from controller.games import GAMES, game_spec
 from controller.service import TableService
 from drivers.registry import simulator_class
 
@@ -129,31 +129,8 @@ class VirtualDealer:
 def describe(envelope: dict[str, Any]) -> str:
     data = envelope["data"]
     kind = envelope["type"]
-    if kind == "round.result" and data.get("game") == "baccarat":
-        p, b = data["player"], data["banker"]
-        extras = [k for k in ("player_pair", "banker_pair", "natural") if data.get(k)]
-        return (
-            f"Player {' '.join(p['cards'])} ({p['total']}) vs Banker {' '.join(b['cards'])} ({b['total']})"
-            f" -> {data['winner'].upper()}{' ' + ', '.join(extras) if extras else ''}"
-        )
-    if kind == "round.result" and data.get("game") == "roulette":
-        wheel = f"spin {data['spin']}, {data['rotor_rpm']} rpm {data['direction']}"
-        return f"{data['number']} {data['color']} ({wheel})"
-    if kind == "round.result" and data.get("game") == "andar_bahar":
-        first_three = f", first 3 {data['first_three']}" if data.get("first_three") else ""
-        return (
-            f"game card {data['game_card']}: Andar {' '.join(data['andar'])}"
-            f" | Bahar {' '.join(data['bahar'])}"
-            f" -> {data['winner'].upper()} ({data['cards_dealt']} cards, {data['bucket']}{first_three})"
-        )
-    if kind == "round.result" and data.get("game") == "stud":
-        hands = "; ".join(
-            f"{' '.join(hand['cards'])} {hand['category']} {outcome}"
-            for hand, outcome in zip(data["hands"], data["outcomes"], strict=True)
-        )
-        dealer = data["dealer"]
-        qualifies = "qualifies" if data["dealer_qualifies"] else "does not qualify"
-        return f"Dealer {' '.join(dealer['cards'])} {dealer['category']} ({qualifies}) | {hands}"
+    if kind == "round.result" and data.get("game") in GAMES:
+        return GAMES[data["game"]].describe(data)
     if kind == "card.dealt":
         return f"{data['card']} to {data['position']}{' (re-scan)' if data.get('rescan') else ''}"
     skip = {"round_id"}

@@ -1,15 +1,15 @@
 """Event models: the single source of the MQTT contract.
 
 Flows and the runtime build events from these models; the journal stores them; the bus publishes them;
-`tablectl schema` generates the JSON Schemas and the AsyncAPI document from them. Add a game's result by
-adding its model to `RESULT_MODELS` and nothing else.
+`tablectl schema` generates the JSON Schemas and the AsyncAPI document from them. A game's result model is
+registered with the game (`controller.games.GAMES`), which calls `register_result_model`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -168,11 +168,27 @@ class StudResult(EventData):
     )
 
 
-RESULT_MODELS: tuple[type[EventData], ...] = (BaccaratResult, RouletteResult, AndarBaharResult, StudResult)
+#: game -> its `round.result` data model (each has `game: Literal["<game>"]`, the union's discriminator)
+RESULT_MODELS: dict[str, type[EventData]] = {}
 
-RoundResult = Annotated[
-    BaccaratResult | RouletteResult | AndarBaharResult | StudResult, Field(discriminator="game")
-]
+
+def register_result_model(model: type[EventData]) -> None:
+    game = model.model_fields["game"].default
+    known = RESULT_MODELS.get(game)
+    if known is not None and known is not model:
+        raise ValueError(f"game {game!r} already has the result model {known.__name__}")
+    RESULT_MODELS[game] = model
+
+
+class RoundResult(EventData):
+    """Stands for the union of the registered result models (`result_union()`), discriminated on `game`."""
+
+
+def result_union() -> Any:
+    models = tuple(RESULT_MODELS.values())
+    if len(models) == 1:
+        return models[0]
+    return Annotated[Union[models], Field(discriminator="game")]  # noqa: UP007 - a union built at run time
 
 
 class RoundClosed(EventData):
@@ -258,7 +274,7 @@ def make_event(type_: str, data: EventData, time: float, subject: str | None = N
     if model is None:
         raise KeyError(f"unknown event type {type_!r}")
     if model is RoundResult:
-        if not isinstance(data, RESULT_MODELS):
+        if type(data) not in RESULT_MODELS.values():
             raise TypeError(f"{type_} takes a result model, not {type(data).__name__}")
     elif not isinstance(data, model):
         raise TypeError(f"{type_} takes {model.__name__}, not {type(data).__name__}")

@@ -217,6 +217,8 @@ class TableService:
     def public_state(self) -> dict[str, Any]:
         state = self.core.state()
         state["last_sequence"] = self.journal.last_sequence
+        # how a screen draws this game (the panel; a supervisor's console)
+        state["view"] = game_spec(self.config.table.game).panel_view()
         return state
 
     async def on_readings(self, readings: list[Reading]) -> None:

@@ -224,7 +224,7 @@ def test_data_schemas_follow_the_models_fields() -> None:
         data = event_schema["properties"]["data"]
         if model is RoundResult:
             branches = [ref["$ref"].rsplit("/", 1)[1] for ref in data["oneOf"]]
-            assert branches == [result.__name__ for result in RESULT_MODELS]
+            assert branches == [result.__name__ for result in RESULT_MODELS.values()]
             assert data["discriminator"]["propertyName"] == "game"
             continue
         definition = event_schema["$defs"][data["$ref"].rsplit("/", 1)[1]]

@@ -1,16 +1,21 @@
-"""Game registry: `game = "baccarat"` in the config finds the flow, its settings and its devices.
+"""Game registry: `game = "baccarat"` in the config finds everything about the game here.
 
-A new game is one module in this package plus one entry here.
+A new game is its own module(s) in this package plus one `GameSpec` entry: the flow, its settings, the result
+model (the `round.result` contract), its inputs (MQTT `inputs/<name>` payload models), its devices, its replay
+policy, how the demo describes a result and how the dealer's panel sizes its places. Nothing else in the
+controller names a game.
 """
 
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel
 
+from controller.commands import Command, register_input
+from controller.events import EventData, register_result_model
 from controller.flow import GameFlow
 
 
@@ -18,8 +23,19 @@ from controller.flow import GameFlow
 class GameSpec:
     flow_path: str  # "module:Class"
     settings_path: str
+    #: the `round.result` data model ("module:Class"; it has `game: Literal["<game>"]`)
+    result_path: str
+    #: how the demo prints a result: "module:function" taking the result's data dict, returning a line
+    describe_path: str
     #: device name -> protocols that can serve it (the first is the default, used by the demo's simulator)
     devices: dict[str, tuple[str, ...]]
+    #: the game's own inputs: name -> payload model ("module:Class", a `controller.commands.Command`)
+    inputs: dict[str, str] = field(default_factory=dict)
+    #: the dealer's panel: the game's name, and how many cards a place usually holds (its cards are sized
+    #: for that many from the first card on); `usual_cards_at` per place name
+    title: str = ""
+    usual_cards: int = 3
+    usual_cards_at: dict[str, int] = field(default_factory=dict)
     #: the demo's simulated shoe holds this many decks
     demo_decks: int = 8
     #: a freshly shuffled pack for every round (no cut card): the demo's dealer reloads the shoe after each
@@ -36,6 +52,17 @@ class GameSpec:
         cls: type[BaseModel] = _load(self.settings_path)
         return cls
 
+    def result_class(self) -> type[EventData]:
+        cls: type[EventData] = _load(self.result_path)
+        return cls
+
+    def describe(self, data: dict[str, Any]) -> str:
+        describe: Any = _load(self.describe_path)
+        return str(describe(data))
+
+    def panel_view(self) -> dict[str, Any]:
+        return {"title": self.title, "usual_cards": self.usual_cards, "usual_cards_at": self.usual_cards_at}
+
 
 def _load(path: str) -> Any:
     module, _, attr = path.partition(":")
@@ -46,7 +73,11 @@ GAMES: dict[str, GameSpec] = {
     "baccarat": GameSpec(
         "controller.games.baccarat:BaccaratFlow",
         "controller.games.baccarat:BaccaratSettings",
+        "controller.events:BaccaratResult",
+        "controller.games.baccarat:describe_result",
         {"shoe": ("shoe-line",)},
+        title="Baccarat",
+        usual_cards=3,
         replay_overrides={
             "round_gap_seconds": 0.0,
             "betting_closes_on_first_card": True,
@@ -56,13 +87,21 @@ GAMES: dict[str, GameSpec] = {
     "roulette": GameSpec(
         "controller.games.roulette:RouletteFlow",
         "controller.games.roulette:RouletteSettings",
+        "controller.events:RouletteResult",
+        "controller.games.roulette:describe_result",
         {"wheel": ("cammegh-ss2",)},
+        title="Roulette",
         replay_overrides={"round_gap_seconds": 0.0, "user_start": False},
     ),
     "andar_bahar": GameSpec(
         "controller.games.andar_bahar:AndarBaharFlow",
         "controller.games.andar_bahar:AndarBaharSettings",
+        "controller.events:AndarBaharResult",
+        "controller.games.andar_bahar:describe_result",
         {"shoe": ("shoe-line",)},
+        title="Andar Bahar",
+        usual_cards=6,
+        usual_cards_at={"game": 1},  # the game card: one card, as big as it gets
         demo_decks=1,
         fresh_deck_each_round=True,
         replay_overrides={"round_gap_seconds": 0.0, "betting_closes_on_first_card": True},
@@ -70,7 +109,11 @@ GAMES: dict[str, GameSpec] = {
     "stud": GameSpec(
         "controller.games.stud:StudFlow",
         "controller.games.stud:StudSettings",
+        "controller.events:StudResult",
+        "controller.games.stud:describe_result",
         {"shoe": ("shoe-line",)},
+        title="5 Card Stud",
+        usual_cards=5,
         demo_decks=1,
         fresh_deck_each_round=True,
         replay_overrides={
@@ -80,6 +123,18 @@ GAMES: dict[str, GameSpec] = {
         },
     ),
 }
+
+
+def _register() -> None:
+    """Each game's result model and inputs join the contract (events, commands, schemas) here, once."""
+    for spec in GAMES.values():
+        register_result_model(spec.result_class())
+        for name, path in spec.inputs.items():
+            model: type[Command] = _load(path)
+            register_input(name, model)
+
+
+_register()
 
 
 class UnknownGame(KeyError):

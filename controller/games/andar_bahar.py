@@ -125,6 +125,16 @@ def andar_bahar_result(
     )
 
 
+def describe_result(data: dict[str, Any]) -> str:
+    """One line for the demo."""
+    first_three = f", first 3 {data['first_three']}" if data.get("first_three") else ""
+    return (
+        f"game card {data['game_card']}: Andar {' '.join(data['andar'])}"
+        f" | Bahar {' '.join(data['bahar'])}"
+        f" -> {data['winner'].upper()} ({data['cards_dealt']} cards, {data['bucket']}{first_three})"
+    )
+
+
 # --- the flow ---------------------------------------------------------------------------------------------
 
 

@@ -97,6 +97,16 @@ def is_pair(hand: Sequence[Card]) -> bool:
     return len(hand) >= 2 and hand[0].rank == hand[1].rank
 
 
+def describe_result(data: dict[str, Any]) -> str:
+    """One line for the demo."""
+    p, b = data["player"], data["banker"]
+    extras = [k for k in ("player_pair", "banker_pair", "natural") if data.get(k)]
+    return (
+        f"Player {' '.join(p['cards'])} ({p['total']}) vs Banker {' '.join(b['cards'])} ({b['total']})"
+        f" -> {data['winner'].upper()}{' ' + ', '.join(extras) if extras else ''}"
+    )
+
+
 # --- the flow ---------------------------------------------------------------------------------------------
 
 

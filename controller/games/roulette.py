@@ -160,6 +160,12 @@ def pocket(number: int) -> Pocket:
     )
 
 
+def describe_result(data: dict[str, Any]) -> str:
+    """One line for the demo."""
+    wheel = f"spin {data['spin']}, {data['rotor_rpm']} rpm {data['direction']}"
+    return f"{data['number']} {data['color']} ({wheel})"
+
+
 def normalise_direction(text: str) -> Direction | None:
     return _DIRECTIONS.get(text.strip().lower())
 

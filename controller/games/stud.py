@@ -167,6 +167,17 @@ def hand_position(index: int) -> str:
 DECISIONS = "decisions"
 
 
+def describe_result(data: dict[str, Any]) -> str:
+    """One line for the demo."""
+    hands = "; ".join(
+        f"{' '.join(hand['cards'])} {hand['category']} {outcome}"
+        for hand, outcome in zip(data["hands"], data["outcomes"], strict=True)
+    )
+    dealer = data["dealer"]
+    qualifies = "qualifies" if data["dealer_qualifies"] else "does not qualify"
+    return f"Dealer {' '.join(dealer['cards'])} {dealer['category']} ({qualifies}) | {hands}"
+
+
 class StudRecord(CardFlowRecord):
     hands: list[list[CardCode]]
     dealer: list[CardCode] = Field(default_factory=list)

@@ -18,17 +18,10 @@
     in_play: "In play",
     paused: "PAUSED",
   };
-  const GAME_NAMES = {
-    baccarat: "Baccarat",
-    roulette: "Roulette",
-    andar_bahar: "Andar Bahar",
-    stud: "5 Card Stud",
-  };
-  // How many cards a place usually holds: its cards are sized for that many from the first card on, so they
-  // do not shrink while the round is dealt. Only a hint: a place holding more gets smaller cards, any game.
-  // A place's own hint (by its name) comes before its game's.
-  const USUAL_CARDS = { baccarat: 3, stud: 5, andar_bahar: 6 };
-  const USUAL_CARDS_AT = { game: 1 }; // andar bahar's game card: one card, as big as it gets
+  // The game's name and how many cards a place usually holds come with the state (`view`, from the game's
+  // registration): its cards are sized for that many from the first card on, so they do not shrink while the
+  // round is dealt. Only a hint: a place holding more gets smaller cards, any game. A place's own hint (by
+  // its name) comes before its game's.
   const DEFAULT_USUAL_CARDS = 3;
   // Up to this many places in one row, more in two rows (stud: 7 hands + the dealer is 4 x 2).
   const ONE_ROW_UP_TO = 4;
@@ -118,7 +111,7 @@
     document.body.classList.toggle("paused", !!state.paused);
 
     setText("table-id", state.table_id);
-    setText("game-name", gameName(state.game));
+    setText("game-name", gameName(state));
     setText("round-id", state.round_id || "—");
     // games without a shoe of many rounds (a fresh deck every round) have no number in the shoe (0 or null)
     show($("round-number-box"), !!state.round_number_in_shoe);
@@ -170,9 +163,11 @@
     );
   }
 
-  function gameName(game) {
+  function gameName(state) {
+    const game = state.game;
     if (!game) return "";
-    return GAME_NAMES[game] || game.charAt(0).toUpperCase() + game.slice(1).replaceAll("_", " ");
+    const title = state.view && state.view.title;
+    return title || game.charAt(0).toUpperCase() + game.slice(1).replaceAll("_", " ");
   }
 
   // Where the next card goes, as the dealer should see it: not while the table is paused, nor while a
@@ -315,7 +310,8 @@
     const withSlot = !!row.querySelector(".slot");
     // sized for the usual number of cards from the start (with room for the slot), so no jumps mid-round
     const place = row.parentElement ? row.parentElement.dataset.position : "";
-    const usual = USUAL_CARDS_AT[place] || USUAL_CARDS[state && state.game] || DEFAULT_USUAL_CARDS;
+    const view = (state && state.view) || {};
+    const usual = (view.usual_cards_at || {})[place] || view.usual_cards || DEFAULT_USUAL_CARDS;
     const planned = Math.max(cardCount + (withSlot ? 1 : 0), usual);
     const flat = largestWidth(false, planned, room, height, gap, largest);
     const fanned = planned >= 3 ? largestWidth(true, planned, room, height, gap, largest) : null;
