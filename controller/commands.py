@@ -158,6 +158,18 @@ def check_remote_identity(user: str) -> str:
     return user
 
 
+def _json_numbers(value: Any) -> Any:
+    """JSON has one number type: 5.0 is the integer 5 (as JSON Schema's "integer" says), so a strict int field
+    takes it. Other floats stay floats."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {key: _json_numbers(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_json_numbers(item) for item in value]
+    return value
+
+
 def parse_command(kind: str, name: str, payload: Any, *, by: str) -> Command:
     """Validate a command or input sent by the authenticated identity `by`. Raises CommandError naming what is
     wrong. The payload must not name its sender: `by` is the caller's to set (over MQTT: the topic's user
@@ -180,7 +192,7 @@ def parse_command(kind: str, name: str, payload: Any, *, by: str) -> Command:
         )
     check_identity(by)
     try:
-        return model.model_validate({**payload, "by": by})
+        return model.model_validate({**_json_numbers(payload), "by": by})
     except ValidationError as exc:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in err['loc']) or 'payload'}: {err['msg']}" for err in exc.errors()
