@@ -323,8 +323,9 @@ class WheelSession(DeviceSession):
         elif self._link_up is None:
             if not _elapsed(self._connected_at, now, self.link_timeout):
                 return []
-            reason = (f"the wheel has not answered since the port opened ({self.link_timeout:g} s; "
-                      "still starting?)")
+            reason = (
+                f"the wheel has not answered since the port opened ({self.link_timeout:g} s; still starting?)"
+            )
         else:
             return []
         self._link_up = False
@@ -415,8 +416,13 @@ class WheelSession(DeviceSession):
         if self._power_refusals < POWER_REFUSALS_MAX:
             return []
         self._power_request = None
-        return [self._status("the wheel refuses to power up (*P NO): check it for a fault, run the self-test",
-                             now, reply.raw)]
+        return [
+            self._status(
+                "the wheel refuses to power up (*P NO): check it for a fault, run the self-test",
+                now,
+                reply.raw,
+            )
+        ]
 
     def _on_mode_reply(self, reply: ModeReply, now: float) -> list[Reading]:
         request = self._mode_request
@@ -428,15 +434,21 @@ class WheelSession(DeviceSession):
         assert reply.mode is not None
         self.reported_mode = reply.mode
         if request is not None and reply.mode != self.mode:
-            return [self._status(f"the wheel runs mode {int(reply.mode)}, not the requested {int(self.mode)}",
-                                 now, reply.raw)]
+            return [
+                self._status(
+                    f"the wheel runs mode {int(reply.mode)}, not the requested {int(self.mode)}",
+                    now,
+                    reply.raw,
+                )
+            ]
         return []
 
     def _on_self_test_reply(self, reply: SelfTestReply, now: float) -> list[Reading]:
         if reply.busy:
             self._self_test_since = None
-            return [self._status("self-test refused: the wheel is not idle (power it down first)",
-                                 now, reply.raw)]
+            return [
+                self._status("self-test refused: the wheel is not idle (power it down first)", now, reply.raw)
+            ]
         out: list[Reading] = []
         in_self_test = self._self_test_since is not None
         for code in reply.codes:
@@ -446,8 +458,11 @@ class WheelSession(DeviceSession):
                 out.extend(self._clear([c for c in self._faults if _is_error_code(c)], now, reply.raw))
                 continue
             context = "self-test" if in_self_test else "during play"
-            out.extend(self._raise(f"F{code}", f"wheel error {code} ({context}): {describe_error_code(code)}",
-                                   now, reply.raw))
+            out.extend(
+                self._raise(
+                    f"F{code}", f"wheel error {code} ({context}): {describe_error_code(code)}", now, reply.raw
+                )
+            )
         return out
 
     # -- the single winning-number line ----------------------------------------------------------------------
@@ -521,8 +536,15 @@ class WheelSession(DeviceSession):
         game = self._game
         out: list[Reading] = []
         if game.open and not game.voided and self._state in _BALL_OUT_STATES:
-            out.extend(self._raise(RESULT_MISSED, "the link was down while the wheel finished a spin: "
-                                   "its result was not seen (read it on the wheel)", now, raw))
+            out.extend(
+                self._raise(
+                    RESULT_MISSED,
+                    "the link was down while the wheel finished a spin: "
+                    "its result was not seen (read it on the wheel)",
+                    now,
+                    raw,
+                )
+            )
         self._game = _Game()
         return out
 
@@ -551,8 +573,16 @@ class WheelSession(DeviceSession):
             out.append(WheelGameStarted(device=self.name, time=now, raw=raw, spin=status.spin))
         elif new is S.BALL_IN_RIM:
             self._join_game(previous)
-            out.append(WheelBallLaunched(device=self.name, time=now, raw=raw, spin=status.spin,
-                                         rotor_rpm=status.rotor_rpm, direction=status.direction_name))
+            out.append(
+                WheelBallLaunched(
+                    device=self.name,
+                    time=now,
+                    raw=raw,
+                    spin=status.spin,
+                    rotor_rpm=status.rotor_rpm,
+                    direction=status.direction_name,
+                )
+            )
         elif new is S.NO_MORE_BETS:
             self._join_game(previous)
             out.append(WheelNoMoreBets(device=self.name, time=now, raw=raw, spin=status.spin))
@@ -573,17 +603,21 @@ class WheelSession(DeviceSession):
         out: list[Reading] = []
         during_game = previous in _GAME_STATES
         if during_game and not self._host_powered_down:
-            out.extend(self._raise(
-                POWERED_DOWN,
-                f"the wheel powered down in the middle of a game (state {int(previous or 0)}): a component "
-                "fault? run the self-test",
-                now, raw,
-            ))
+            out.extend(
+                self._raise(
+                    POWERED_DOWN,
+                    f"the wheel powered down in the middle of a game (state {int(previous or 0)}): "
+                    "a component fault? run the self-test",
+                    now,
+                    raw,
+                )
+            )
         if any(_is_error_code(code) for code in self._faults):
             self._closed_since_error_code = True
         self._game.open = False
-        out.append(WheelIdle(device=self.name, time=now, raw=raw, state=int(S.CLOSED),
-                             during_game=during_game))
+        out.append(
+            WheelIdle(device=self.name, time=now, raw=raw, state=int(S.CLOSED), during_game=during_game)
+        )
         return out
 
     # -- results ---------------------------------------------------------------------------------------------
@@ -622,7 +656,8 @@ class WheelSession(DeviceSession):
             RESULT_MISMATCH,
             f"the winning-number line said {said} but the status says {status.winning!r}: no result "
             "published (read the number on the wheel)",
-            now, f"{lines_raw}\n{raw}",
+            now,
+            f"{lines_raw}\n{raw}",
         )
 
     def _publish_result(self, status: WheelStatus, now: float, raw: str) -> list[Reading]:
@@ -631,8 +666,17 @@ class WheelSession(DeviceSession):
         game.open = False  # its lines stay, so a repeat of the single line counts as a duplicate
         if status.winning is None:
             return self._raise(RESULT_MISMATCH, "state 5 without a winning number in the status", now, raw)
-        return [WheelResult(device=self.name, time=now, raw=raw, number=status.winning, spin=status.spin,
-                            rotor_rpm=status.rotor_rpm, direction=status.direction_name)]
+        return [
+            WheelResult(
+                device=self.name,
+                time=now,
+                raw=raw,
+                number=status.winning,
+                spin=status.spin,
+                rotor_rpm=status.rotor_rpm,
+                direction=status.direction_name,
+            )
+        ]
 
     def _leave_winning_state(self, now: float, raw: str) -> list[Reading]:
         game = self._game
@@ -657,7 +701,8 @@ class WheelSession(DeviceSession):
             RESULT_UNCONFIRMED,
             f"state 5 with winning number {winning!r} but no winning-number line to confirm it: no result "
             "published (read the number on the wheel)",
-            now, raw,
+            now,
+            raw,
         )
 
     def _result_skipped(self, status: WheelStatus, now: float, raw: str) -> list[Reading]:
@@ -669,8 +714,13 @@ class WheelSession(DeviceSession):
             lines_raw = "\n".join(line.raw for line in game.lines)
             return self._publish_result(status, now, f"{lines_raw}\n{raw}")
         game.open = False
-        return self._raise(RESULT_MISSED, "the wheel went on to a new game without a readable result for the "
-                           "last spin (read the number on the wheel)", now, raw)
+        return self._raise(
+            RESULT_MISSED,
+            "the wheel went on to a new game without a readable result for the "
+            "last spin (read the number on the wheel)",
+            now,
+            raw,
+        )
 
     # -- warning flags and the vendor's exception windows ----------------------------------------------------
 
@@ -678,8 +728,14 @@ class WheelSession(DeviceSession):
         out: list[Reading] = []
         flags = status.flags
         if flags & WarningFlags.SENSOR_OR_MOTOR:
-            out.extend(self._raise(SENSOR_OR_MOTOR, "a ball sensor is broken (on or off) or the "
-                                   "motor/encoder failed: run the self-test", now, raw))
+            out.extend(
+                self._raise(
+                    SENSOR_OR_MOTOR,
+                    "a ball sensor is broken (on or off) or the motor/encoder failed: run the self-test",
+                    now,
+                    raw,
+                )
+            )
         if _is_miss_spin(status):
             out.extend(self._void("miss-spin", status, now, raw))
         if _is_no_ball(status):
@@ -692,15 +748,29 @@ class WheelSession(DeviceSession):
             self._no_ball_since = None
         if flags & WarningFlags.LAUNCH_FAILED:
             if status.state is S.BALL_IN_RIM and _elapsed(self._state_since, now, LAUNCH_FLAG_GRACE_S):
-                out.extend(self._raise(LAUNCH_FAILED, "the ball launch failed (flag 8 persists in the track "
-                                       "after 3 s): stop the game and investigate", now, raw))
+                out.extend(
+                    self._raise(
+                        LAUNCH_FAILED,
+                        "the ball launch failed (flag 8 persists in the track "
+                        "after 3 s): stop the game and investigate",
+                        now,
+                        raw,
+                    )
+                )
             elif status.state is S.PLACE_BETS:
                 if self._launch_retry_since is None:
                     self._launch_retry_since = now
                 elif _elapsed(self._launch_retry_since, now, LAUNCH_RETRY_LIMIT_S):
-                    out.extend(self._raise(LAUNCH_FAILED, "the wheel keeps failing to launch the ball "
-                                           f"(flag 8 for {LAUNCH_RETRY_LIMIT_S:g} s): check the ball and "
-                                           "the launcher", now, raw))
+                    out.extend(
+                        self._raise(
+                            LAUNCH_FAILED,
+                            "the wheel keeps failing to launch the ball "
+                            f"(flag 8 for {LAUNCH_RETRY_LIMIT_S:g} s): check the ball and "
+                            "the launcher",
+                            now,
+                            raw,
+                        )
+                    )
         else:
             self._launch_retry_since = None
         return out
