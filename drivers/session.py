@@ -2,8 +2,9 @@
 
 A `DeviceSession` is a device's protocol plus the host-side rules for it (acknowledgements, de-duplication,
 heartbeat watchdog, exception timing). It never touches a port or a clock: the caller passes bytes and the
-time in, and takes readings and bytes to send out. The live service (`drivers.runner`) and the replay command
-drive the very same session objects, so a capture replays exactly as it was lived.
+time in, and takes readings and bytes to send out; `next_deadline()` says when it next needs the time.
+The live service (`drivers.runner`) and the replay command drive the very same session objects, so a capture
+replays exactly as it was lived.
 """
 
 from __future__ import annotations
@@ -70,7 +71,18 @@ class DeviceSession(ABC):
 
     @abstractmethod
     def tick(self, now: float) -> list[Reading]:
-        """Called about every 100 ms (and between capture records in a replay): timeouts, polls."""
+        """The time passed `now` with no bytes: fire the timers that are due (watchdogs, retransmits, polls).
+
+        Calling it early, or more often than `next_deadline()` asks, is harmless: it does nothing new."""
+
+    @abstractmethod
+    def next_deadline(self) -> float | None:
+        """The earliest time at which `tick` must be called even if no bytes arrive; None: no timer pending.
+
+        Like aioquic's `get_timer()` / quinn-proto's `poll_timeout()`: the caller sleeps until this time or
+        the next bytes, whichever comes first, then calls `tick` (a replay jumps straight to it). Ticking
+        at each deadline gives the same readings and bytes as ticking every 100 ms. It may change after
+        every input (`connection_made`, `data_received`, `command`, `tick`): ask again each time."""
 
     def command(self, command: DeviceCommand, now: float) -> list[Reading]:
         """A request from the table. Raise UnknownDeviceCommand for what this device cannot do."""

@@ -261,10 +261,35 @@ class WheelSession(DeviceSession):
         self._repeat_requests(now)
         self._poll(now)
         out.extend(self._check_result_line_grace(now))
-        if self._self_test_since is not None and now - self._self_test_since > SELF_TEST_LIMIT_S:
+        if self._self_test_since is not None and _due(self._self_test_since + SELF_TEST_LIMIT_S, now):
             self._self_test_since = None
             out.append(self._status("self-test gave no answer within 5 minutes", now))
         return out
+
+    def next_deadline(self) -> float | None:
+        """The earliest of the timers `tick` fires; None while the port is closed.
+
+        The vendor's exception windows (flag 8 after 3 s, no ball for 5 s, launch retries for 30 s) need no
+        timer of their own: they are judged on status lines, which the polls (or the wheel's automatic
+        status) bring, never on the clock alone."""
+        if not self._connected:
+            return None
+        return min(self._timers())
+
+    def _timers(self) -> list[float]:
+        timers = [self._poll_due_at()]
+        link_since = self._link_watch_since()
+        if link_since is not None:
+            timers.append(link_since + self.link_timeout)
+        for request in (self._mode_request, self._power_request, self._restart_request):
+            if request is not None:
+                timers.append(request.sent_at + request.retry_after)
+        game = self._game
+        if game.awaiting_line_since is not None and not game.result_done:
+            timers.append(game.awaiting_line_since + RESULT_LINE_GRACE_S)
+        if self._self_test_since is not None:
+            timers.append(self._self_test_since + SELF_TEST_LIMIT_S)
+        return timers
 
     def command(self, command: DeviceCommand, now: float) -> list[Reading]:
         name, args = command.name, command.args
@@ -313,21 +338,25 @@ class WheelSession(DeviceSession):
         self._link_up = True
         return [DeviceOnline(device=self.name, time=now, raw=message.raw, detail="SS2 wheel answering")]
 
-    def _watch_link(self, now: float) -> list[Reading]:
+    def _link_watch_since(self) -> float | None:
+        """Since when the link watchdog has been waiting for a valid line (None: the link is known down)."""
         # Valid lines, not bytes: a wrong baud rate or a broken cable produces bytes too.
         if self._link_up is True:
-            assert self._last_valid_at is not None
-            if not _elapsed(self._last_valid_at, now, self.link_timeout):
-                return []
+            return self._last_valid_at
+        if self._link_up is None:
+            return self._connected_at
+        return None
+
+    def _watch_link(self, now: float) -> list[Reading]:
+        since = self._link_watch_since()
+        if since is None or not _due(since + self.link_timeout, now):
+            return []
+        if self._link_up is True:
             reason = f"no answer from the wheel for {self.link_timeout:g} s"
-        elif self._link_up is None:
-            if not _elapsed(self._connected_at, now, self.link_timeout):
-                return []
+        else:
             reason = (
                 f"the wheel has not answered since the port opened ({self.link_timeout:g} s; still starting?)"
             )
-        else:
-            return []
         self._link_up = False
         self._continuity_lost = True
         self._held = None
@@ -341,11 +370,11 @@ class WheelSession(DeviceSession):
 
     def _repeat_requests(self, now: float) -> None:
         for request in (self._mode_request, self._power_request):
-            if request is not None and now - request.sent_at >= request.retry_after:
+            if request is not None and _due(request.sent_at + request.retry_after, now):
                 self._send(request.line)
                 request.sent_at, request.retry_after = now, COMMAND_RETRY_S
         restart = self._restart_request
-        if restart is not None and now - restart.sent_at >= restart.retry_after:
+        if restart is not None and _due(restart.sent_at + restart.retry_after, now):
             if self._void_condition_shows():
                 self._send(restart.line)
                 restart.sent_at = now
@@ -356,10 +385,17 @@ class WheelSession(DeviceSession):
         status = self.last_status
         return status is not None and (_is_miss_spin(status) or _is_no_ball(status))
 
+    def _poll_due_at(self) -> float:
+        due = self._connected_at
+        if self._auto_status_at is not None:
+            # The wheel sends its status by itself: just watch, and poll only when that stops.
+            due = max(due, self._auto_status_at + AUTO_STATUS_FRESH_S)
+        if self._last_poll_at is not None:
+            due = max(due, self._last_poll_at + self.poll_interval)
+        return due
+
     def _poll(self, now: float) -> None:
-        if self._auto_status_at is not None and now - self._auto_status_at < AUTO_STATUS_FRESH_S:
-            return  # the wheel sends its status by itself: just watch
-        if self._last_poll_at is not None and now - self._last_poll_at < self.poll_interval:
+        if not _due(self._poll_due_at(), now):
             return
         self._send(encode_status_poll())
         self._last_poll_at = now
@@ -835,6 +871,11 @@ class WheelSession(DeviceSession):
 
 def _elapsed(since: float, now: float, seconds: float) -> bool:
     return now - since >= seconds - _TIME_EPSILON_S
+
+
+def _due(deadline: float, now: float) -> bool:
+    """A timer of `tick` has expired: judged like `_elapsed`, so ticking at the deadline always fires it."""
+    return now >= deadline - _TIME_EPSILON_S
 
 
 def _is_miss_spin(status: WheelStatus) -> bool:
