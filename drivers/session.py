@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict
 
 from drivers.readings import Reading
 
@@ -45,11 +47,22 @@ class SessionStats:
         return sum(self.rejected.values())
 
 
+class SessionOptions(BaseModel):
+    """A protocol's session options (`[devices.<name>.options]`): the keyword arguments of its session.
+
+    A protocol with options subclasses this with one field per constructor keyword, defaults included;
+    unknown keys are refused, so a typo fails when the config is loaded, not when the table starts."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
 class DeviceSession(ABC):
     """Host side of one device link. Subclasses: one per protocol (`shoe-line`, `cammegh-ss2`, ...)."""
 
     #: protocol name as used in config (`protocol = "shoe-line"`)
     protocol: str = ""
+    #: the options its constructor takes besides the device name (none by default)
+    Options: ClassVar[type[SessionOptions]] = SessionOptions
 
     def __init__(self, name: str) -> None:
         self.name = name

@@ -22,6 +22,8 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
+from pydantic import Field
+
 from drivers.readings import (
     DeviceFault,
     DeviceFaultCleared,
@@ -36,7 +38,7 @@ from drivers.readings import (
     WheelNoMoreBets,
     WheelResult,
 )
-from drivers.session import DeviceCommand, DeviceSession, UnknownDeviceCommand
+from drivers.session import DeviceCommand, DeviceSession, SessionOptions, UnknownDeviceCommand
 from drivers.wheel.protocol import (
     NON_ARCADE_MODE,
     Direction,
@@ -135,10 +137,26 @@ class _Game:
     awaiting_line_since: float | None = None  # in state 5, waiting for the single line
 
 
+class WheelOptions(SessionOptions):
+    """`[devices.<name>.options]` of a `cammegh-ss2` wheel."""
+
+    mode: int = Field(DEFAULT_MODE, ge=0, le=65535, description="the SS2 operating mode to set (`*o`)")
+    poll_interval: float = Field(
+        0.5, ge=0.1, description="seconds between `*X` polls (the wheel wants >= 0.1)"
+    )
+    single_line: bool | None = Field(
+        None,
+        description="check results against the single winning-number line (port 1 only); default: by mode",
+    )
+    user_start: bool = Field(True, description="the table starts each game (`*u`), not the wheel")
+    link_timeout: float = Field(3.0, gt=0, description="seconds without a valid line before the link is down")
+
+
 class WheelSession(DeviceSession):
     """Sans-IO driver of a Cammegh SS2 wheel. See the module docstring for the rules."""
 
     protocol = "cammegh-ss2"
+    Options = WheelOptions
 
     def __init__(
         self,
