@@ -288,6 +288,7 @@ class LineDeviceCore(ABC, Generic[HostMessageT, FaultsT]):
 
 
 CoreT = TypeVar("CoreT", bound=LineDeviceCore[Any, Any])
+ResultT = TypeVar("ResultT")
 
 
 class LineSimulator(PortedSimulator, Generic[CoreT]):
@@ -299,6 +300,12 @@ class LineSimulator(PortedSimulator, Generic[CoreT]):
         self.device = device
         self.clock = clock
         self.port = SimulatedPort(device, clock=clock, poll_interval=poll_interval)
+
+    def _act(self, action: Callable[[float], ResultT]) -> ResultT:
+        """Someone acts on the device now (by the port's clock); what the device says goes out at once."""
+        result = action(self.clock())
+        self.port.pump()
+        return result
 
     @property
     def state(self) -> str:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar, cast
 
+from drivers.line.fields import parse_id_and_count
 from drivers.line.framing import (
     MALFORMED_FIELDS,
     UNKNOWN_MESSAGE,
@@ -29,6 +30,19 @@ from drivers.line.framing import (
 
 #: Parses the fields after a message's name (the name itself is the table key).
 FieldsParser = Callable[[list[str]], Any]
+
+T = TypeVar("T")
+
+
+def id_and_count(message: Callable[[str, int], T], digits: int) -> Callable[[list[str]], T | ParseFailure]:
+    """The parser of a host command `<NAME> <id> <count>` (`SHUFFLE S-1 8`, `SHAKE C-7 3`)."""
+
+    def parse(args: list[str]) -> T | ParseFailure:
+        fields = parse_id_and_count(args, digits)
+        return MALFORMED_FIELDS if fields is None else message(*fields)
+
+    return parse
+
 
 #: A device's message union (including the common Hello, Heartbeat and State) and its host command union.
 DeviceMessageT = TypeVar("DeviceMessageT")
@@ -109,4 +123,5 @@ __all__ = [
     "ParseFailure",
     "State",
     "StatusQuery",
+    "id_and_count",
 ]

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from drivers.line.fields import check_count, check_token, is_token, parse_id_and_count, parse_seq
-from drivers.line.framing import MALFORMED_FIELDS, LineMessage, encode_line
-from drivers.line.protocol import Ack, Heartbeat, Hello, LineProtocol, ParseFailure, State, StatusQuery
+from drivers.line.fields import check_count, check_token, is_token, parse_seq
+from drivers.line.framing import Ack, Heartbeat, Hello, LineMessage, State, StatusQuery, encode_line
+from drivers.line.protocol import MALFORMED_FIELDS, LineProtocol, ParseFailure, id_and_count
 
 __all__ = [
     "DEFAULT_PUSHES",
@@ -126,18 +126,13 @@ def _parse_fault(args: list[str]) -> Fault | ParseFailure:
     return Fault(seq, args[1], " ".join(args[2:]))
 
 
-def _parse_shake(args: list[str]) -> Shake | ParseFailure:
-    fields = parse_id_and_count(args, 1)
-    return MALFORMED_FIELDS if fields is None else Shake(*fields)
-
-
 #: The shaker's messages beyond the common ones (HELLO, HB, STATE, ACK, STATUS?).
 LINE_PROTOCOL: LineProtocol[DeviceMessage, HostMessage] = LineProtocol(
     states=SHAKER_STATES,
     device_messages={"AT_REST": _parse_at_rest, "FAULT": _parse_fault},
     host_bodies={"LIGHT ON": Light(True), "LIGHT OFF": Light(False)},
     # `LIGHT` with anything but ON or OFF
-    host_messages={"SHAKE": _parse_shake, "LIGHT": lambda args: MALFORMED_FIELDS},
+    host_messages={"SHAKE": id_and_count(Shake, 1), "LIGHT": lambda args: MALFORMED_FIELDS},
     acked=(AtRest, Fault),
 )
 

@@ -250,24 +250,19 @@ class ShakerSimulator(LineSimulator[ShakerDevice]):
 
     # -- operator ------------------------------------------------------------------------------------------
     def open_dome(self) -> None:
-        self.device.open_dome(self.clock())
-        self.port.pump()
+        self._act(self.device.open_dome)
 
     def close_dome(self) -> None:
-        self.device.close_dome(self.clock())
-        self.port.pump()
+        self._act(self.device.close_dome)
 
     def fault(self, code: str, text: str | None = None) -> None:
-        self.device.fault(code, self.clock(), text)
-        self.port.pump()
+        self._act(lambda now: self.device.fault(code, now, text))
 
     def clear_fault(self) -> None:
-        self.device.clear_fault(self.clock())
-        self.port.pump()
+        self._act(self.device.clear_fault)
 
     def break_light(self) -> None:
-        self.device.break_light(self.clock())
-        self.port.pump()
+        self._act(self.device.break_light)
 
     def motor_fault_next(self) -> None:
         self.device.motor_fault_next()

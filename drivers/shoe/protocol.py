@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from drivers.line.fields import parse_seq, parse_seq_only
-from drivers.line.framing import MALFORMED_FIELDS, LineMessage
-from drivers.line.protocol import Ack, Heartbeat, Hello, LineProtocol, ParseFailure, State, StatusQuery
+from drivers.line.framing import Ack, Heartbeat, Hello, LineMessage, ParseFailure, State, StatusQuery
+from drivers.line.protocol import MALFORMED_FIELDS, LineProtocol
 
 __all__ = [
     "FAULT_TEXTS",

@@ -219,27 +219,20 @@ class ShoeSimulator(LineSimulator[ShoeDevice]):
 
     # -- dealer ------------------------------------------------------------------------------------------
     def draw(self) -> bool:
-        drawn = self.device.draw(self.clock())
-        self.port.pump()
-        return drawn
+        return self._act(self.device.draw)
 
     def rescan(self, seq: int | None = None) -> bool:
-        rescanned = self.device.rescan(self.clock(), seq)
-        self.port.pump()
-        return rescanned
+        return self._act(lambda now: self.device.rescan(now, seq))
 
     def fault(self, code: str, text: str | None = None) -> None:
-        self.device.fault(code, text)
-        self.port.pump()
+        self._act(lambda _now: self.device.fault(code, text))
 
     def clear_fault(self) -> None:
-        self.device.clear_fault()
-        self.port.pump()
+        self._act(lambda _now: self.device.clear_fault())
 
     def load_new_deck(self, seed: int, decks: int = 1, cut_position: int | None = None) -> None:
         """Load a freshly shuffled pack of `decks` decks (no cut card unless `cut_position` is given)."""
-        self.device.load(shuffled_shoe(decks, seed), cut_position)
-        self.port.pump()
+        self._act(lambda _now: self.device.load(shuffled_shoe(decks, seed), cut_position))
 
     def force_noread(self) -> None:
         self.device.force_noread()

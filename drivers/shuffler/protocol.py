@@ -18,16 +18,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from drivers.line.fields import (
-    check_count,
-    check_token,
-    is_token,
-    parse_id_and_count,
-    parse_number,
-    parse_seq,
-)
-from drivers.line.framing import MALFORMED_FIELDS, LineMessage
-from drivers.line.protocol import Ack, Heartbeat, Hello, LineProtocol, ParseFailure, State, StatusQuery
+from drivers.line.fields import check_count, check_token, is_token, parse_number, parse_seq
+from drivers.line.framing import Ack, Heartbeat, Hello, LineMessage, ParseFailure, State, StatusQuery
+from drivers.line.protocol import MALFORMED_FIELDS, LineProtocol, id_and_count
 
 __all__ = [
     "CARDS_PER_DECK",
@@ -175,17 +168,12 @@ def _parse_err(args: list[str]) -> Err | ParseFailure:
     return Err(seq, code, text)
 
 
-def _parse_shuffle(args: list[str]) -> Shuffle | ParseFailure:
-    fields = parse_id_and_count(args, 2)
-    return MALFORMED_FIELDS if fields is None else Shuffle(*fields)
-
-
 #: The shuffler's messages beyond the common ones (HELLO, HB, STATE, ACK, STATUS?).
 LINE_PROTOCOL: LineProtocol[DeviceMessage, HostMessage] = LineProtocol(
     states=SHUFFLER_STATES,
     device_messages={"DONE": _parse_done, "ERR": _parse_err},
     host_bodies={"ABORT": Abort(), "RESET": Reset()},
-    host_messages={"SHUFFLE": _parse_shuffle},
+    host_messages={"SHUFFLE": id_and_count(Shuffle, 2)},
     acked=(Done, Err),
 )
 

@@ -55,6 +55,8 @@ _FAULT_STATES = {
 # States in which the output tray no longer holds the last shuffle's cards.
 _OUTPUT_TRAY_CLEARED_STATES = frozenset({"IDLE", "LOADING", "SHUFFLING"})
 _DOOR_ERROR_CODE = "E03"
+#: (expected, actual) card counts of a failed shuffle, when its count was wrong
+_Counts = tuple[int | None, int | None]
 
 
 def shuffle_command(args: Mapping[str, Any], now: float) -> Shuffle:
@@ -132,17 +134,9 @@ class ShufflerSession(LineDeviceSession[DeviceMessage]):
             f"shuffle {done.shuffle_id} counted {done.cards} cards, expected {done.expected_cards} "
             f"({done.decks} x 52): the deck must not be used"
         )
+        counts = (done.expected_cards, done.cards)
         return [
-            ShuffleFailed(
-                device=device,
-                time=now,
-                raw=raw,
-                code=COUNT_MISMATCH,
-                reason=reason,
-                expected=done.expected_cards,
-                actual=done.cards,
-                shuffle_id=done.shuffle_id,
-            ),
+            self._failed(done.shuffle_id, COUNT_MISMATCH, reason, counts, raw, now),
             DeviceFault(device=device, time=now, raw=raw, code=COUNT_MISMATCH, reason=reason),
         ]
 
@@ -155,17 +149,30 @@ class ShufflerSession(LineDeviceSession[DeviceMessage]):
             self.deck_unusable = True
         # The STATE line that follows an ERR must not report the same fault a second time.
         latch = "DOOR_OPEN" if error.code == _DOOR_ERROR_CODE else "ERROR"
-        fault = self._fault_reported(error.code, error.text, raw, now, latch=latch)
+        counts = (error.expected, error.actual)
         return [
-            ShuffleFailed(
-                device=self.name,
-                time=now,
-                raw=raw,
-                code=error.code,
-                reason=error.text,
-                expected=error.expected,
-                actual=error.actual,
-                shuffle_id=shuffle_id,
-            ),
-            fault,
+            self._failed(shuffle_id, error.code, error.text, counts, raw, now),
+            self._fault_reported(error.code, error.text, raw, now, latch=latch),
         ]
+
+    def _failed(
+        self,
+        shuffle_id: str,
+        code: str,
+        reason: str,
+        counts: tuple[int | None, int | None],
+        raw: str,
+        now: float,
+    ) -> ShuffleFailed:
+        """A shuffle that must not be dealt; `counts` is (expected, actual) when the count was wrong."""
+        expected, actual = counts
+        return ShuffleFailed(
+            device=self.name,
+            time=now,
+            raw=raw,
+            code=code,
+            reason=reason,
+            expected=expected,
+            actual=actual,
+            shuffle_id=shuffle_id,
+        )

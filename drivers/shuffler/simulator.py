@@ -299,25 +299,19 @@ class ShufflerSimulator(LineSimulator[ShufflerDevice]):
 
     # -- dealer ------------------------------------------------------------------------------------------
     def load(self, cards: int) -> bool:
-        loaded = self.device.load(cards, self.clock())
-        self.port.pump()
-        return loaded
+        return self._act(lambda now: self.device.load(cards, now))
 
     def load_decks(self, decks: int) -> bool:
         return self.load(decks * CARDS_PER_DECK)
 
     def take_output(self) -> int:
-        taken = self.device.take_output(self.clock())
-        self.port.pump()
-        return taken
+        return self._act(self.device.take_output)
 
     def open_door(self) -> None:
-        self.device.open_door(self.clock())
-        self.port.pump()
+        self._act(self.device.open_door)
 
     def close_door(self) -> None:
-        self.device.close_door(self.clock())
-        self.port.pump()
+        self._act(self.device.close_door)
 
     def jam_next(self) -> None:
         self.device.jam_next()
