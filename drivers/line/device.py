@@ -23,6 +23,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import random
+import time
 from abc import ABC, abstractmethod
 from collections import Counter, deque
 from collections.abc import Callable
@@ -294,12 +295,19 @@ ResultT = TypeVar("ResultT")
 class LineSimulator(PortedSimulator, Generic[CoreT]):
     """A line device's core served on a port: what every line-device simulator shows of its device.
 
-    The dealer's or operator's actions of a subclass take their time from `clock` (the port's clock)."""
+    A subclass names its `device_class`; its keyword arguments (seed, faults, model...) are the ones the
+    simulator takes besides `clock` and `poll_interval`. The dealer's or operator's actions of a subclass
+    take their time from `clock` (the port's clock)."""
 
-    def __init__(self, device: CoreT, *, clock: Callable[[], float], poll_interval: float) -> None:
-        self.device = device
+    device_class: ClassVar[type[Any]]
+    device: CoreT
+
+    def __init__(
+        self, *, clock: Callable[[], float] = time.time, poll_interval: float = 0.01, **device_options: Any
+    ) -> None:
+        self.device = self.device_class(**device_options)
         self.clock = clock
-        self.port = SimulatedPort(device, clock=clock, poll_interval=poll_interval)
+        self.port = SimulatedPort(self.device, clock=clock, poll_interval=poll_interval)
 
     def _act(self, action: Callable[[float], ResultT]) -> ResultT:
         """Someone acts on the device now (by the port's clock); what the device says goes out at once."""

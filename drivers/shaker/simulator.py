@@ -25,10 +25,7 @@ adds `unplug()`/`replug()`/`silence()`/`inject()`); the operator's actions use t
 from __future__ import annotations
 
 import random
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from drivers.line.device import LineDeviceCore, LineSimulator
 from drivers.line.framing import Hello
@@ -242,11 +239,7 @@ class ShakerDevice(LineDeviceCore[HostMessage, ShakerFaults]):
 class ShakerSimulator(LineSimulator[ShakerDevice]):
     """A `ShakerDevice` served on a pty or TCP port; the operator's actions use the port's clock."""
 
-    def __init__(
-        self, *, clock: Callable[[], float] = time.time, poll_interval: float = 0.01, **device_options: Any
-    ) -> None:
-        """`device_options` are the `ShakerDevice`'s (seed, faults, model...)."""
-        super().__init__(ShakerDevice(**device_options), clock=clock, poll_interval=poll_interval)
+    device_class = ShakerDevice
 
     # -- operator ------------------------------------------------------------------------------------------
     def open_dome(self) -> None:

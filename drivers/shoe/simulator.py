@@ -12,10 +12,8 @@ can misbehave on purpose (`ShoeFaults`: no-reads, bad checksums, line noise, dup
 from __future__ import annotations
 
 import random
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from drivers.line.device import (
     HEARTBEAT_S,
@@ -211,11 +209,7 @@ class ShoeDevice(LineDeviceCore[HostMessage, ShoeFaults]):
 class ShoeSimulator(LineSimulator[ShoeDevice]):
     """A `ShoeDevice` served on a pty or TCP port; dealer actions use the port's clock."""
 
-    def __init__(
-        self, *, clock: Callable[[], float] = time.time, poll_interval: float = 0.01, **device_options: Any
-    ) -> None:
-        """`device_options` are the `ShoeDevice`'s (seed, faults, model...)."""
-        super().__init__(ShoeDevice(**device_options), clock=clock, poll_interval=poll_interval)
+    device_class = ShoeDevice
 
     # -- dealer ------------------------------------------------------------------------------------------
     def draw(self) -> bool:

@@ -27,10 +27,7 @@ which adds `unplug()`/`replug()`/`silence()`/`inject()`); the dealer's actions u
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from drivers.line.device import LineDeviceCore, LineSimulator
 from drivers.line.framing import Hello
@@ -291,11 +288,7 @@ class ShufflerDevice(LineDeviceCore[HostMessage, ShufflerFaults]):
 class ShufflerSimulator(LineSimulator[ShufflerDevice]):
     """A `ShufflerDevice` served on a pty or TCP port; the dealer's actions use the port's clock."""
 
-    def __init__(
-        self, *, clock: Callable[[], float] = time.time, poll_interval: float = 0.01, **device_options: Any
-    ) -> None:
-        """`device_options` are the `ShufflerDevice`'s (seed, faults, model...)."""
-        super().__init__(ShufflerDevice(**device_options), clock=clock, poll_interval=poll_interval)
+    device_class = ShufflerDevice
 
     # -- dealer ------------------------------------------------------------------------------------------
     def load(self, cards: int) -> bool:
