@@ -19,11 +19,12 @@ import argparse
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import cv2
-
-from calibration.dice import CalibrationError, calibrate, load, load_yolo_folder, save
-from drivers.dice.reader import DiceCalibration, DiceReader, DiceResult
+# OpenCV and the dice code are imported by the tools themselves, not when `tablectl` builds its parser:
+# every other command starts without loading them.
+if TYPE_CHECKING:
+    from drivers.dice.reader import DiceCalibration, DiceResult
 
 EXIT_OK = 0
 EXIT_NOT_READABLE = 1
@@ -76,6 +77,8 @@ def _roi(text: str) -> tuple[int, int, int, int]:
 
 
 def run_fit(args: argparse.Namespace, show: Show | None = None) -> int:
+    from calibration.dice import CalibrationError, calibrate, load_yolo_folder, save
+
     say: Show = show or (lambda text: print(text, flush=True))
     for folder in (args.images, args.labels):
         if not Path(folder).is_dir():
@@ -147,6 +150,11 @@ def describe(calibration: DiceCalibration) -> list[str]:
 
 
 def run_check(args: argparse.Namespace, show: Show | None = None) -> int:
+    import cv2
+
+    from calibration.dice import CalibrationError, load
+    from drivers.dice.reader import DiceReader
+
     say: Show = show or (lambda text: print(text, flush=True))
     try:
         calibration = load(args.calibration)

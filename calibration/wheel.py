@@ -297,8 +297,12 @@ class FiringPosition:
     requested: str | None = None
 
     def as_record(self) -> dict[str, Any]:
-        return {"ok": self.ok, "message": self.message, "stored_position": self.stored,
-                "requested_position": self.requested}
+        return {
+            "ok": self.ok,
+            "message": self.message,
+            "stored_position": self.stored,
+            "requested_position": self.requested,
+        }
 
 
 async def set_firing_position(console: WheelConsole, ask: Ask, show: Show, value: str) -> FiringPosition:
@@ -312,16 +316,25 @@ async def set_firing_position(console: WheelConsole, ask: Ask, show: Show, value
     assert isinstance(reply, SetupReply)
     show(f"wheel: {reply.raw}")
     if reply.value != value:
-        return FiringPosition(ok=False, requested=value, stored=reply.value,
-                              message=f"the wheel answered {reply.value!r} to {value!r}: not stored")
+        return FiringPosition(
+            ok=False,
+            requested=value,
+            stored=reply.value,
+            message=f"the wheel answered {reply.value!r} to {value!r}: not stored",
+        )
     stored = await console.request(encode_store_setup(), _setup_reply("f"))
     show(f"wheel: {stored.raw}")
     check = await check_firing_position(console, show)
     if check.stored != value:
-        return FiringPosition(ok=False, requested=value, stored=check.stored,
-                              message=f"read back {check.stored!r} after storing {value!r}")
-    return FiringPosition(ok=True, requested=value, stored=check.stored,
-                          message=f"ball firing position {value} stored to flash")
+        return FiringPosition(
+            ok=False,
+            requested=value,
+            stored=check.stored,
+            message=f"read back {check.stored!r} after storing {value!r}",
+        )
+    return FiringPosition(
+        ok=True, requested=value, stored=check.stored, message=f"ball firing position {value} stored to flash"
+    )
 
 
 async def check_firing_position(console: WheelConsole, show: Show) -> FiringPosition:

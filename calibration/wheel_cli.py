@@ -71,7 +71,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _common(selftest)
     selftest.add_argument("--timeout", type=float, default=SELF_TEST_TIMEOUT_S, help="seconds (default 300)")
     selftest.add_argument(
-        "--settle", type=float, default=SELF_TEST_SETTLE_S,
+        "--settle",
+        type=float,
+        default=SELF_TEST_SETTLE_S,
         help="after an error code, seconds to wait for more before the test counts as over (default 10)",
     )
     selftest.set_defaults(func=_entry, procedure=_selftest)
@@ -112,6 +114,7 @@ async def run_procedure(
     say: Show = show or (lambda text: print(text, flush=True))
     asker: Ask = ask or ask_operator
     if args.yes:
+
         def asker(question: str) -> bool:
             say(f"{question} yes (--yes)")
             return True
@@ -139,8 +142,9 @@ async def run_procedure(
         await console.close()
 
 
-def _record(args: argparse.Namespace, kind: str, identity: WheelIdentity, ok: bool, result: dict[str, Any],
-            say: Show) -> None:
+def _record(
+    args: argparse.Namespace, kind: str, identity: WheelIdentity, ok: bool, result: dict[str, Any], say: Show
+) -> None:
     path = write_record(args.out, kind, port=args.port, identity=identity, ok=ok, result=result)
     say(f"Record written: {path}")
 

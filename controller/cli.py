@@ -179,10 +179,21 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_check_config(args: argparse.Namespace) -> int:
+    from controller.checks import check_config
     from controller.config import load_config
 
-    config = load_config(args.config)
-    print(json.dumps(config.model_dump(mode="json"), indent=2, default=str))
+    path = args.config or args.config_option
+    if path is None:
+        raise OperatorError("check-config needs the table's TOML file: tablectl check-config CONFIG")
+    problems = check_config(path)
+    for line in problems:
+        print(line)
+    if problems:
+        return 1
+    if args.show:
+        print(json.dumps(load_config(path).model_dump(mode="json"), indent=2, default=str))
+    else:
+        print(f"{path}: OK")
     return 0
 
 
@@ -236,8 +247,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("capture", help="raw device bytes, or JSON Lines {t, dir, data}")
     p.set_defaults(func=cmd_replay)
 
-    p = sub.add_parser("check-config", help="validate a table's TOML file and print the effective settings")
-    p.add_argument("--config", required=True)
+    p = sub.add_parser(
+        "check-config",
+        help="check a table's TOML file, device options, ports, data and capture paths: list every problem",
+    )
+    p.add_argument("config", nargs="?", metavar="CONFIG", help="the table's TOML file")
+    p.add_argument("--config", dest="config_option", metavar="CONFIG", help=argparse.SUPPRESS)
+    p.add_argument("--show", action="store_true", help="when it is clean, print the effective settings")
     p.set_defaults(func=cmd_check_config)
 
     from controller.schema import register as register_schema

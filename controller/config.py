@@ -4,6 +4,9 @@ Environment overrides use `TABLECTL__<SECTION>__<KEY>=value` (double underscores
 `TABLECTL__BROKER__URL=mqtts://broker:8883` or `TABLECTL__BROKER__PASSWORD=...`
 (keep secrets out of the file).
 An invalid file gives one `ConfigError` line naming the bad key; the CLI prints it and exits non-zero.
+Each device's `options` are checked against its protocol's options model (`drivers.registry.options_model`)
+when the file is loaded: `[devices.wheel.options] pol_interval = 1` is `devices.wheel.options.pol_interval`.
+`config_problems` lists every problem instead of the first (`tablectl check-config`).
 """
 
 from __future__ import annotations
@@ -19,9 +22,10 @@ from urllib.parse import urlsplit
 
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic_core import InitErrorDetails
 
 from controller.games import GAMES, game_spec
-from drivers.registry import PROTOCOLS
+from drivers.registry import PROTOCOLS, options_model
 
 ENV_PREFIX = "TABLECTL__"
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
@@ -66,7 +70,10 @@ class DeviceSettings(Strict):
         None, gt=0, description="default: the protocol's (115200 line devices, 9600 SS2)"
     )
     capture: Path | None = Field(None, description="record the raw traffic to this JSON Lines file")
-    options: dict[str, Any] = Field(default_factory=dict, description="protocol-specific session options")
+    options: dict[str, Any] = Field(
+        default_factory=dict,
+        description="protocol-specific session options, checked against the protocol's options model",
+    )
 
     @field_validator("protocol")
     @classmethod
@@ -248,18 +255,27 @@ class TableConfig(Strict):
 
     @model_validator(mode="after")
     def _devices_fit_the_game(self) -> TableConfig:
+        # Every problem at once (`tablectl check-config` lists them), each named by its full key.
+        problems = device_option_problems(self.devices)
         spec = game_spec(self.table.game)
         for name, protocols in spec.devices.items():
             device = self.devices.get(name)
             if device is None:
-                raise ValueError(f"devices.{name} is missing: a {self.table.game} table needs it")
-            if device.protocol not in protocols:
-                raise ValueError(
-                    f"devices.{name}.protocol {device.protocol!r} cannot serve {self.table.game}; "
-                    f"use one of: {', '.join(protocols)}"
+                problems.append(_problem(f"devices.{name} is missing: a {self.table.game} table needs it"))
+            elif device.protocol not in protocols:
+                problems.append(
+                    _problem(
+                        f"devices.{name}.protocol {device.protocol!r} cannot serve {self.table.game}; "
+                        f"use one of: {', '.join(protocols)}"
+                    )
                 )
         # validate the game section now, so a typo fails at start-up, not mid-shoe
-        spec.settings_class().model_validate(self.game)
+        try:
+            spec.settings_class().model_validate(self.game)
+        except ValidationError as exc:
+            problems += _located(("game",), exc)
+        if problems:
+            raise ValidationError.from_exception_data(type(self).__name__, problems)
         return self
 
     @property
@@ -268,6 +284,49 @@ class TableConfig(Strict):
 
     def game_settings(self) -> BaseModel:
         return game_spec(self.table.game).settings_class().model_validate(self.game)
+
+
+def _problem(message: str) -> InitErrorDetails:
+    return {"type": "value_error", "loc": (), "input": None, "ctx": {"error": ValueError(message)}}
+
+
+def _located(prefix: tuple[str, ...], exc: ValidationError) -> list[InitErrorDetails]:
+    """The errors of a nested model, named from the top of the file (`devices.wheel.options.<key>`)."""
+    located: list[InitErrorDetails] = []
+    for err in exc.errors():
+        detail: InitErrorDetails = {"type": err["type"], "loc": (*prefix, *err["loc"]), "input": err["input"]}
+        if "ctx" in err:
+            detail["ctx"] = err["ctx"]
+        located.append(detail)
+    return located
+
+
+def device_option_problems(devices: Mapping[str, Any]) -> list[InitErrorDetails]:
+    """Check each device's `options` against its protocol's model, and keep them as the model read them.
+
+    `devices` maps names to `DeviceSettings`, or to the raw tables of a file that did not validate as a
+    whole (then only the devices whose protocol is known and options a table are checked)."""
+    problems: list[InitErrorDetails] = []
+    for name, device in devices.items():
+        protocol: Any
+        options: Any
+        if isinstance(device, DeviceSettings):
+            protocol, options = device.protocol, device.options
+        elif isinstance(device, Mapping) and isinstance(device.get("options", {}), Mapping):
+            protocol, options = device.get("protocol"), device.get("options", {})
+        else:
+            continue
+        if protocol not in PROTOCOLS:
+            continue
+        try:
+            read = options_model(protocol).model_validate(options)
+        except ValidationError as exc:
+            problems += _located(("devices", name, "options"), exc)
+            continue
+        if isinstance(device, DeviceSettings):
+            # As read (`"1"` from the environment is 1.0 now); what is left out keeps the session's default.
+            device.options = read.model_dump(exclude_unset=True)
+    return problems
 
 
 def _env_overrides(environ: Mapping[str, str]) -> dict[str, Any]:
@@ -295,32 +354,70 @@ def _merge(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def describe_each(exc: ValidationError) -> list[str]:
+    """One line per problem, each naming its key."""
+    lines = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err["loc"])
+        msg = err["msg"].removeprefix("Value error, ")
+        lines.append(f"{where}: {msg}" if where else msg)
+    return lines
+
+
 def _describe(exc: ValidationError) -> str:
-    err = exc.errors()[0]
-    where = ".".join(str(p) for p in err["loc"])
-    msg = err["msg"].removeprefix("Value error, ")
-    more = f" (and {len(exc.errors()) - 1} more problem(s))" if len(exc.errors()) > 1 else ""
-    return f"{where}: {msg}{more}" if where else f"{msg}{more}"
+    first, *rest = describe_each(exc)
+    return f"{first} (and {len(rest)} more problem(s))" if rest else first
+
+
+def _merged(raw: Mapping[str, Any], environ: Mapping[str, str] | None) -> dict[str, Any]:
+    return _merge(dict(raw), _env_overrides(os.environ if environ is None else environ))
 
 
 def config_from_dict(
     raw: Mapping[str, Any], *, environ: Mapping[str, str] | None = None, source: str = "config"
 ) -> TableConfig:
-    merged = _merge(dict(raw), _env_overrides(os.environ if environ is None else environ))
     try:
-        return TableConfig.model_validate(merged)
+        return TableConfig.model_validate(_merged(raw, environ))
     except ValidationError as exc:
         raise ConfigError(f"{source}: {_describe(exc)}") from None
 
 
-def load_config(path: str | Path, *, environ: Mapping[str, str] | None = None) -> TableConfig:
+def read_config_file(path: str | Path) -> dict[str, Any]:
+    """The TOML table of a config file; ConfigError if it cannot be read or parsed."""
     path = Path(path)
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such config file") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
-    return config_from_dict(raw, environ=environ, source=str(path))
+
+
+def load_config(path: str | Path, *, environ: Mapping[str, str] | None = None) -> TableConfig:
+    return config_from_dict(read_config_file(path), environ=environ, source=str(path))
+
+
+def config_problems(
+    path: str | Path, *, environ: Mapping[str, str] | None = None
+) -> tuple[TableConfig | None, list[str]]:
+    """The config of a file and every problem of it (not only the first), each `<file>: <key>: <what>`.
+
+    The config is None when it does not validate; its device options are checked even then."""
+    try:
+        raw = read_config_file(path)
+    except ConfigError as exc:
+        return None, [str(exc)]
+    merged = _merged(raw, environ)
+    try:
+        return TableConfig.model_validate(merged), []
+    except ValidationError as exc:
+        lines = describe_each(exc)
+    devices = merged.get("devices")
+    if isinstance(devices, Mapping):
+        option_problems = device_option_problems(devices)
+        if option_problems:
+            extra = describe_each(ValidationError.from_exception_data("TableConfig", option_problems))
+            lines += [line for line in extra if line not in lines]
+    return None, [f"{path}: {line}" for line in lines]

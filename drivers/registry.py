@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from drivers.session import DeviceSession
+from drivers.session import DeviceSession, SessionOptions
 
 # protocol -> (session class path, simulator class path)
 PROTOCOLS: dict[str, tuple[str, str]] = {
@@ -40,6 +40,11 @@ def session_class(protocol: str) -> type[DeviceSession]:
         raise UnknownProtocol(protocol) from None
     cls: type[DeviceSession] = _load(path)
     return cls
+
+
+def options_model(protocol: str) -> type[SessionOptions]:
+    """The model of `[devices.<name>.options]` for a protocol: its session class's `Options`."""
+    return session_class(protocol).Options
 
 
 def simulator_class(protocol: str) -> Any:

@@ -2,15 +2,18 @@
 
 A `DeviceSession` is a device's protocol plus the host-side rules for it (acknowledgements, de-duplication,
 heartbeat watchdog, exception timing). It never touches a port or a clock: the caller passes bytes and the
-time in, and takes readings and bytes to send out. The live service (`drivers.runner`) and the replay command
-drive the very same session objects, so a capture replays exactly as it was lived.
+time in, and takes readings and bytes to send out; `next_deadline()` says when it next needs the time.
+The live service (`drivers.runner`) and the replay command drive the very same session objects, so a capture
+replays exactly as it was lived.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict
 
 from drivers.readings import Reading
 
@@ -44,11 +47,22 @@ class SessionStats:
         return sum(self.rejected.values())
 
 
+class SessionOptions(BaseModel):
+    """A protocol's session options (`[devices.<name>.options]`): the keyword arguments of its session.
+
+    A protocol with options subclasses this with one field per constructor keyword, defaults included;
+    unknown keys are refused, so a typo fails when the config is loaded, not when the table starts."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
 class DeviceSession(ABC):
     """Host side of one device link. Subclasses: one per protocol (`shoe-line`, `cammegh-ss2`, ...)."""
 
     #: protocol name as used in config (`protocol = "shoe-line"`)
     protocol: str = ""
+    #: the options its constructor takes besides the device name (none by default)
+    Options: ClassVar[type[SessionOptions]] = SessionOptions
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -70,7 +84,18 @@ class DeviceSession(ABC):
 
     @abstractmethod
     def tick(self, now: float) -> list[Reading]:
-        """Called about every 100 ms (and between capture records in a replay): timeouts, polls."""
+        """The time passed `now` with no bytes: fire the timers that are due (watchdogs, retransmits, polls).
+
+        Calling it early, or more often than `next_deadline()` asks, is harmless: it does nothing new."""
+
+    @abstractmethod
+    def next_deadline(self) -> float | None:
+        """The earliest time at which `tick` must be called even if no bytes arrive; None: no timer pending.
+
+        Like aioquic's `get_timer()` / quinn-proto's `poll_timeout()`: the caller sleeps until this time or
+        the next bytes, whichever comes first, then calls `tick` (a replay jumps straight to it). Ticking
+        at each deadline gives the same readings and bytes as ticking every 100 ms. It may change after
+        every input (`connection_made`, `data_received`, `command`, `tick`): ask again each time."""
 
     def next_deadline(self) -> float | None:
         """When `tick` must be called even if no bytes arrive (a watchdog, a poll); None: not until

@@ -12,8 +12,19 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 
 POINTS = {
-    "A": 1, "2": 2, "3": 3, "4": 4, "5": 5, "6": 6, "7": 7, "8": 8, "9": 9,
-    "T": 0, "J": 0, "Q": 0, "K": 0,
+    "A": 1,
+    "2": 2,
+    "3": 3,
+    "4": 4,
+    "5": 5,
+    "6": 6,
+    "7": 7,
+    "8": 8,
+    "9": 9,
+    "T": 0,
+    "J": 0,
+    "Q": 0,
+    "K": 0,
 }
 
 # The banker's third-card tableau as printed on a punto banco table card.
@@ -56,8 +67,12 @@ class ExpectedRound:
     @property
     def cards_in_dealing_order(self) -> list[tuple[str, str]]:
         """(position, code) in the order the dealer deals them."""
-        order = [("player", self.player[0]), ("banker", self.banker[0]),
-                 ("player", self.player[1]), ("banker", self.banker[1])]
+        order = [
+            ("player", self.player[0]),
+            ("banker", self.banker[0]),
+            ("player", self.player[1]),
+            ("banker", self.banker[1]),
+        ]
         if len(self.player) == 3:
             order.append(("player", self.player[2]))
         if len(self.banker) == 3:

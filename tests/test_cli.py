@@ -142,3 +142,65 @@ def test_andar_bahar_device_traffic_replays_with_its_replay_policy(tmp_path: Pat
     events = [json.loads(line) for line in result.stdout.splitlines()]
     results = [e["data"] for e in events if e["type"] == "round.result"]
     assert results and results[0]["winner"] == "andar" and results[0]["game_card"] == "7H"
+
+
+def test_run_with_a_mistyped_option_is_one_clear_line(tmp_path: Path) -> None:
+    config = write(
+        tmp_path,
+        GOOD.format(data=tmp_path, protocol="shoe-line", port="/dev/null")
+        + "[devices.shoe.options]\nwatchdg = 5\n",
+    )
+    result = tablectl("run", "--config", config)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        f"tablectl: error: {config}: devices.shoe.options.watchdg: Extra inputs are not permitted"
+    ]
+
+
+def test_check_config_clean_file(tmp_path: Path) -> None:
+    config = write(tmp_path, GOOD.format(data=tmp_path / "data", protocol="shoe-line", port="/dev/null"))
+    result = tablectl("check-config", config)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout == f"{config}: OK\n"
+    shown = tablectl("check-config", "--config", config, "--show")  # the former spelling still works
+    assert shown.returncode == 0 and '"table_id": "bac-01"' in shown.stdout
+
+
+def test_check_config_lists_every_problem(tmp_path: Path) -> None:
+    text = GOOD.format(data=tmp_path, protocol="shoe-line", port="/dev/tablectl-no-such-shoe")
+    text += f'capture = "{tmp_path / "config-is-not-a-dir" / "shoe.jsonl"}"\n'
+    (tmp_path / "config-is-not-a-dir").write_text("")
+    config = write(tmp_path, text)
+    result = tablectl("check-config", config)
+    assert result.returncode == 1
+    lines = result.stdout.splitlines()
+    assert [line.split(": ")[:2] for line in lines] == [
+        [config, "devices.shoe.port"],
+        [config, "devices.shoe.capture"],
+    ]
+    assert "Traceback" not in result.stderr
+
+    config = write(
+        tmp_path,
+        GOOD.format(data=tmp_path, protocol="shoe-line", port="/dev/null")
+        + "[devices.shoe.options]\nwatchdg = 5\n[game]\ndecks = 0\nseed = 1\n",
+    )
+    result = tablectl("check-config", config)
+    assert result.returncode == 1
+    assert {line.split(": ")[1] for line in result.stdout.splitlines()} == {
+        "devices.shoe.options.watchdg",
+        "game.decks",
+        "game.seed",
+    }
+
+
+def test_building_the_parser_does_not_import_opencv() -> None:
+    """OpenCV is only for the dice tools: every other command starts without it."""
+    code = (
+        "import sys, controller.cli; controller.cli.build_parser(); "
+        "print(sorted(m for m in ('cv2', 'numpy') if m in sys.modules))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True
+    )
+    assert result.stdout.strip() == "[]"

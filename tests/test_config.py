@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 
 import pytest
 
-from controller.config import ConfigError, config_from_dict, load_config
+from controller.checks import check_config, port_problem
+from controller.config import ConfigError, config_from_dict, config_problems, load_config
+from drivers.registry import PROTOCOLS, options_model, session_class
+from drivers.session import SessionOptions
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -69,3 +73,169 @@ def test_unreadable_files(tmp_path: Path) -> None:
     bad.write_text("[table\n")
     with pytest.raises(ConfigError, match="not valid TOML"):
         load_config(bad)
+
+
+# --- device options: each protocol's model, checked at load --------------------------------------------
+
+
+def roulette() -> dict:
+    return {
+        "table": {"studio_id": "s1", "table_id": "rou-01", "game": "roulette", "data_dir": "/tmp/x"},
+        "devices": {"wheel": {"protocol": "cammegh-ss2", "port": "/dev/ttyS0", "options": {}}},
+    }
+
+
+@pytest.mark.parametrize(
+    ("options", "expected"),
+    [
+        ({"pol_interval": 1}, "devices.wheel.options.pol_interval: Extra inputs are not permitted"),
+        (
+            {"poll_interval": 0.01},
+            "devices.wheel.options.poll_interval: Input should be greater than or equal",
+        ),
+        ({"link_timeout": "soon"}, "devices.wheel.options.link_timeout: Input should be a valid number"),
+        ({"user_start": "maybe"}, "devices.wheel.options.user_start"),
+    ],
+)
+def test_bad_device_option_names_its_key(options: dict, expected: str) -> None:
+    raw = roulette()
+    raw["devices"]["wheel"]["options"] = options
+    with pytest.raises(ConfigError) as info:
+        config_from_dict(raw, environ={}, source="table.toml")
+    message = str(info.value)
+    assert "\n" not in message
+    assert message.startswith(f"table.toml: {expected}")
+
+
+def test_a_protocol_without_options_refuses_any() -> None:
+    raw = base()
+    raw["devices"]["shoe"]["options"] = {"watchdog": 5}
+    with pytest.raises(ConfigError, match=r"^config: devices\.shoe\.options\.watchdog: Extra inputs"):
+        config_from_dict(raw, environ={})
+
+
+def test_options_are_kept_as_read_and_build_the_session() -> None:
+    raw = roulette()
+    raw["devices"]["wheel"]["options"] = {"single_line": False}
+    environ = {"TABLECTL__DEVICES__WHEEL__OPTIONS__POLL_INTERVAL": "1"}
+    config = config_from_dict(raw, environ=environ)
+    options = config.devices["wheel"].options
+    assert options == {"single_line": False, "poll_interval": 1.0}  # defaults stay the session's
+    session = session_class("cammegh-ss2")("wheel", **options)
+    assert session.poll_interval == 1.0 and session.single_line is False
+
+
+@pytest.mark.parametrize("protocol", sorted(PROTOCOLS))
+def test_every_protocol_declares_its_constructor_options(protocol: str) -> None:
+    """The options model is the session constructor's keywords, defaults included (they cannot drift)."""
+    model = options_model(protocol)
+    assert issubclass(model, SessionOptions) and model.model_config.get("extra") == "forbid"
+    parameters = inspect.signature(session_class(protocol).__init__).parameters
+    keywords = {n: p.default for n, p in parameters.items() if p.kind is inspect.Parameter.KEYWORD_ONLY}
+    assert {name: field.default for name, field in model.model_fields.items()} == keywords
+
+
+def test_every_problem_is_listed_at_once(tmp_path: Path) -> None:
+    raw = roulette()
+    raw["devices"]["wheel"]["options"] = {"pol_interval": 1, "link_timeout": 0}
+    raw["devices"]["ball-camera"] = {"protocol": "shoe-line", "port": "/dev/null", "options": {"x": 1}}
+    raw["game"] = {"round_gap_seconds": "long"}
+    path = tmp_path / "table.toml"
+    path.write_text(toml(raw))
+    config, problems = config_problems(path, environ={})
+    assert config is None
+    assert {line.split(": ")[1] for line in problems} == {
+        "devices.wheel.options.pol_interval",
+        "devices.wheel.options.link_timeout",
+        "devices.ball-camera.options.x",
+        "game.round_gap_seconds",
+    }
+    assert all(line.startswith(f"{path}: ") and "\n" not in line for line in problems)
+
+
+def test_option_problems_are_listed_even_when_the_file_has_others(tmp_path: Path) -> None:
+    raw = roulette()
+    raw["devices"]["wheel"]["options"] = {"pol_interval": 1}
+    raw["table"]["table_id"] = "rou/01"  # fails the table section: the game check does not even run
+    path = tmp_path / "table.toml"
+    path.write_text(toml(raw))
+    _, problems = config_problems(path, environ={})
+    keys = [line.split(": ")[1] for line in problems]
+    assert keys == ["table.table_id", "devices.wheel.options.pol_interval"]
+
+
+# --- check-config: what a valid file still needs to start ------------------------------------------------
+
+
+def test_check_config_clean(tmp_path: Path) -> None:
+    raw = roulette()
+    raw["table"]["data_dir"] = str(tmp_path / "data" / "new")  # created at start: fine
+    raw["devices"]["wheel"]["port"] = "/dev/null"
+    raw["devices"]["wheel"]["capture"] = str(tmp_path / "captures" / "wheel.jsonl")
+    path = tmp_path / "table.toml"
+    path.write_text(toml(raw))
+    assert check_config(path, environ={}) == []
+
+
+def test_check_config_lists_ports_and_paths(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    raw = base()
+    raw["table"]["data_dir"] = str(blocker)
+    raw["devices"]["shoe"]["port"] = str(tmp_path / "no-such-tty")
+    raw["devices"]["shoe"]["capture"] = str(blocker / "shoe.jsonl")
+    path = tmp_path / "table.toml"
+    path.write_text(toml(raw))
+    problems = check_config(path, environ={})
+    assert [line.split(": ")[1] for line in problems] == [
+        "devices.shoe.port",
+        "devices.shoe.capture",
+        "table.data_dir",
+    ]
+    assert f"serial port {tmp_path / 'no-such-tty'} not found" in problems[0]
+
+
+@pytest.mark.parametrize(
+    ("port", "problem"),
+    [
+        ("socket://10.0.0.5:4001", None),
+        ("rfc2217://shoe-server:2217", None),
+        ("loop://", None),
+        ("socket://10.0.0.5", "needs a host and a port"),
+        ("rfc2217://:2217", "needs a host and a port"),
+        ("socket://host:port", "needs a host and a port"),
+        ("tcp://10.0.0.5:4001", "unknown URL scheme 'tcp://'"),
+        ("/dev/null", None),
+        ("/dev/tablectl-no-such-port", "not found"),
+    ],
+)
+def test_port_problems(port: str, problem: str | None) -> None:
+    found = port_problem(port)
+    if problem is None:
+        assert found is None
+    else:
+        assert found is not None and problem in found
+
+
+def toml(raw: dict) -> str:
+    """Just enough TOML for these configs: tables of strings, numbers, booleans and inline tables."""
+
+    def value(v: object) -> str:
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, int | float):
+            return repr(v)
+        if isinstance(v, dict):
+            return "{" + ", ".join(f"{k} = {value(x)}" for k, x in v.items()) + "}"
+        return '"' + str(v).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+    lines: list[str] = []
+    for section, table in raw.items():
+        if section == "devices":
+            for name, device in table.items():
+                lines.append(f'[devices."{name}"]')
+                lines += [f"{k} = {value(v)}" for k, v in device.items()]
+        else:
+            lines.append(f"[{section}]")
+            lines += [f"{k} = {value(v)}" for k, v in table.items()]
+    return "\n".join(lines) + "\n"

@@ -154,8 +154,16 @@ def test_malformed_status_is_rejected(line: str) -> None:
 
 @pytest.mark.parametrize(
     ("line", "number"),
-    [(" 9", "9"), ("25", "25"), (" 0", "0"), ("36", "36"), ("10", "10"), ("00", "00"), ("000", "000"),
-     ("0000", "0000")],
+    [
+        (" 9", "9"),
+        ("25", "25"),
+        (" 0", "0"),
+        ("36", "36"),
+        ("10", "10"),
+        ("00", "00"),
+        ("000", "000"),
+        ("0000", "0000"),
+    ],
 )
 def test_winning_number_line(line: str, number: str) -> None:
     assert parse_line(line) == WinningNumberLine(number=number, raw=line)
@@ -241,8 +249,9 @@ def test_operating_mode_bits() -> None:
         ),
         (
             "*C FAIL : Sensor(s) 1, 3 Broken",
-            CalibrationFailed(broken_sensors=(1, 3), text="Sensor(s) 1, 3 Broken",
-                              raw="*C FAIL : Sensor(s) 1, 3 Broken"),
+            CalibrationFailed(
+                broken_sensors=(1, 3), text="Sensor(s) 1, 3 Broken", raw="*C FAIL : Sensor(s) 1, 3 Broken"
+            ),
         ),
         (
             "*C FAIL : Wheel not idle",
@@ -423,9 +432,7 @@ _valid_lines = st.sampled_from(
     [*VENDOR_EXAMPLE, "*P OK", "*o BUSY", "*F 21", "*T c 112", "*C OK : Completed (1, 2, 3)", "*K CAM", " 0"]
 )
 # Noise that can never read as a line: it always holds a byte that no packet has, and no line end or `*`.
-_noise = st.binary(min_size=1, max_size=20).map(
-    lambda b: bytes(x for x in b if x not in b"\r\n*") + b"\x07"
-)
+_noise = st.binary(min_size=1, max_size=20).map(lambda b: bytes(x for x in b if x not in b"\r\n*") + b"\x07")
 
 
 @settings(max_examples=300, deadline=None)

@@ -248,10 +248,12 @@ async def test_a_silent_wheel_is_reported(wheel: WheelSimulator) -> None:
 def test_records_are_versioned_and_never_overwritten(tmp_path: Path) -> None:
     identity = WheelIdentity(name="CAM", firmware={"S": "2.52"})
     when = datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC)
-    first = write_record(tmp_path, "wheel-sensors", port="/dev/ttyS0", identity=identity, ok=True,
-                         result={"n": 1}, now=when)
-    second = write_record(tmp_path, "wheel-sensors", port="/dev/ttyS0", identity=identity, ok=False,
-                          result={"n": 2}, now=when)
+    first = write_record(
+        tmp_path, "wheel-sensors", port="/dev/ttyS0", identity=identity, ok=True, result={"n": 1}, now=when
+    )
+    second = write_record(
+        tmp_path, "wheel-sensors", port="/dev/ttyS0", identity=identity, ok=False, result={"n": 2}, now=when
+    )
     assert first != second
     assert first.name == "wheel-sensors-20240501T120000000000Z.json"
     assert second.name == "wheel-sensors-20240501T120000000000Z-2.json"
@@ -305,8 +307,9 @@ async def test_cli_wheel_sensors(wheel: WheelSimulator, tmp_path: Path) -> None:
 
 
 async def test_cli_wheel_firing_set_and_check(wheel: WheelSimulator, tmp_path: Path) -> None:
-    code, shown = await run_cli(["wheel-firing", "set", "--port", wheel.url, "--value", "96", "--out",
-                                 str(tmp_path / "set")])
+    code, shown = await run_cli(
+        ["wheel-firing", "set", "--port", wheel.url, "--value", "96", "--out", str(tmp_path / "set")]
+    )
     assert code == EXIT_OK
     assert "OK: ball firing position 96 stored to flash" in shown
     assert only_record(tmp_path / "set")["result"]["stored_position"] == "96"
@@ -322,8 +325,9 @@ async def test_cli_wheel_firing_set_and_check(wheel: WheelSimulator, tmp_path: P
 async def test_cli_wheel_selftest_with_errors(tmp_path: Path) -> None:
     simulator = await started(self_test_codes=(22,))
     try:
-        args = parse(["wheel-selftest", "--port", simulator.url, "--out", str(tmp_path), "--yes",
-                      "--settle", "0.5"])
+        args = parse(
+            ["wheel-selftest", "--port", simulator.url, "--out", str(tmp_path), "--yes", "--settle", "0.5"]
+        )
         shown: list[str] = []
         code = await run_procedure(args, args.procedure, show=shown.append)
     finally:

@@ -183,12 +183,20 @@ def test_vendor_example_byte_by_byte() -> None:
 def test_spin_number_unchanged_across_consecutive_results_still_gives_each_result() -> None:
     bench = Bench()
     game_one = [
-        (0.0, "*X;2;011;23;0;154;0"), (1.0, "*X;3;011;23;0;170;1"), (2.0, "*X;4;011;23;0;168;1"),
-        (2.8, " 7"), (3.0, "*X;5;011; 7;0;165;1"), (3.5, "*X;5;011; 7;0;165;1"),
+        (0.0, "*X;2;011;23;0;154;0"),
+        (1.0, "*X;3;011;23;0;170;1"),
+        (2.0, "*X;4;011;23;0;168;1"),
+        (2.8, " 7"),
+        (3.0, "*X;5;011; 7;0;165;1"),
+        (3.5, "*X;5;011; 7;0;165;1"),
     ]
     game_two = [
-        (0.0, "*X;2;011; 7;0;154;0"), (1.0, "*X;3;011; 7;0;170;0"), (2.0, "*X;4;011; 7;0;168;0"),
-        (2.8, " 7"), (3.0, "*X;5;011; 7;0;165;0"), (3.5, "*X;5;011; 7;0;165;0"),
+        (0.0, "*X;2;011; 7;0;154;0"),
+        (1.0, "*X;3;011; 7;0;170;0"),
+        (2.0, "*X;4;011; 7;0;168;0"),
+        (2.8, " 7"),
+        (3.0, "*X;5;011; 7;0;165;0"),
+        (3.5, "*X;5;011; 7;0;165;0"),
     ]
     readings = play(bench, game_one) + play(bench, game_two, offset=10.0)
     results = [brief(r) for r in readings if isinstance(r, WheelResult)]
@@ -220,7 +228,8 @@ def test_mismatch_is_a_fault_and_no_result() -> None:
     assert faults[0].raw == "24\n*X;5;011;25;0;165;1"
     # The next game clears it (a later status, new game, no flags).
     assert summary(bench.line(4.0, "*X;2;012;25;0;165;1")) == [
-        ("started", 12), ("cleared", "cleared: RESULT_MISMATCH")
+        ("started", 12),
+        ("cleared", "cleared: RESULT_MISMATCH"),
     ]
 
 
@@ -275,7 +284,8 @@ def test_joining_in_state_5_publishes_nothing() -> None:
     bench = Bench()
     readings = bench.line(0.0, "*X;5;011;25;0;165;1") + bench.line(0.5, "*X;5;011;25;0;165;1")
     assert summary(readings) == [
-        ("online",), ("status", "joined in state 5: the result 25 was not witnessed")
+        ("online",),
+        ("status", "joined in state 5: the result 25 was not witnessed"),
     ]
     assert summary(bench.line(1.0, "*X;2;012;25;0;165;1")) == [("started", 12)]
 
@@ -428,7 +438,8 @@ def test_flag_4_is_a_fault_until_the_flags_clear() -> None:
     assert readings[1].raw == "*X;3;020;14;4;150;0"
     assert bench.lines(1.5, "*X;3;020;14;4;150;0", until=3.0) == []
     assert summary(bench.line(3.5, "*X;4;020;14;0;150;0")) == [
-        ("no more bets", 20), ("cleared", "cleared: SENSOR_OR_MOTOR")
+        ("no more bets", 20),
+        ("cleared", "cleared: SENSOR_OR_MOTOR"),
     ]
 
 
@@ -440,7 +451,8 @@ def test_power_down_mid_game_is_a_fault() -> None:
     assert bench.lines(2.0, "*X;6;020;14;0;000;0", until=4.0) == []
     # Powered up again (by the operator): the fault condition is gone.
     assert summary(bench.line(4.5, "*X;1;020;14;0;050;0")) == [
-        ("idle", 1, False), ("cleared", "cleared: POWERED_DOWN")
+        ("idle", 1, False),
+        ("cleared", "cleared: POWERED_DOWN"),
     ]
 
 
@@ -482,7 +494,8 @@ def test_error_code_during_play() -> None:
     assert bench.lines(2.0, "*X;6;020;14;0;000;0", until=4.5) == []
     # The error stays until the wheel was powered down and up again (or a self-test passes).
     assert summary(bench.line(5.0, "*X;1;020;14;0;100;0")) == [
-        ("idle", 1, False), ("cleared", "cleared: F21, POWERED_DOWN")
+        ("idle", 1, False),
+        ("cleared", "cleared: F21, POWERED_DOWN"),
     ]
 
 

@@ -125,8 +125,13 @@ def test_user_start_waits_in_state_2_and_automatic_start_does_not() -> None:
 
 def test_single_line_on_entering_state_5_and_its_absence_with_bit_16() -> None:
     for mode, expect_line in ((1157, True), (1157 | 16, False)):
-        device = WheelDevice(seed=3, boot_seconds=0, mode=mode, numbers=["9", "00", "25"],
-                             pockets=(*[str(n) for n in range(37)], "00"))
+        device = WheelDevice(
+            seed=3,
+            boot_seconds=0,
+            mode=mode,
+            numbers=["9", "00", "25"],
+            pockets=(*[str(n) for n in range(37)], "00"),
+        )
         device.connected(T0)
         talk(device, 0.1, "*P 1")
         messages = run_idle(device, 200.0, start=0.1)
@@ -154,7 +159,8 @@ def test_seeded_runs_repeat_and_rotor_stays_in_range() -> None:
     assert a.sent == b.sent
     assert a.sent != c.sent
     speeds = [
-        m.speed for m in WheelFramer().feed("".join(line + "\r\n" for _, line in a.sent).encode("latin-1"))
+        m.speed
+        for m in WheelFramer().feed("".join(line + "\r\n" for _, line in a.sent).encode("latin-1"))
         if isinstance(m, WheelStatus) and m.state in (3, 4, 5)
     ]
     assert speeds and all(150 <= s <= 260 for s in speeds)
@@ -166,20 +172,27 @@ def test_setup_calibration_and_self_test_answers() -> None:
     device.connected(T0)
     talk(device, 0.1, "*T C", "*T c 140", "*T C", "*T f", "*S", "*V", "*v")
     assert replies(device, 0.1) == [
-        "*T c 112", "*T c 140", "*T c 140", "*T f OK", "*S SS2 2.52", "*V 2.52", "*v 1.07",
+        "*T c 112",
+        "*T c 140",
+        "*T c 140",
+        "*T f OK",
+        "*S SS2 2.52",
+        "*V 2.52",
+        "*v 1.07",
     ]
     talk(device, 0.2, "*C")
     messages = [m.raw for m in run_idle(device, 3.0, start=0.2) if m.raw.startswith("*C")]
-    assert messages == ["*C OK : Calibrating sensor positions", "*C BALL : OK Clockwise",
-                        "*C FAIL : Sensor(s) 2 Broken"]
+    assert messages == [
+        "*C OK : Calibrating sensor positions",
+        "*C BALL : OK Clockwise",
+        "*C FAIL : Sensor(s) 2 Broken",
+    ]
     talk(device, 3.1, "*F")
     messages = [m.raw for m in run_idle(device, 7.0, start=3.1) if m.raw.startswith("*F")]
     assert messages == ["*F 21", "*F 13"]
     talk(device, 7.1, "*P 1")
     talk(device, 7.2, "*F", "*C")
-    assert replies(device, 7.2) == [
-        "*P OK", "*F BUSY", "*C FAIL : Wheel not idle"
-    ]
+    assert replies(device, 7.2) == ["*P OK", "*F BUSY", "*C FAIL : Wheel not idle"]
 
 
 # --- long runs: the session against the simulated wheel -----------------------------------------------------
@@ -299,9 +312,18 @@ def test_long_run_without_faults() -> None:
         ("line noise", WheelFaults(noise_rate=0.2)),
         (
             "everything at once",
-            WheelFaults(miss_spin_rate=0.08, lost_ball_rate=0.08, failed_launch_rate=0.1,
-                        launch_flag_in_rim_rate=0.1, sensor_fault_rate=0.04, error_code_rate=0.04,
-                        power_down_rate=0.04, mismatch_rate=0.05, stuck_spin_rate=0.3, noise_rate=0.1),
+            WheelFaults(
+                miss_spin_rate=0.08,
+                lost_ball_rate=0.08,
+                failed_launch_rate=0.1,
+                launch_flag_in_rim_rate=0.1,
+                sensor_fault_rate=0.04,
+                error_code_rate=0.04,
+                power_down_rate=0.04,
+                mismatch_rate=0.05,
+                stuck_spin_rate=0.3,
+                noise_rate=0.1,
+            ),
         ),
     ],
 )
@@ -336,7 +358,7 @@ def test_miss_spin_is_voided_and_the_wheel_respins_after_star_r() -> None:
     readings = TableRun(device).run(150)
     assert [g.outcome for g in device.games[:2]] == ["miss-spin", "result"]
     assert device.games[0].spin == device.games[1].spin  # a re-spin keeps the spin number
-    assert ("*R" in [line for _, line in device.received])
+    assert "*R" in [line for _, line in device.received]
     check_run(device, readings)
 
 

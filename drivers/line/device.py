@@ -6,13 +6,16 @@
 - one ordered outgoing queue: a message that carries a seq blocks the line behind it and is retransmitted
   every 250 ms with the same seq until the host's `ACK <seq>` arrives (stop-and-wait, so the host sees a
   device's messages in the order they happened); lines without a seq wait their turn behind it;
-- host bytes are framed and checksum-checked; bad host lines are counted in `host_rejects`;
+- host bytes are framed and checksum-checked; bad host lines are counted in `host_rejects`; `STATUS?` is
+  answered with `STATE <s>` (the device's `state`);
 - timers (`_at`) for behaviour that takes time (a shuffle, a shake cycle), run at the start of every `poll`;
 - every line emitted or received is logged (`sent`, `received`) and whole lines can be spoiled on their way
   out by a `LineFaultInjector` (noise bursts, bad checksums, duplicates), counted in `injected`.
 
-A device subclasses it with its message table (`parse_host_message`) and its behaviour (`host_message`,
-dealer actions), queueing what it says with `_queue_seq_message` / `_say`.
+A device subclasses it with its message table (`line_protocol`), its `state` and its behaviour
+(`host_message`, dealer actions), queueing what it says with `_queue_seq_message` / `_say` / `_say_state`.
+Its fault settings (`faults`, changeable mid-run) carry the line fault rates and its machine's own; the
+machine's faults draw from `_rng`, seeded from them.
 """
 
 from __future__ import annotations
@@ -20,24 +23,17 @@ from __future__ import annotations
 import heapq
 import itertools
 import random
+import time
 from abc import ABC, abstractmethod
 from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Generic, Protocol, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
-from drivers.line.framing import (
-    SEQ_MODULO,
-    Ack,
-    FrameError,
-    Heartbeat,
-    Hello,
-    LineFramer,
-    ParseFailure,
-    checksum,
-    parse_frame,
-)
-from drivers.sim_port import PortedSimulator
+from drivers.line.fields import SEQ_MODULO
+from drivers.line.framing import FrameError, LineFramer, checksum, parse_frame
+from drivers.line.protocol import Ack, Heartbeat, Hello, LineProtocol, ParseFailure, State, StatusQuery
+from drivers.sim_port import PortedSimulator, SimulatedPort
 
 RETRANSMIT_S = 0.25
 HEARTBEAT_S = 1.0
@@ -113,17 +109,24 @@ class LineFaultInjector:
 
 
 HostMessageT = TypeVar("HostMessageT")
+FaultsT = TypeVar("FaultsT", bound=LineFaultRates)
 
 
-class LineDeviceCore(ABC, Generic[HostMessageT]):
+class LineDeviceCore(ABC, Generic[HostMessageT, FaultsT]):
     """The pure core of a simulated line device; subclasses add the device's messages and behaviour."""
 
-    def __init__(self, *, hello: Hello, line_faults: LineFaultRates, first_seq: int = 1) -> None:
+    #: the device's message table (what it understands of the host)
+    line_protocol: ClassVar[LineProtocol[Any, Any]]
+
+    def __init__(self, *, hello: Hello, faults: FaultsT, first_seq: int = 1) -> None:
         self.hello = hello
         self.sent: list[LoggedLine] = []
         self.received: list[LoggedLine] = []
         self.host_rejects: Counter[str] = Counter()
-        self._line_faults = LineFaultInjector(line_faults)
+        self._faults = faults
+        # The machine's own faults draw from this; the line faults have their own generator.
+        self._rng = random.Random(faults.seed)
+        self._line_faults = LineFaultInjector(faults)
         self._next_seq = first_seq % SEQ_MODULO
         # Everything the device says, in order; (seq, line), seq None for a line that needs no ACK.
         self._queue: deque[tuple[int | None, bytes]] = deque()
@@ -136,13 +139,31 @@ class LineDeviceCore(ABC, Generic[HostMessageT]):
         self._timer_order = itertools.count()
 
     # -- subclass interface ------------------------------------------------------------------------------
+    @property
     @abstractmethod
-    def parse_host_message(self, body: str) -> HostMessageT | Ack | ParseFailure:
-        """A host command from its (checksum-verified) line body."""
+    def state(self) -> str:
+        """What the device answers to `STATUS?` (`STATE <s>`)."""
 
     @abstractmethod
     def host_message(self, message: HostMessageT, now: float) -> None:
-        """React to a host command other than ACK (which the core handles)."""
+        """React to a host command other than ACK and STATUS? (which the core handles)."""
+
+    def parse_host_message(self, body: str) -> HostMessageT | Ack | ParseFailure:
+        """A host command from its (checksum-verified) line body."""
+        message: HostMessageT | Ack | ParseFailure = self.line_protocol.parse_host_message(body)
+        return message
+
+    # -- misbehaviour ------------------------------------------------------------------------------------
+    @property
+    def faults(self) -> FaultsT:
+        return self._faults
+
+    @faults.setter
+    def faults(self, faults: FaultsT) -> None:
+        """Change the fault rates mid-run (counters in `injected` restart, so tests can count exactly)."""
+        self._faults = faults
+        self._rng = random.Random(faults.seed)
+        self._line_faults = LineFaultInjector(faults)
 
     # -- observation -------------------------------------------------------------------------------------
     @property
@@ -205,9 +226,9 @@ class LineDeviceCore(ABC, Generic[HostMessageT]):
         return b"".join(self._emit(line, now) for line in lines)
 
     # -- for subclasses ------------------------------------------------------------------------------------
-    def _set_line_faults(self, faults: LineFaultRates) -> None:
-        """New spoiling rates (the `injected` counters restart, so tests can count exactly)."""
-        self._line_faults = LineFaultInjector(faults)
+    def _say_state(self) -> None:
+        """Queue `STATE <s>` with the device's state now (an answer, or news of a change)."""
+        self._say(State(self.state).encode())
 
     def _queue_seq_message(self, encode: Callable[[int], bytes], now: float) -> int:
         """Queue a message that is retransmitted until ACKed; `encode` gets the seq. Returns the seq."""
@@ -254,6 +275,8 @@ class LineDeviceCore(ABC, Generic[HostMessageT]):
             if self._queue and self._queue[0][0] == message.seq:
                 self._queue.popleft()
                 self._retransmit_at = now
+        elif isinstance(message, StatusQuery):
+            self._say_state()
         else:
             self.host_message(message, now)
 
@@ -265,25 +288,44 @@ class LineDeviceCore(ABC, Generic[HostMessageT]):
         return bytes(out)
 
 
-class _ServedCore(Protocol):
-    sent: list[LoggedLine]
-    received: list[LoggedLine]
-
-    @property
-    def state(self) -> str: ...
+CoreT = TypeVar("CoreT", bound=LineDeviceCore[Any, Any])
+ResultT = TypeVar("ResultT")
 
 
-ServedCoreT = TypeVar("ServedCoreT", bound=_ServedCore)
+class LineSimulator(PortedSimulator, Generic[CoreT]):
+    """A line device's core served on a port: what every line-device simulator shows of its device.
 
+    A subclass names its `device_class`; its keyword arguments (seed, faults, model...) are the ones the
+    simulator takes besides `clock` and `poll_interval`. The dealer's or operator's actions of a subclass
+    take their time from `clock` (the port's clock)."""
 
-class LineSimulator(PortedSimulator, Generic[ServedCoreT]):
-    """A line device's core served on a port: what every line-device simulator shows of its device."""
+    device_class: ClassVar[type[Any]]
+    device: CoreT
 
-    device: ServedCoreT
+    def __init__(
+        self, *, clock: Callable[[], float] = time.time, poll_interval: float = 0.01, **device_options: Any
+    ) -> None:
+        self.device = self.device_class(**device_options)
+        self.clock = clock
+        self.port = SimulatedPort(self.device, clock=clock, poll_interval=poll_interval)
+
+    def _act(self, action: Callable[[float], ResultT]) -> ResultT:
+        """Someone acts on the device now (by the port's clock); what the device says goes out at once."""
+        result = action(self.clock())
+        self.port.pump()
+        return result
 
     @property
     def state(self) -> str:
         return self.device.state
+
+    @property
+    def faults(self) -> Any:
+        return self.device.faults
+
+    @faults.setter
+    def faults(self, faults: Any) -> None:
+        self.device.faults = faults
 
     @property
     def sent(self) -> list[LoggedLine]:

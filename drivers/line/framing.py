@@ -1,18 +1,19 @@
 """Framing shared by the line devices (shoe, shuffler, shaker): `<BODY>*<CK>\\r\\n`, NMEA-style XOR checksum.
 
-Also the messages every line device speaks (`HELLO`, `HB`, host `ACK`), so each device protocol only adds
-its own table. Everything here is pure: bytes in, lines/messages out; bad input is returned as a value,
-never raised.
+Also the messages every line device speaks (`HELLO`, `HB`, `STATE`, host `ACK` and `STATUS?`), so each
+device protocol only adds its own table (`drivers.line.protocol.LineProtocol`). Everything here is pure:
+bytes in, lines/messages out; bad input is returned as a value, never raised.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from typing import ClassVar
+
+from drivers.line.fields import parse_seq, seq_text, split_fields
 
 #: A real message is a few dozen bytes; anything this long without a line end is garbage, not a message.
 MAX_LINE_BYTES = 256
-#: Sequence numbers are four digits and wrap from 9999 to 0000.
-SEQ_MODULO = 10_000
 
 _PRINTABLE = frozenset(range(0x20, 0x7F))
 _HEX_UPPER = frozenset(b"0123456789ABCDEF")
@@ -32,39 +33,6 @@ def encode_line(body: str) -> bytes:
     if not raw or any(byte not in _PRINTABLE for byte in raw) or b"*" in raw:
         raise ValueError(f"a line body must be non-empty printable ASCII without '*': {body!r}")
     return raw + b"*" + checksum(raw).encode("ascii") + b"\r\n"
-
-
-#: Ids on the wire (a shuffle id, a shake cycle id) are one short token; longer is a garbled line, not an id.
-MAX_TOKEN_LENGTH = 32
-
-
-def is_token(text: str) -> bool:
-    """An id on the wire: one field of printable ASCII without space or `*`, at most MAX_TOKEN_LENGTH long."""
-    return (
-        0 < len(text) <= MAX_TOKEN_LENGTH
-        and text.isascii()
-        and text.isprintable()
-        and " " not in text
-        and "*" not in text
-    )
-
-
-def parse_number(field: str, max_digits: int) -> int | None:
-    """A field of 1 to `max_digits` decimal digits, or None if the field is not one."""
-    if 0 < len(field) <= max_digits and field.isascii() and field.isdigit():
-        return int(field)
-    return None
-
-
-def seq_text(seq: int) -> str:
-    return f"{seq:04d}"
-
-
-def parse_seq(field: str) -> int | None:
-    """A four-digit sequence number, or None if the field is not one."""
-    if len(field) == 4 and field.isascii() and field.isdigit():
-        return int(field)
-    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,35 +115,57 @@ class LineFramer:
 
 
 @dataclass(frozen=True, slots=True)
-class Hello:
+class LineMessage:
+    """A message whose line body is its `wire` template filled in with its fields (`{seq}` as four digits)."""
+
+    wire: ClassVar[str]
+
+    def encode(self) -> bytes:
+        values = {field.name: getattr(self, field.name) for field in fields(self)}
+        if "seq" in values:
+            values["seq"] = seq_text(values["seq"])
+        return encode_line(self.wire.format(**values))
+
+
+@dataclass(frozen=True, slots=True)
+class Hello(LineMessage):
     """`HELLO <model> <firmware> <serial>`: sent on power-up and on every reconnect."""
 
+    wire = "HELLO {model} {firmware} {serial}"
     model: str
     firmware: str
     serial: str
 
-    def encode(self) -> bytes:
-        return encode_line(f"HELLO {self.model} {self.firmware} {self.serial}")
-
 
 @dataclass(frozen=True, slots=True)
-class Heartbeat:
+class Heartbeat(LineMessage):
     """`HB <uptime_s>`: sent every second so a silent link is noticed even when the OS sees no error."""
 
+    wire = "HB {uptime_s}"
     uptime_s: int
-
-    def encode(self) -> bytes:
-        return encode_line(f"HB {self.uptime_s}")
 
 
 @dataclass(frozen=True, slots=True)
-class Ack:
+class Ack(LineMessage):
     """Host `ACK <seq>`: stops the device retransmitting the message with that seq."""
 
+    wire = "ACK {seq}"
     seq: int
 
-    def encode(self) -> bytes:
-        return encode_line(f"ACK {seq_text(self.seq)}")
+
+@dataclass(frozen=True, slots=True)
+class State(LineMessage):
+    """`STATE <s>`: the device's state; which states exist is each device protocol's own table."""
+
+    wire = "STATE {state}"
+    state: str
+
+
+@dataclass(frozen=True, slots=True)
+class StatusQuery(LineMessage):
+    """Host `STATUS?`: the device answers with `STATE`."""
+
+    wire = "STATUS?"
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,14 +177,6 @@ class ParseFailure:
 
 UNKNOWN_MESSAGE = ParseFailure("unknown message")
 MALFORMED_FIELDS = ParseFailure("malformed fields")
-
-
-def split_fields(body: str) -> list[str] | None:
-    """Fields separated by single spaces; None if any field is empty (double/leading/trailing space)."""
-    fields = body.split(" ")
-    if any(not field for field in fields):
-        return None
-    return fields
 
 
 def parse_common(body: str) -> Hello | Heartbeat | ParseFailure | None:

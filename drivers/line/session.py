@@ -3,30 +3,35 @@
 - heartbeat watchdog: no byte for 3 s means the link is down, whatever the OS says;
 - `HELLO` (or, after an outage, the first valid line) means the device is online;
 - every copy of a message that carries a seq is acknowledged, and copies after the first are dropped;
-- bad lines are counted by reason in `stats`, never interpreted.
+- bad lines are counted by reason in `stats`, never interpreted;
+- on every (re)connect the host asks `STATUS?` (the device may have changed while we were away);
+- `STATE <s>` -> `DeviceStatus`, and fault latching: a fault state (or a fault message) is reported once as
+  `DeviceFault`, not once per line, and `DeviceFaultCleared` follows when the device is operational again;
+- commands (`DeviceCommand`) come from one table of name -> host message (`status` -> `STATUS?` for all).
 
-A device protocol subclasses `LineDeviceSession` and supplies `parse_message` (its message table),
-`message_seq` and `handle_message` (message -> readings).
+A device protocol subclasses `LineDeviceSession` with its `line_protocol` (message table), its fault and
+operational states, its `commands`, and `handle_message` for its own messages (message -> readings).
 """
 
 from __future__ import annotations
 
 from abc import abstractmethod
 from collections import deque
-from typing import Generic, TypeVar
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
-from drivers.line.framing import (
-    Ack,
-    FrameError,
-    Heartbeat,
-    Hello,
-    LineFramer,
-    ParseFailure,
-    parse_common,
-    parse_frame,
+from drivers.line.fields import is_token
+from drivers.line.framing import FrameError, LineFramer, parse_common, parse_frame
+from drivers.line.protocol import Ack, Heartbeat, Hello, LineProtocol, ParseFailure, State, StatusQuery
+from drivers.readings import (
+    DeviceFault,
+    DeviceFaultCleared,
+    DeviceOffline,
+    DeviceOnline,
+    DeviceStatus,
+    Reading,
 )
-from drivers.readings import DeviceOffline, DeviceOnline, Reading
-from drivers.session import DeviceSession
+from drivers.session import DeviceCommand, DeviceSession, UnknownDeviceCommand
 
 #: Heartbeats come every second; three missed in a row is a dead link, not a slow one.
 WATCHDOG_S = 3.0
@@ -38,16 +43,64 @@ DEDUP_WINDOW = 256
 MessageT = TypeVar("MessageT")
 
 
+class HostCommand(Protocol):
+    """A host -> device message."""
+
+    def encode(self) -> bytes: ...
+
+
+#: Builds a command's host message from the command's arguments and time; raises UnknownDeviceCommand for
+#: arguments it cannot use.
+CommandBuilder = Callable[[Mapping[str, Any], float], HostCommand]
+
+
+def fixed(message: HostCommand) -> CommandBuilder:
+    """A command that takes no arguments: always the same host message."""
+    return lambda _args, _now: message
+
+
+def wire_id(args: Mapping[str, Any], key: str, now: float, *, command: str) -> str:
+    """The id argument `key` of a command (a shuffle id, a cycle id) as one token for the wire.
+
+    Without one the id is the command's time in epoch milliseconds: unique in practice, and the same again
+    when a capture is replayed (time is passed in), so the device's answer still names what it belongs to.
+    """
+    value = args.get(key)
+    if value is None:
+        value = round(now * 1000)
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        value = str(value)
+    if not isinstance(value, str) or not is_token(value):
+        raise UnknownDeviceCommand(
+            f"{command} needs a {key!r} of one word (printable ASCII, no '*'), not {value!r}"
+        )
+    return value
+
+
 class LineDeviceSession(DeviceSession, Generic[MessageT]):
     """Host side of a line-protocol device; subclasses add the device's messages."""
 
     watchdog_s: float = WATCHDOG_S
+    #: the device's message table
+    line_protocol: ClassVar[LineProtocol[Any, Any]]
+    #: command name -> its host message (`status` is `STATUS?` on every line device)
+    commands: ClassVar[Mapping[str, CommandBuilder]] = {"status": fixed(StatusQuery())}
+    #: states that are faults in themselves, with the reason an operator reads
+    fault_states: ClassVar[Mapping[str, str]] = {}
+    #: fault states reported even while another fault is latched (a door opened on top of a jam)
+    overriding_fault_states: ClassVar[frozenset[str]] = frozenset()
+    #: states that mean the device works again after a fault
+    operational_states: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, name: str) -> None:
         super().__init__(name)
         self.framer = LineFramer()
         self.hello: Hello | None = None
         self.uptime_s: int | None = None
+        #: the last `STATE` the device reported
+        self.state: str | None = None
+        #: the latched fault (a fault state or code) while the device reports one; None when it works
+        self.active_fault: str | None = None
         self._connected = False
         # None until we know: a device silent from the very start is reported offline once, too.
         self._online: bool | None = None
@@ -59,24 +112,50 @@ class LineDeviceSession(DeviceSession, Generic[MessageT]):
     def online(self) -> bool:
         return bool(self._online)
 
+    @property
+    def faulted(self) -> bool:
+        return self.active_fault is not None
+
     # -- subclass interface ------------------------------------------------------------------------
-    @abstractmethod
     def parse_message(self, body: str) -> MessageT | ParseFailure:
         """Parse a device-specific message body (HELLO and HB are handled here already)."""
+        message: MessageT | ParseFailure = self.line_protocol.parse_device_message(body)
+        return message
 
-    @abstractmethod
     def message_seq(self, message: MessageT) -> int | None:
         """The seq the device expects an ACK for, or None for messages sent only once."""
+        return self.line_protocol.message_seq(message)
 
     @abstractmethod
     def handle_message(self, message: MessageT, raw: str, now: float) -> list[Reading]:
-        """Readings for a new (not duplicate) message; `raw` is the line text as received."""
+        """Readings for a new (not duplicate) device message other than the common HELLO, HB and STATE;
+        `raw` is the line text as received."""
+
+    def command_sent(self, message: HostCommand, now: float) -> None:
+        """Called with every command's host message just before it is sent (for what the session tracks)."""
+
+    def state_operational(self, state: str) -> None:
+        """Called when the device reports an operational state (after the latched fault is released)."""
 
     # -- DeviceSession -----------------------------------------------------------------------------
     def connection_made(self, now: float) -> list[Reading]:
         self._connected = True
         self._last_byte_at = now
         self.framer.reset()
+        # Ask at once: the device's state (locked, door open, fault cleared...) may have changed meanwhile.
+        self._send(StatusQuery().encode())
+        return []
+
+    def command(self, command: DeviceCommand, now: float) -> list[Reading]:
+        build = self.commands.get(command.name)
+        if build is None:
+            known = ", ".join(sorted(self.commands))
+            raise UnknownDeviceCommand(
+                f"{self.protocol} device {self.name!r} has no command {command.name!r} (known: {known})"
+            )
+        message = build(command.args, now)
+        self.command_sent(message, now)
+        self._send(message.encode())
         return []
 
     def connection_lost(self, now: float, reason: str) -> list[Reading]:
@@ -100,14 +179,45 @@ class LineDeviceSession(DeviceSession, Generic[MessageT]):
         return readings
 
     def tick(self, now: float) -> list[Reading]:
-        if not self._connected or self._online is False or self._last_byte_at is None:
-            return []
-        silent_for = now - self._last_byte_at
-        if silent_for < self.watchdog_s:
+        deadline = self.next_deadline()
+        if deadline is None or now < deadline:
             return []
         self._online = False
         reason = f"no data from device for {self.watchdog_s:g} s"
         return [DeviceOffline(device=self.name, time=now, reason=reason)]
+
+    def next_deadline(self) -> float | None:
+        """When the heartbeat watchdog expires: the only timer a line session has."""
+        if not self._connected or self._online is False or self._last_byte_at is None:
+            return None
+        return self._last_byte_at + self.watchdog_s
+
+    # -- fault latching ------------------------------------------------------------------------------
+    def _state_changed(self, state: str, raw: str, now: float) -> list[Reading]:
+        was_faulted = self.faulted
+        self.state = state
+        readings: list[Reading] = [DeviceStatus(device=self.name, time=now, raw=raw, state=state)]
+        reason = self.fault_states.get(state)
+        if reason is not None:
+            # A fault message usually precedes its STATE line; report the fault once, not once per line.
+            latched = self.active_fault
+            if latched is None or (state in self.overriding_fault_states and latched != state):
+                self.active_fault = state
+                readings.append(DeviceFault(device=self.name, time=now, raw=raw, code=state, reason=reason))
+            return readings
+        if state in self.operational_states:
+            self.active_fault = None
+            self.state_operational(state)
+        if was_faulted and not self.faulted:
+            readings.append(DeviceFaultCleared(device=self.name, time=now, raw=raw, detail=state))
+        return readings
+
+    def _fault_reported(
+        self, code: str, text: str, raw: str, now: float, *, latch: str | None = None
+    ) -> DeviceFault:
+        """A fault the device reported in a message: latched (as `latch`, default the code) and read out."""
+        self.active_fault = code if latch is None else latch
+        return DeviceFault(device=self.name, time=now, raw=raw, code=code, reason=text)
 
     # -- internals ---------------------------------------------------------------------------------
     def _line_received(self, line: bytes, now: float) -> list[Reading]:
@@ -146,7 +256,10 @@ class LineDeviceSession(DeviceSession, Generic[MessageT]):
             if self._already_seen(seq, body):
                 self.stats.duplicates += 1
                 return readings
-        readings += self.handle_message(message, raw, now)
+        if isinstance(message, State):
+            readings += self._state_changed(message.state, raw, now)
+        else:
+            readings += self.handle_message(message, raw, now)
         return readings
 
     def _already_seen(self, seq: int, body: str) -> bool:

@@ -14,26 +14,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from drivers.line.framing import (
-    MALFORMED_FIELDS,
-    UNKNOWN_MESSAGE,
-    Ack,
-    Heartbeat,
-    Hello,
-    ParseFailure,
-    encode_line,
-    is_token,
-    parse_ack,
-    parse_common,
-    parse_number,
-    parse_seq,
-    seq_text,
-    split_fields,
-)
+from drivers.line.fields import check_count, check_token, is_token, parse_seq
+from drivers.line.framing import Ack, Heartbeat, Hello, LineMessage, State, StatusQuery, encode_line
+from drivers.line.protocol import MALFORMED_FIELDS, LineProtocol, ParseFailure, id_and_count
 
 __all__ = [
     "DEFAULT_PUSHES",
     "FAULT_TEXTS",
+    "LINE_PROTOCOL",
     "MAX_PUSHES",
     "SHAKER_STATES",
     "Ack",
@@ -70,36 +58,22 @@ MAX_PUSHES = 9
 
 
 @dataclass(frozen=True, slots=True)
-class State:
-    """`STATE <s>` with s in IDLE, SHAKING, SETTLING, AT_REST, DOME_OPEN, FAULT."""
-
-    state: str
-
-    def encode(self) -> bytes:
-        return encode_line(f"STATE {self.state}")
-
-
-@dataclass(frozen=True, slots=True)
-class AtRest:
+class AtRest(LineMessage):
     """`AT_REST <seq> <cycle_id>`: the cycle ended and the dice are still; the camera may read them now."""
 
+    wire = "AT_REST {seq} {cycle_id}"
     seq: int
     cycle_id: str
 
-    def encode(self) -> bytes:
-        return encode_line(f"AT_REST {seq_text(self.seq)} {self.cycle_id}")
-
 
 @dataclass(frozen=True, slots=True)
-class Fault:
+class Fault(LineMessage):
     """`FAULT <seq> <code> <text...>`, e.g. `FAULT 0012 M02 DOME_NOT_CLOSED`."""
 
+    wire = "FAULT {seq} {code} {text}"
     seq: int
     code: str
     text: str
-
-    def encode(self) -> bytes:
-        return encode_line(f"FAULT {seq_text(self.seq)} {self.code} {self.text}")
 
 
 DeviceMessage = State | AtRest | Fault | Heartbeat | Hello
@@ -109,18 +83,17 @@ DeviceMessage = State | AtRest | Fault | Heartbeat | Hello
 
 
 @dataclass(frozen=True, slots=True)
-class Shake:
+class Shake(LineMessage):
     """`SHAKE <cycle_id> <pushes>`: run one shake cycle (the lever pushed `pushes` times), then settle."""
 
+    wire = "SHAKE {cycle_id} {pushes}"
     cycle_id: str
     pushes: int = DEFAULT_PUSHES
 
     def encode(self) -> bytes:
-        if not is_token(self.cycle_id):
-            raise ValueError(f"a cycle id is one token (printable ASCII, no space or '*'): {self.cycle_id!r}")
-        if not 1 <= self.pushes <= MAX_PUSHES:
-            raise ValueError(f"pushes must be 1..{MAX_PUSHES}, not {self.pushes}")
-        return encode_line(f"SHAKE {self.cycle_id} {self.pushes}")
+        check_token(self.cycle_id, "a cycle id")
+        check_count(self.pushes, "pushes", MAX_PUSHES)
+        return LineMessage.encode(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,65 +106,35 @@ class Light:
         return encode_line("LIGHT ON" if self.on else "LIGHT OFF")
 
 
-@dataclass(frozen=True, slots=True)
-class StatusQuery:
-    """`STATUS?`: the shaker answers with `STATE`."""
-
-    def encode(self) -> bytes:
-        return encode_line("STATUS?")
-
-
 HostMessage = Ack | Shake | Light | StatusQuery
 
 
 # --- parsing --------------------------------------------------------------------------------------------
 
 
-def parse_device_message(body: str) -> DeviceMessage | ParseFailure:
-    """A shaker message from its line body."""
-    common = parse_common(body)
-    if common is not None:
-        return common
-    fields = split_fields(body)
-    if fields is None:
+def _parse_at_rest(args: list[str]) -> AtRest | ParseFailure:
+    seq = parse_seq(args[0]) if len(args) == 2 else None
+    if seq is None or not is_token(args[1]):
         return MALFORMED_FIELDS
-    name, args = fields[0], fields[1:]
-    if name == "STATE":
-        if len(args) != 1 or args[0] not in SHAKER_STATES:
-            return MALFORMED_FIELDS
-        return State(args[0])
-    if name == "AT_REST":
-        seq = parse_seq(args[0]) if len(args) == 2 else None
-        if seq is None or not is_token(args[1]):
-            return MALFORMED_FIELDS
-        return AtRest(seq, args[1])
-    if name == "FAULT":
-        seq = parse_seq(args[0]) if len(args) >= 3 else None
-        if seq is None:
-            return MALFORMED_FIELDS
-        return Fault(seq, args[1], " ".join(args[2:]))
-    return UNKNOWN_MESSAGE
+    return AtRest(seq, args[1])
 
 
-def parse_host_message(body: str) -> HostMessage | ParseFailure:
-    """A host command from its line body (what the simulated shaker understands)."""
-    ack = parse_ack(body)
-    if ack is not None:
-        return ack
-    if body == "STATUS?":
-        return StatusQuery()
-    if body == "LIGHT ON":
-        return Light(True)
-    if body == "LIGHT OFF":
-        return Light(False)
-    fields = split_fields(body)
-    if fields is None:
+def _parse_fault(args: list[str]) -> Fault | ParseFailure:
+    seq = parse_seq(args[0]) if len(args) >= 3 else None
+    if seq is None:
         return MALFORMED_FIELDS
-    if fields[0] == "SHAKE":
-        pushes = parse_number(fields[2], 1) if len(fields) == 3 else None
-        if pushes is None or pushes == 0 or not is_token(fields[1]):
-            return MALFORMED_FIELDS
-        return Shake(fields[1], pushes)
-    if fields[0] == "LIGHT":
-        return MALFORMED_FIELDS
-    return UNKNOWN_MESSAGE
+    return Fault(seq, args[1], " ".join(args[2:]))
+
+
+#: The shaker's messages beyond the common ones (HELLO, HB, STATE, ACK, STATUS?).
+LINE_PROTOCOL: LineProtocol[DeviceMessage, HostMessage] = LineProtocol(
+    states=SHAKER_STATES,
+    device_messages={"AT_REST": _parse_at_rest, "FAULT": _parse_fault},
+    host_bodies={"LIGHT ON": Light(True), "LIGHT OFF": Light(False)},
+    # `LIGHT` with anything but ON or OFF
+    host_messages={"SHAKE": id_and_count(Shake, 1), "LIGHT": lambda args: MALFORMED_FIELDS},
+    acked=(AtRest, Fault),
+)
+
+parse_device_message = LINE_PROTOCOL.parse_device_message
+parse_host_message = LINE_PROTOCOL.parse_host_message

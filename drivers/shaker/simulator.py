@@ -25,24 +25,19 @@ adds `unplug()`/`replug()`/`silence()`/`inject()`); the operator's actions use t
 from __future__ import annotations
 
 import random
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from drivers.line.device import LineDeviceCore, LineSimulator
-from drivers.line.framing import Hello, ParseFailure
+from drivers.line.framing import Hello
 from drivers.shaker.protocol import (
     FAULT_TEXTS,
+    LINE_PROTOCOL,
     AtRest,
     Fault,
     HostMessage,
     Light,
     Shake,
-    State,
-    StatusQuery,
-    parse_host_message,
 )
-from drivers.sim_port import SimulatedPort
 
 #: Seconds at speed 1: one push of the lever shakes the dome for this long; then the dice need time to stop.
 DEFAULT_PUSH_S = 0.8
@@ -74,8 +69,10 @@ class ShakeCycle:
     ended_at: float | None = None
 
 
-class ShakerDevice(LineDeviceCore[HostMessage]):
+class ShakerDevice(LineDeviceCore[HostMessage, ShakerFaults]):
     """The pure core of the simulated shaker. All times are passed in."""
+
+    line_protocol = LINE_PROTOCOL
 
     def __init__(
         self,
@@ -93,8 +90,9 @@ class ShakerDevice(LineDeviceCore[HostMessage]):
     ) -> None:
         if speed <= 0:
             raise ValueError("speed must be positive")
-        self._faults = faults or ShakerFaults()
-        super().__init__(hello=Hello(model, firmware, serial), line_faults=self._faults, first_seq=first_seq)
+        super().__init__(
+            hello=Hello(model, firmware, serial), faults=faults or ShakerFaults(), first_seq=first_seq
+        )
         self.speed = speed
         self.push_s = push_s
         self.settle_s = settle_s
@@ -106,7 +104,6 @@ class ShakerDevice(LineDeviceCore[HostMessage]):
         self.light_broken = False
         self.cycles: list[ShakeCycle] = []
         self._running: ShakeCycle | None = None
-        self._rng = random.Random(self._faults.seed)
         # The dice have their own generator: injected faults must not change what the dice show.
         self._dice_rng = random.Random(seed)
         self._next_failure: str | None = None
@@ -125,17 +122,6 @@ class ShakerDevice(LineDeviceCore[HostMessage]):
         return (pushes * self.push_s + self.settle_s) / self.speed
 
     # -- misbehaviour --------------------------------------------------------------------------------------
-    @property
-    def faults(self) -> ShakerFaults:
-        return self._faults
-
-    @faults.setter
-    def faults(self, faults: ShakerFaults) -> None:
-        """Change the fault rates mid-run (counters in `injected` restart, so tests can count exactly)."""
-        self._faults = faults
-        self._rng = random.Random(faults.seed)
-        self._set_line_faults(faults)
-
     def motor_fault_next(self) -> None:
         """The motor fails at the first push of the next cycle (one shot)."""
         self._next_failure = "M01"
@@ -161,7 +147,7 @@ class ShakerDevice(LineDeviceCore[HostMessage]):
         self.fault_code = code
         line_text = text or FAULT_TEXTS.get(code, "UNKNOWN")
         self._queue_seq_message(lambda seq: Fault(seq, code, line_text).encode(), now)
-        self._say(State(self.state).encode())
+        self._say_state()
 
     def clear_fault(self, now: float) -> None:
         """The technician fixed the cause (motor, sensor, lamp)."""
@@ -169,7 +155,7 @@ class ShakerDevice(LineDeviceCore[HostMessage]):
             return
         self.fault_code = None
         self.light_broken = False
-        self._say(State(self.state).encode())
+        self._say_state()
 
     # -- operator actions ------------------------------------------------------------------------------------
     def open_dome(self, now: float) -> None:
@@ -181,7 +167,7 @@ class ShakerDevice(LineDeviceCore[HostMessage]):
             self.fault("M02", now)
             return
         self.phase = "IDLE"  # whatever was at rest may have been touched
-        self._say(State(self.state).encode())
+        self._say_state()
 
     def close_dome(self, now: float) -> None:
         if not self.dome_open:
@@ -189,12 +175,9 @@ class ShakerDevice(LineDeviceCore[HostMessage]):
         self.dome_open = False
         if self.fault_code == "M02":
             self.fault_code = None
-        self._say(State(self.state).encode())
+        self._say_state()
 
     # -- LineDeviceCore --------------------------------------------------------------------------------------
-    def parse_host_message(self, body: str) -> HostMessage | ParseFailure:
-        return parse_host_message(body)
-
     def host_message(self, message: HostMessage, now: float) -> None:
         if isinstance(message, Shake):
             self._start(message, now)
@@ -202,13 +185,11 @@ class ShakerDevice(LineDeviceCore[HostMessage]):
             self.light_on = message.on
             if message.on and self.light_broken and self.fault_code is None:
                 self.fault("M04", now)
-        elif isinstance(message, StatusQuery):
-            self._say(State(self.state).encode())
 
     # -- internals -------------------------------------------------------------------------------------------
     def _start(self, request: Shake, now: float) -> None:
         if self.fault_code is not None or self.phase in _BUSY_PHASES:
-            self._say(State(self.state).encode())  # refused: the host sees why
+            self._say_state()  # refused: the host sees why
             return
         cycle = ShakeCycle(request.cycle_id, request.pushes, started_at=now)
         self.cycles.append(cycle)
@@ -225,7 +206,7 @@ class ShakerDevice(LineDeviceCore[HostMessage]):
             failure = "M03"
         self._running = cycle
         self.phase = "SHAKING"
-        self._say(State(self.state).encode())
+        self._say_state()
         if failure == "M01":
             self._at(now + self.push_s / self.speed, lambda at: self.fault("M01", at))
             return
@@ -236,7 +217,7 @@ class ShakerDevice(LineDeviceCore[HostMessage]):
         if self._running is not cycle:
             return
         self.phase = "SETTLING"
-        self._say(State(self.state).encode())
+        self._say_state()
         still_at = at + self.settle_s / self.speed
         if sensor_fails:
             self._at(still_at, lambda when: self.fault("M03", when))
@@ -252,75 +233,35 @@ class ShakerDevice(LineDeviceCore[HostMessage]):
         cycle.ended_at = at
         self.phase = "AT_REST"
         self._queue_seq_message(lambda seq: AtRest(seq, cycle.cycle_id).encode(), at)
-        self._say(State(self.state).encode())
+        self._say_state()
 
 
 class ShakerSimulator(LineSimulator[ShakerDevice]):
     """A `ShakerDevice` served on a pty or TCP port; the operator's actions use the port's clock."""
 
-    def __init__(
-        self,
-        *,
-        speed: float = 1.0,
-        push_s: float = DEFAULT_PUSH_S,
-        settle_s: float = DEFAULT_SETTLE_S,
-        dice: int = 3,
-        seed: int = 0,
-        faults: ShakerFaults | None = None,
-        model: str = "SIMSHAKE",
-        firmware: str = "1.0.0",
-        serial: str = "SIM0003",
-        clock: Callable[[], float] = time.time,
-        poll_interval: float = 0.01,
-    ) -> None:
-        self.device = ShakerDevice(
-            speed=speed,
-            push_s=push_s,
-            settle_s=settle_s,
-            dice=dice,
-            seed=seed,
-            faults=faults,
-            model=model,
-            firmware=firmware,
-            serial=serial,
-        )
-        self.clock = clock
-        self.port = SimulatedPort(self.device, clock=clock, poll_interval=poll_interval)
+    device_class = ShakerDevice
 
     # -- operator ------------------------------------------------------------------------------------------
     def open_dome(self) -> None:
-        self.device.open_dome(self.clock())
-        self.port.pump()
+        self._act(self.device.open_dome)
 
     def close_dome(self) -> None:
-        self.device.close_dome(self.clock())
-        self.port.pump()
+        self._act(self.device.close_dome)
 
     def fault(self, code: str, text: str | None = None) -> None:
-        self.device.fault(code, self.clock(), text)
-        self.port.pump()
+        self._act(lambda now: self.device.fault(code, now, text))
 
     def clear_fault(self) -> None:
-        self.device.clear_fault(self.clock())
-        self.port.pump()
+        self._act(self.device.clear_fault)
 
     def break_light(self) -> None:
-        self.device.break_light(self.clock())
-        self.port.pump()
+        self._act(self.device.break_light)
 
     def motor_fault_next(self) -> None:
         self.device.motor_fault_next()
 
     def sensor_fault_next(self) -> None:
         self.device.sensor_fault_next()
-
-    @property
-    def faults(self) -> ShakerFaults:
-        return self.device.faults
-
-    @faults.setter
-    def faults(self, faults: ShakerFaults) -> None:
-        self.device.faults = faults
 
     @property
     def cycles(self) -> list[ShakeCycle]:

@@ -10,23 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from drivers.line.framing import (
-    MALFORMED_FIELDS,
-    UNKNOWN_MESSAGE,
-    Ack,
-    Heartbeat,
-    Hello,
-    ParseFailure,
-    encode_line,
-    parse_ack,
-    parse_common,
-    parse_seq,
-    seq_text,
-    split_fields,
-)
+from drivers.line.fields import parse_seq, parse_seq_only
+from drivers.line.framing import Ack, Heartbeat, Hello, LineMessage, ParseFailure, State, StatusQuery
+from drivers.line.protocol import MALFORMED_FIELDS, LineProtocol
 
 __all__ = [
     "FAULT_TEXTS",
+    "LINE_PROTOCOL",
     "RANKS",
     "SHOE_STATES",
     "SUITS",
@@ -66,35 +56,29 @@ def is_card_code(code: str) -> bool:
 
 
 @dataclass(frozen=True, slots=True)
-class Card:
+class Card(LineMessage):
     """`CARD <seq> <code>`: a card left the shoe and was read (code is always a valid card code)."""
 
+    wire = "CARD {seq} {code}"
     seq: int
     code: str
 
-    def encode(self) -> bytes:
-        return encode_line(f"CARD {seq_text(self.seq)} {self.code}")
-
 
 @dataclass(frozen=True, slots=True)
-class NoRead:
+class NoRead(LineMessage):
     """`NOREAD <seq>`: a card left the shoe unread; the dealer passes it over the reader again."""
 
+    wire = "NOREAD {seq}"
     seq: int
-
-    def encode(self) -> bytes:
-        return encode_line(f"NOREAD {seq_text(self.seq)}")
 
 
 @dataclass(frozen=True, slots=True)
-class Rescan:
+class Rescan(LineMessage):
     """`RESCAN <seq> <code>`: the re-read of the card `NOREAD <seq>` announced (same seq)."""
 
+    wire = "RESCAN {seq} {code}"
     seq: int
     code: str
-
-    def encode(self) -> bytes:
-        return encode_line(f"RESCAN {seq_text(self.seq)} {self.code}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,34 +95,20 @@ class InvalidCardRead:
 
 
 @dataclass(frozen=True, slots=True)
-class Cut:
+class Cut(LineMessage):
     """`CUT <seq>`: the cut card passed the reader."""
 
+    wire = "CUT {seq}"
     seq: int
 
-    def encode(self) -> bytes:
-        return encode_line(f"CUT {seq_text(self.seq)}")
-
 
 @dataclass(frozen=True, slots=True)
-class State:
-    """`STATE <s>` with s in READY, EMPTY, COVER_OPEN, LOCKED, FAULT."""
-
-    state: str
-
-    def encode(self) -> bytes:
-        return encode_line(f"STATE {self.state}")
-
-
-@dataclass(frozen=True, slots=True)
-class Fault:
+class Fault(LineMessage):
     """`FAULT <code> <text>`, e.g. `FAULT F03 JAM`."""
 
+    wire = "FAULT {code} {text}"
     code: str
     text: str
-
-    def encode(self) -> bytes:
-        return encode_line(f"FAULT {self.code} {self.text}")
 
 
 DeviceMessage = Card | NoRead | Rescan | InvalidCardRead | Cut | State | Fault | Heartbeat | Hello
@@ -148,25 +118,15 @@ DeviceMessage = Card | NoRead | Rescan | InvalidCardRead | Cut | State | Fault |
 
 
 @dataclass(frozen=True, slots=True)
-class Lock:
+class Lock(LineMessage):
     """`LOCK`: close the gate, no card can be drawn."""
 
-    def encode(self) -> bytes:
-        return encode_line("LOCK")
+    wire = "LOCK"
 
 
 @dataclass(frozen=True, slots=True)
-class Unlock:
-    def encode(self) -> bytes:
-        return encode_line("UNLOCK")
-
-
-@dataclass(frozen=True, slots=True)
-class StatusQuery:
-    """`STATUS?`: the shoe answers with `STATE`."""
-
-    def encode(self) -> bytes:
-        return encode_line("STATUS?")
+class Unlock(LineMessage):
+    wire = "UNLOCK"
 
 
 HostMessage = Ack | Lock | Unlock | StatusQuery
@@ -187,46 +147,36 @@ def _parse_card_like(kind: str, args: list[str]) -> Card | Rescan | InvalidCardR
     return Card(seq, code) if kind == "CARD" else Rescan(seq, code)
 
 
-def _parse_seq_only(args: list[str]) -> int | None:
-    return parse_seq(args[0]) if len(args) == 1 else None
+def _parse_no_read(args: list[str]) -> NoRead | ParseFailure:
+    seq = parse_seq_only(args)
+    return MALFORMED_FIELDS if seq is None else NoRead(seq)
 
 
-def parse_device_message(body: str) -> DeviceMessage | ParseFailure:
-    """A shoe message from its line body."""
-    common = parse_common(body)
-    if common is not None:
-        return common
-    fields = split_fields(body)
-    if fields is None:
+def _parse_cut(args: list[str]) -> Cut | ParseFailure:
+    seq = parse_seq_only(args)
+    return MALFORMED_FIELDS if seq is None else Cut(seq)
+
+
+def _parse_fault(args: list[str]) -> Fault | ParseFailure:
+    if len(args) < 2:
         return MALFORMED_FIELDS
-    name, args = fields[0], fields[1:]
-    if name in ("CARD", "RESCAN"):
-        return _parse_card_like(name, args)
-    if name in ("NOREAD", "CUT"):
-        seq = _parse_seq_only(args)
-        if seq is None:
-            return MALFORMED_FIELDS
-        return NoRead(seq) if name == "NOREAD" else Cut(seq)
-    if name == "STATE":
-        if len(args) != 1 or args[0] not in SHOE_STATES:
-            return MALFORMED_FIELDS
-        return State(args[0])
-    if name == "FAULT":
-        if len(args) < 2:
-            return MALFORMED_FIELDS
-        return Fault(args[0], " ".join(args[1:]))
-    return UNKNOWN_MESSAGE
+    return Fault(args[0], " ".join(args[1:]))
 
 
-def parse_host_message(body: str) -> HostMessage | ParseFailure:
-    """A host command from its line body (what the simulated shoe understands)."""
-    ack = parse_ack(body)
-    if ack is not None:
-        return ack
-    if body == "LOCK":
-        return Lock()
-    if body == "UNLOCK":
-        return Unlock()
-    if body == "STATUS?":
-        return StatusQuery()
-    return UNKNOWN_MESSAGE
+#: The shoe's messages beyond the common ones (HELLO, HB, STATE, ACK, STATUS?).
+LINE_PROTOCOL: LineProtocol[DeviceMessage, HostMessage] = LineProtocol(
+    states=SHOE_STATES,
+    device_messages={
+        "CARD": lambda args: _parse_card_like("CARD", args),
+        "RESCAN": lambda args: _parse_card_like("RESCAN", args),
+        "NOREAD": _parse_no_read,
+        "CUT": _parse_cut,
+        "FAULT": _parse_fault,
+    },
+    host_bodies={"LOCK": Lock(), "UNLOCK": Unlock()},
+    acked=(Card, NoRead, Rescan, InvalidCardRead, Cut),
+)
+
+
+parse_device_message = LINE_PROTOCOL.parse_device_message
+parse_host_message = LINE_PROTOCOL.parse_host_message

@@ -12,8 +12,7 @@ can misbehave on purpose (`ShoeFaults`: no-reads, bad checksums, line noise, dup
 from __future__ import annotations
 
 import random
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from drivers.line.device import (
@@ -24,9 +23,10 @@ from drivers.line.device import (
     LineSimulator,
     LoggedLine,
 )
-from drivers.line.framing import Hello, ParseFailure
+from drivers.line.framing import Hello
 from drivers.shoe.protocol import (
     FAULT_TEXTS,
+    LINE_PROTOCOL,
     RANKS,
     SUITS,
     Card,
@@ -36,12 +36,8 @@ from drivers.shoe.protocol import (
     Lock,
     NoRead,
     Rescan,
-    State,
-    StatusQuery,
     Unlock,
-    parse_host_message,
 )
-from drivers.sim_port import SimulatedPort
 
 # Re-exported: they lived here before every line device shared them.
 __all__ = [
@@ -77,8 +73,16 @@ def shuffled_shoe(decks: int, seed: int) -> list[str]:
     return cards
 
 
-class ShoeDevice(LineDeviceCore[HostMessage]):
+class ShoeDevice(LineDeviceCore[HostMessage, ShoeFaults]):
     """The pure core of the simulated shoe. All times are passed in."""
+
+    line_protocol = LINE_PROTOCOL
+
+    # the pack in the shoe (`_set_pack`)
+    cards: list[str]
+    position: int
+    cut_index: int | None
+    cut_sent: bool
 
     def __init__(
         self,
@@ -93,41 +97,18 @@ class ShoeDevice(LineDeviceCore[HostMessage]):
         serial: str = "SIM0001",
         first_seq: int = 1,
     ) -> None:
-        if cards is None:
-            self.cards = shuffled_shoe(decks, seed)
-        else:
-            # Explicit lists may hold impossible codes on purpose (to test how the host handles misreads).
-            for code in cards:
-                if not code or " " in code or "*" in code or not code.isascii() or not code.isprintable():
-                    raise ValueError(f"a card code must be one printable ASCII word: {code!r}")
-            self.cards = list(cards)
-        # No cut card when the shoe is too small to hold it that far from the end.
-        cut_index = len(self.cards) - cut_position if cut_position is not None else 0
-        self.cut_index: int | None = cut_index if cut_index > 0 else None
-        self._faults = faults or ShoeFaults()
-        super().__init__(hello=Hello(model, firmware, serial), line_faults=self._faults, first_seq=first_seq)
-        self.position = 0
+        super().__init__(
+            hello=Hello(model, firmware, serial), faults=faults or ShoeFaults(), first_seq=first_seq
+        )
+        self._set_pack(shuffled_shoe(decks, seed) if cards is None else cards, cut_position)
         self.locked = False
         self.fault_state: str | None = None  # "COVER_OPEN" | "FAULT"
-        self.cut_sent = False
         # A seq message blocks the line behind it until it is ACKed (stop-and-wait, in LineDeviceCore), so
         # the host never sees `STATE EMPTY` before the last card or a card before CUT.
-        self._noread_rng = random.Random(self._faults.seed)
         self._force_noread = False
         self._unread: dict[int, str] = {}  # NOREAD seq -> the card, waiting for a rescan
 
     # -- misbehaviour --------------------------------------------------------------------------------
-    @property
-    def faults(self) -> ShoeFaults:
-        return self._faults
-
-    @faults.setter
-    def faults(self, faults: ShoeFaults) -> None:
-        """Change the fault rates mid-run (counters in `injected` restart, so tests can count exactly)."""
-        self._faults = faults
-        self._noread_rng = random.Random(faults.seed)
-        self._set_line_faults(faults)
-
     def force_noread(self) -> None:
         """The next drawn card is not read (one shot)."""
         self._force_noread = True
@@ -161,7 +142,7 @@ class ShoeDevice(LineDeviceCore[HostMessage]):
             self._queue_seq_message(lambda seq: Cut(seq).encode(), now)
         code = self.cards[self.position]
         self.position += 1
-        noread = self._force_noread or self._noread_rng.random() < self._faults.noread_rate
+        noread = self._force_noread or self._rng.random() < self._faults.noread_rate
         self._force_noread = False
         if noread:
             seq = self._queue_seq_message(lambda seq: NoRead(seq).encode(), now)
@@ -169,7 +150,7 @@ class ShoeDevice(LineDeviceCore[HostMessage]):
         else:
             self._queue_seq_message(lambda seq: Card(seq, code).encode(), now)
         if self.remaining == 0:
-            self._say(State(self.state).encode())
+            self._say_state()
         return True
 
     def rescan(self, now: float, seq: int | None = None) -> bool:
@@ -192,103 +173,63 @@ class ShoeDevice(LineDeviceCore[HostMessage]):
             if code != "FAULT":
                 self._say(Fault(code, text or FAULT_TEXTS.get(code, "UNKNOWN")).encode())
             self.fault_state = "FAULT"
-        self._say(State(self.state).encode())
+        self._say_state()
 
     def clear_fault(self) -> None:
         self.fault_state = None
-        self._say(State(self.state).encode())
+        self._say_state()
 
     def load(self, cards: Sequence[str], cut_position: int | None = None) -> None:
         """The dealer puts a new pack in the shoe (single-deck games take a freshly shuffled deck every
         round). Lines already queued and cards waiting for a re-scan belong to the old pack and stay."""
+        was_empty = self.remaining == 0
+        self._set_pack(cards, cut_position)
+        if was_empty:
+            self._say_state()
+
+    def _set_pack(self, cards: Sequence[str], cut_position: int | None) -> None:
+        # Explicit lists may hold impossible codes on purpose (to test how the host handles misreads).
         for code in cards:
             if not code or " " in code or "*" in code or not code.isascii() or not code.isprintable():
                 raise ValueError(f"a card code must be one printable ASCII word: {code!r}")
-        was_empty = self.remaining == 0
         self.cards = list(cards)
         self.position = 0
         self.cut_sent = False
+        # No cut card when the shoe is too small to hold it that far from the end.
         cut_index = len(self.cards) - cut_position if cut_position is not None else 0
         self.cut_index = cut_index if cut_index > 0 else None
-        if was_empty:
-            self._say(State(self.state).encode())
 
     # -- LineDeviceCore ----------------------------------------------------------------------------------
-    def parse_host_message(self, body: str) -> HostMessage | ParseFailure:
-        return parse_host_message(body)
-
     def host_message(self, message: HostMessage, now: float) -> None:
         if isinstance(message, Lock | Unlock):
             self.locked = isinstance(message, Lock)
-            self._say(State(self.state).encode())
-        elif isinstance(message, StatusQuery):
-            self._say(State(self.state).encode())
+            self._say_state()
 
 
 class ShoeSimulator(LineSimulator[ShoeDevice]):
     """A `ShoeDevice` served on a pty or TCP port; dealer actions use the port's clock."""
 
-    def __init__(
-        self,
-        *,
-        decks: int = 8,
-        seed: int = 0,
-        cards: Sequence[str] | None = None,
-        cut_position: int | None = DEFAULT_CUT_POSITION,
-        faults: ShoeFaults | None = None,
-        model: str = "SIMSHOE",
-        firmware: str = "1.0.0",
-        serial: str = "SIM0001",
-        clock: Callable[[], float] = time.time,
-        poll_interval: float = 0.01,
-    ) -> None:
-        self.device = ShoeDevice(
-            decks=decks,
-            seed=seed,
-            cards=cards,
-            cut_position=cut_position,
-            faults=faults,
-            model=model,
-            firmware=firmware,
-            serial=serial,
-        )
-        self.clock = clock
-        self.port = SimulatedPort(self.device, clock=clock, poll_interval=poll_interval)
+    device_class = ShoeDevice
 
     # -- dealer ------------------------------------------------------------------------------------------
     def draw(self) -> bool:
-        drawn = self.device.draw(self.clock())
-        self.port.pump()
-        return drawn
+        return self._act(self.device.draw)
 
     def rescan(self, seq: int | None = None) -> bool:
-        rescanned = self.device.rescan(self.clock(), seq)
-        self.port.pump()
-        return rescanned
+        return self._act(lambda now: self.device.rescan(now, seq))
 
     def fault(self, code: str, text: str | None = None) -> None:
-        self.device.fault(code, text)
-        self.port.pump()
+        self._act(lambda _now: self.device.fault(code, text))
 
     def clear_fault(self) -> None:
-        self.device.clear_fault()
-        self.port.pump()
+        self._act(lambda _now: self.device.clear_fault())
 
     def load_new_deck(self, seed: int, decks: int = 1, cut_position: int | None = None) -> None:
         """Load a freshly shuffled pack of `decks` decks (no cut card unless `cut_position` is given)."""
-        self.device.load(shuffled_shoe(decks, seed), cut_position)
-        self.port.pump()
+        self._act(lambda _now: self.device.load(shuffled_shoe(decks, seed), cut_position))
 
     def force_noread(self) -> None:
         self.device.force_noread()
-
-    @property
-    def faults(self) -> ShoeFaults:
-        return self.device.faults
-
-    @faults.setter
-    def faults(self, faults: ShoeFaults) -> None:
-        self.device.faults = faults
 
     @property
     def remaining(self) -> int:

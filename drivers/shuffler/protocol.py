@@ -18,30 +18,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from drivers.line.framing import (
-    MALFORMED_FIELDS,
-    MAX_TOKEN_LENGTH,
-    UNKNOWN_MESSAGE,
-    Ack,
-    Heartbeat,
-    Hello,
-    ParseFailure,
-    encode_line,
-    is_token,
-    parse_ack,
-    parse_common,
-    parse_number,
-    parse_seq,
-    seq_text,
-    split_fields,
-)
+from drivers.line.fields import check_count, check_token, is_token, parse_number, parse_seq
+from drivers.line.framing import Ack, Heartbeat, Hello, LineMessage, ParseFailure, State, StatusQuery
+from drivers.line.protocol import MALFORMED_FIELDS, LineProtocol, id_and_count
 
 __all__ = [
     "CARDS_PER_DECK",
     "COUNT_MISMATCH_CODE",
     "ERROR_TEXTS",
+    "LINE_PROTOCOL",
     "MAX_DECKS",
-    "MAX_TOKEN_LENGTH",
     "SHUFFLER_STATES",
     "Abort",
     "Ack",
@@ -56,7 +42,6 @@ __all__ = [
     "Shuffle",
     "State",
     "StatusQuery",
-    "is_token",
     "parse_device_message",
     "parse_host_message",
 ]
@@ -80,18 +65,10 @@ ERROR_TEXTS = {
 
 
 @dataclass(frozen=True, slots=True)
-class State:
-    """`STATE <s>` with s in IDLE, LOADING, SHUFFLING, READY, DOOR_OPEN, ERROR."""
-
-    state: str
-
-    def encode(self) -> bytes:
-        return encode_line(f"STATE {self.state}")
-
-
-@dataclass(frozen=True, slots=True)
-class Done:
+class Done(LineMessage):
     """`DONE <seq> <shuffle_id> <decks> <cards>`: the shuffle finished; the machine counted `cards` cards."""
+
+    wire = "DONE {seq} {shuffle_id} {decks} {cards}"
 
     seq: int
     shuffle_id: str
@@ -102,13 +79,12 @@ class Done:
     def expected_cards(self) -> int:
         return self.decks * CARDS_PER_DECK
 
-    def encode(self) -> bytes:
-        return encode_line(f"DONE {seq_text(self.seq)} {self.shuffle_id} {self.decks} {self.cards}")
-
 
 @dataclass(frozen=True, slots=True)
-class Err:
+class Err(LineMessage):
     """`ERR <seq> <code> <text...>`, e.g. `ERR 0007 E01 JAM` or `ERR 0008 E02 COUNT_MISMATCH 416 415`."""
+
+    wire = "ERR {seq} {code} {text}"
 
     seq: int
     code: str
@@ -120,9 +96,6 @@ class Err:
     def count_fields_valid(self) -> bool:
         """False for an E02 whose counts could not be read (the error is reported all the same)."""
         return self.code != COUNT_MISMATCH_CODE or (self.expected is not None and self.actual is not None)
-
-    def encode(self) -> bytes:
-        return encode_line(f"ERR {seq_text(self.seq)} {self.code} {self.text}")
 
     @classmethod
     def count_mismatch(cls, seq: int, expected: int, actual: int) -> Err:
@@ -136,42 +109,31 @@ DeviceMessage = State | Done | Err | Heartbeat | Hello
 
 
 @dataclass(frozen=True, slots=True)
-class Shuffle:
+class Shuffle(LineMessage):
     """`SHUFFLE <shuffle_id> <decks>`: shuffle the cards in the input tray as `decks` decks."""
 
+    wire = "SHUFFLE {shuffle_id} {decks}"
     shuffle_id: str
     decks: int
 
     def encode(self) -> bytes:
-        if not is_token(self.shuffle_id):
-            raise ValueError(f"a shuffle id is one token of at most {MAX_TOKEN_LENGTH} characters")
-        if not 1 <= self.decks <= MAX_DECKS:
-            raise ValueError(f"decks must be 1..{MAX_DECKS}, not {self.decks}")
-        return encode_line(f"SHUFFLE {self.shuffle_id} {self.decks}")
+        check_token(self.shuffle_id, "a shuffle id")
+        check_count(self.decks, "decks", MAX_DECKS)
+        return LineMessage.encode(self)
 
 
 @dataclass(frozen=True, slots=True)
-class Abort:
+class Abort(LineMessage):
     """`ABORT`: stop the running shuffle (the cards go back to the input tray)."""
 
-    def encode(self) -> bytes:
-        return encode_line("ABORT")
+    wire = "ABORT"
 
 
 @dataclass(frozen=True, slots=True)
-class Reset:
+class Reset(LineMessage):
     """`RESET`: clear an error after the dealer fixed its cause."""
 
-    def encode(self) -> bytes:
-        return encode_line("RESET")
-
-
-@dataclass(frozen=True, slots=True)
-class StatusQuery:
-    """`STATUS?`: the shuffler answers with `STATE`."""
-
-    def encode(self) -> bytes:
-        return encode_line("STATUS?")
+    wire = "RESET"
 
 
 HostMessage = Ack | Shuffle | Abort | Reset | StatusQuery
@@ -206,43 +168,14 @@ def _parse_err(args: list[str]) -> Err | ParseFailure:
     return Err(seq, code, text)
 
 
-def parse_device_message(body: str) -> DeviceMessage | ParseFailure:
-    """A shuffler message from its line body."""
-    common = parse_common(body)
-    if common is not None:
-        return common
-    fields = split_fields(body)
-    if fields is None:
-        return MALFORMED_FIELDS
-    name, args = fields[0], fields[1:]
-    if name == "STATE":
-        if len(args) != 1 or args[0] not in SHUFFLER_STATES:
-            return MALFORMED_FIELDS
-        return State(args[0])
-    if name == "DONE":
-        return _parse_done(args)
-    if name == "ERR":
-        return _parse_err(args)
-    return UNKNOWN_MESSAGE
+#: The shuffler's messages beyond the common ones (HELLO, HB, STATE, ACK, STATUS?).
+LINE_PROTOCOL: LineProtocol[DeviceMessage, HostMessage] = LineProtocol(
+    states=SHUFFLER_STATES,
+    device_messages={"DONE": _parse_done, "ERR": _parse_err},
+    host_bodies={"ABORT": Abort(), "RESET": Reset()},
+    host_messages={"SHUFFLE": id_and_count(Shuffle, 2)},
+    acked=(Done, Err),
+)
 
-
-def parse_host_message(body: str) -> HostMessage | ParseFailure:
-    """A host command from its line body (what the simulated shuffler understands)."""
-    ack = parse_ack(body)
-    if ack is not None:
-        return ack
-    if body == "ABORT":
-        return Abort()
-    if body == "RESET":
-        return Reset()
-    if body == "STATUS?":
-        return StatusQuery()
-    fields = split_fields(body)
-    if fields is None:
-        return MALFORMED_FIELDS
-    if fields[0] == "SHUFFLE":
-        decks = parse_number(fields[2], 2) if len(fields) == 3 else None
-        if decks is None or decks == 0 or not is_token(fields[1]):
-            return MALFORMED_FIELDS
-        return Shuffle(fields[1], decks)
-    return UNKNOWN_MESSAGE
+parse_device_message = LINE_PROTOCOL.parse_device_message
+parse_host_message = LINE_PROTOCOL.parse_host_message

@@ -25,37 +25,29 @@ again when a capture is replayed (time is passed in), so a DONE still names the 
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
-from drivers.line.framing import ParseFailure, is_token
-from drivers.line.session import LineDeviceSession
-from drivers.readings import (
-    DeviceFault,
-    DeviceFaultCleared,
-    DeviceStatus,
-    Reading,
-    ShuffleDone,
-    ShuffleFailed,
-)
-from drivers.session import DeviceCommand, UnknownDeviceCommand
+from drivers.line.session import CommandBuilder, HostCommand, LineDeviceSession, fixed, wire_id
+from drivers.readings import DeviceFault, Reading, ShuffleDone, ShuffleFailed
+from drivers.session import UnknownDeviceCommand
 from drivers.shuffler.protocol import (
     COUNT_MISMATCH_CODE,
+    LINE_PROTOCOL,
     MAX_DECKS,
+    SHUFFLER_STATES,
     Abort,
     DeviceMessage,
     Done,
     Err,
     Reset,
     Shuffle,
-    State,
     StatusQuery,
-    parse_device_message,
 )
 
 #: The code of a count mismatch the host found in a DONE (the shuffler reports its own as E02).
 COUNT_MISMATCH = "COUNT_MISMATCH"
 
-# Shuffler states that are faults in themselves, with the reason an operator reads.
 _FAULT_STATES = {
     "ERROR": "shuffler reports an error",
     "DOOR_OPEN": "shuffler door is open",
@@ -63,26 +55,13 @@ _FAULT_STATES = {
 # States in which the output tray no longer holds the last shuffle's cards.
 _OUTPUT_TRAY_CLEARED_STATES = frozenset({"IDLE", "LOADING", "SHUFFLING"})
 _DOOR_ERROR_CODE = "E03"
-
-_SIMPLE_COMMANDS: dict[str, Abort | Reset | StatusQuery] = {
-    "abort": Abort(),
-    "reset": Reset(),
-    "status": StatusQuery(),
-}
-_KNOWN_COMMANDS = ", ".join(sorted([*_SIMPLE_COMMANDS, "shuffle"]))
+#: (expected, actual) card counts of a failed shuffle, when its count was wrong
+_Counts = tuple[int | None, int | None]
 
 
-def shuffle_command(args: dict[str, Any], now: float) -> Shuffle:
+def shuffle_command(args: Mapping[str, Any], now: float) -> Shuffle:
     """The SHUFFLE for a `shuffle` command's arguments; UnknownDeviceCommand if they are not usable."""
-    shuffle_id = args.get("shuffle_id")
-    if shuffle_id is None:
-        shuffle_id = round(now * 1000)
-    if isinstance(shuffle_id, int) and not isinstance(shuffle_id, bool) and shuffle_id >= 0:
-        shuffle_id = str(shuffle_id)
-    if not isinstance(shuffle_id, str) or not is_token(shuffle_id):
-        raise UnknownDeviceCommand(
-            f"shuffle needs a 'shuffle_id' of one word (printable ASCII, no '*'), not {shuffle_id!r}"
-        )
+    shuffle_id = wire_id(args, "shuffle_id", now, command="shuffle")
     decks = args.get("decks")
     if not isinstance(decks, int) or isinstance(decks, bool) or not 1 <= decks <= MAX_DECKS:
         raise UnknownDeviceCommand(f"shuffle needs 'decks' between 1 and {MAX_DECKS}, not {decks!r}")
@@ -91,12 +70,20 @@ def shuffle_command(args: dict[str, Any], now: float) -> Shuffle:
 
 class ShufflerSession(LineDeviceSession[DeviceMessage]):
     protocol = "shuffler-line"
+    line_protocol = LINE_PROTOCOL
+    commands: ClassVar[Mapping[str, CommandBuilder]] = {
+        "shuffle": shuffle_command,
+        "abort": fixed(Abort()),
+        "reset": fixed(Reset()),
+        "status": fixed(StatusQuery()),
+    }
+    fault_states = _FAULT_STATES
+    # A door opened on top of an error is reported all the same.
+    overriding_fault_states = frozenset({"DOOR_OPEN"})
+    operational_states = SHUFFLER_STATES - _FAULT_STATES.keys()
 
     def __init__(self, name: str) -> None:
         super().__init__(name)
-        self.state: str | None = None
-        #: "ERROR" or "DOOR_OPEN" while the shuffler reports a fault (None when it works).
-        self.active_fault: str | None = None
         #: A shuffle's count was wrong and its deck may still be in the output tray.
         self.deck_unusable = False
         #: The id of the SHUFFLE sent and not yet seen finish (DONE or ERR) or aborted.
@@ -106,42 +93,19 @@ class ShufflerSession(LineDeviceSession[DeviceMessage]):
     def faulted(self) -> bool:
         return self.active_fault is not None or self.deck_unusable
 
-    # -- DeviceSession -----------------------------------------------------------------------------
-    def connection_made(self, now: float) -> list[Reading]:
-        readings = super().connection_made(now)
-        # Ask at once: the shuffler may have finished, jammed or been opened while we were away.
-        self._send(StatusQuery().encode())
-        return readings
-
-    def command(self, command: DeviceCommand, now: float) -> list[Reading]:
-        if command.name == "shuffle":
-            message = shuffle_command(command.args, now)
-            self.requested_shuffle = message.shuffle_id
-            self._send(message.encode())
-            return []
-        simple = _SIMPLE_COMMANDS.get(command.name)
-        if simple is None:
-            raise UnknownDeviceCommand(
-                f"shuffler-line device {self.name!r} has no command {command.name!r}"
-                f" (known: {_KNOWN_COMMANDS})"
-            )
-        if isinstance(simple, Abort):
-            self.requested_shuffle = None
-        self._send(simple.encode())
-        return []
-
     # -- LineDeviceSession -------------------------------------------------------------------------
-    def parse_message(self, body: str) -> DeviceMessage | ParseFailure:
-        return parse_device_message(body)
+    def command_sent(self, message: HostCommand, now: float) -> None:
+        if isinstance(message, Shuffle):
+            self.requested_shuffle = message.shuffle_id
+        elif isinstance(message, Abort):
+            self.requested_shuffle = None
 
-    def message_seq(self, message: DeviceMessage) -> int | None:
-        if isinstance(message, Done | Err):
-            return message.seq
-        return None
+    def state_operational(self, state: str) -> None:
+        # The shuffler itself sees nothing wrong with a miscounted deck: only its removal clears that fault.
+        if state in _OUTPUT_TRAY_CLEARED_STATES:
+            self.deck_unusable = False
 
     def handle_message(self, message: DeviceMessage, raw: str, now: float) -> list[Reading]:
-        if isinstance(message, State):
-            return self._state_changed(message.state, raw, now)
         if isinstance(message, Done):
             return self._done(message, raw, now)
         if isinstance(message, Err):
@@ -170,17 +134,9 @@ class ShufflerSession(LineDeviceSession[DeviceMessage]):
             f"shuffle {done.shuffle_id} counted {done.cards} cards, expected {done.expected_cards} "
             f"({done.decks} x 52): the deck must not be used"
         )
+        counts = (done.expected_cards, done.cards)
         return [
-            ShuffleFailed(
-                device=device,
-                time=now,
-                raw=raw,
-                code=COUNT_MISMATCH,
-                reason=reason,
-                expected=done.expected_cards,
-                actual=done.cards,
-                shuffle_id=done.shuffle_id,
-            ),
+            self._failed(done.shuffle_id, COUNT_MISMATCH, reason, counts, raw, now),
             DeviceFault(device=device, time=now, raw=raw, code=COUNT_MISMATCH, reason=reason),
         ]
 
@@ -192,36 +148,31 @@ class ShufflerSession(LineDeviceSession[DeviceMessage]):
         if error.code == COUNT_MISMATCH_CODE:
             self.deck_unusable = True
         # The STATE line that follows an ERR must not report the same fault a second time.
-        self.active_fault = "DOOR_OPEN" if error.code == _DOOR_ERROR_CODE else "ERROR"
-        device = self.name
+        latch = "DOOR_OPEN" if error.code == _DOOR_ERROR_CODE else "ERROR"
+        counts = (error.expected, error.actual)
         return [
-            ShuffleFailed(
-                device=device,
-                time=now,
-                raw=raw,
-                code=error.code,
-                reason=error.text,
-                expected=error.expected,
-                actual=error.actual,
-                shuffle_id=shuffle_id,
-            ),
-            DeviceFault(device=device, time=now, raw=raw, code=error.code, reason=error.text),
+            self._failed(shuffle_id, error.code, error.text, counts, raw, now),
+            self._fault_reported(error.code, error.text, raw, now, latch=latch),
         ]
 
-    def _state_changed(self, state: str, raw: str, now: float) -> list[Reading]:
-        was_faulted = self.faulted
-        self.state = state
-        readings: list[Reading] = [DeviceStatus(device=self.name, time=now, raw=raw, state=state)]
-        if state in _FAULT_STATES:
-            if self.active_fault is None or (state == "DOOR_OPEN" and self.active_fault != "DOOR_OPEN"):
-                self.active_fault = state
-                readings.append(
-                    DeviceFault(device=self.name, time=now, raw=raw, code=state, reason=_FAULT_STATES[state])
-                )
-            return readings
-        self.active_fault = None
-        if state in _OUTPUT_TRAY_CLEARED_STATES:
-            self.deck_unusable = False
-        if was_faulted and not self.faulted:
-            readings.append(DeviceFaultCleared(device=self.name, time=now, raw=raw, detail=state))
-        return readings
+    def _failed(
+        self,
+        shuffle_id: str,
+        code: str,
+        reason: str,
+        counts: tuple[int | None, int | None],
+        raw: str,
+        now: float,
+    ) -> ShuffleFailed:
+        """A shuffle that must not be dealt; `counts` is (expected, actual) when the count was wrong."""
+        expected, actual = counts
+        return ShuffleFailed(
+            device=self.name,
+            time=now,
+            raw=raw,
+            code=code,
+            reason=reason,
+            expected=expected,
+            actual=actual,
+            shuffle_id=shuffle_id,
+        )

@@ -27,27 +27,21 @@ which adds `unplug()`/`replug()`/`silence()`/`inject()`); the dealer's actions u
 
 from __future__ import annotations
 
-import random
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from drivers.line.device import LineDeviceCore, LineSimulator
-from drivers.line.framing import Hello, ParseFailure
+from drivers.line.framing import Hello
 from drivers.shuffler.protocol import (
     CARDS_PER_DECK,
     ERROR_TEXTS,
+    LINE_PROTOCOL,
     Abort,
     Done,
     Err,
     HostMessage,
     Reset,
     Shuffle,
-    State,
-    StatusQuery,
-    parse_host_message,
 )
-from drivers.sim_port import SimulatedPort
 
 #: Seconds at speed 1: lowering the elevator and feeding the first cards, then each deck through the gripper.
 DEFAULT_BASE_S = 4.0
@@ -88,8 +82,10 @@ class _Plan:
     miscount: int = 0
 
 
-class ShufflerDevice(LineDeviceCore[HostMessage]):
+class ShufflerDevice(LineDeviceCore[HostMessage, ShufflerFaults]):
     """The pure core of the simulated shuffler. All times are passed in."""
+
+    line_protocol = LINE_PROTOCOL
 
     def __init__(
         self,
@@ -106,8 +102,9 @@ class ShufflerDevice(LineDeviceCore[HostMessage]):
     ) -> None:
         if speed <= 0:
             raise ValueError("speed must be positive")
-        self._faults = faults or ShufflerFaults()
-        super().__init__(hello=Hello(model, firmware, serial), line_faults=self._faults, first_seq=first_seq)
+        super().__init__(
+            hello=Hello(model, firmware, serial), faults=faults or ShufflerFaults(), first_seq=first_seq
+        )
         self.speed = speed
         self.base_s = base_s
         self.per_deck_s = per_deck_s
@@ -119,7 +116,6 @@ class ShufflerDevice(LineDeviceCore[HostMessage]):
         self.shuffles: list[ShuffleRecord] = []
         self._running: ShuffleRecord | None = None
         self._plan = _Plan()
-        self._rng = random.Random(self._faults.seed)
         self._next_failure: str | None = None
         self._next_miscount = 0
 
@@ -147,17 +143,6 @@ class ShufflerDevice(LineDeviceCore[HostMessage]):
         return (self.base_s + self.per_deck_s * decks) / self.speed
 
     # -- misbehaviour --------------------------------------------------------------------------------------
-    @property
-    def faults(self) -> ShufflerFaults:
-        return self._faults
-
-    @faults.setter
-    def faults(self, faults: ShufflerFaults) -> None:
-        """Change the fault rates mid-run (counters in `injected` restart, so tests can count exactly)."""
-        self._faults = faults
-        self._rng = random.Random(faults.seed)
-        self._set_line_faults(faults)
-
     def jam_next(self) -> None:
         """The next shuffle jams halfway (one shot)."""
         self._next_failure = "E01"
@@ -196,18 +181,15 @@ class ShufflerDevice(LineDeviceCore[HostMessage]):
         if self._running is not None:
             self._fail(self._running, "E03", now)
         self.door_open = True
-        self._say(State(self.state).encode())
+        self._say_state()
 
     def close_door(self, now: float) -> None:
         if not self.door_open:
             return
         self.door_open = False
-        self._say(State(self.state).encode())
+        self._say_state()
 
     # -- LineDeviceCore --------------------------------------------------------------------------------------
-    def parse_host_message(self, body: str) -> HostMessage | ParseFailure:
-        return parse_host_message(body)
-
     def host_message(self, message: HostMessage, now: float) -> None:
         if isinstance(message, Shuffle):
             self._start(message, now)
@@ -216,24 +198,22 @@ class ShufflerDevice(LineDeviceCore[HostMessage]):
         elif isinstance(message, Reset):
             if self.error is not None and not self.door_open:
                 self.error = None
-            self._say(State(self.state).encode())
-        elif isinstance(message, StatusQuery):
-            self._say(State(self.state).encode())
+            self._say_state()
 
     # -- internals -------------------------------------------------------------------------------------------
     def _start(self, request: Shuffle, now: float) -> None:
         if self.state not in ("IDLE", "LOADING"):
-            self._say(State(self.state).encode())  # refused: the host sees why
+            self._say_state()  # refused: the host sees why
             return
         record = ShuffleRecord(request.shuffle_id, request.decks, self.input_cards, started_at=now)
         self.shuffles.append(record)
         if self.input_cards == 0:
             self._fail(record, "E04", now)
-            self._say(State(self.state).encode())
+            self._say_state()
             return
         self._running = record
         self._plan = self._plan_shuffle()
-        self._say(State(self.state).encode())
+        self._say_state()
         duration = self.shuffle_seconds(request.decks)
         if self._plan.failure is not None:
             self._at(now + duration / 2, lambda at: self._failed_midway(record, at))
@@ -272,13 +252,13 @@ class ShufflerDevice(LineDeviceCore[HostMessage]):
             self._queue_seq_message(
                 lambda seq: Done(seq, record.shuffle_id, record.decks, counted).encode(), at
             )
-        self._say(State(self.state).encode())
+        self._say_state()
 
     def _failed_midway(self, record: ShuffleRecord, at: float) -> None:
         if self._running is not record or self._plan.failure is None:
             return
         self._fail(record, self._plan.failure, at)
-        self._say(State(self.state).encode())
+        self._say_state()
 
     def _fail(self, record: ShuffleRecord, code: str, now: float) -> None:
         """Stop with ERR `code`; the cards stay in the input tray (the dealer reloads them after the fix)."""
@@ -298,64 +278,33 @@ class ShufflerDevice(LineDeviceCore[HostMessage]):
             self._running = None
             record.outcome = "aborted"
             record.ended_at = now
-        self._say(State(self.state).encode())
+        self._say_state()
 
     def _state_may_have_changed(self, before: str) -> None:
         if self.state != before:
-            self._say(State(self.state).encode())
+            self._say_state()
 
 
 class ShufflerSimulator(LineSimulator[ShufflerDevice]):
     """A `ShufflerDevice` served on a pty or TCP port; the dealer's actions use the port's clock."""
 
-    def __init__(
-        self,
-        *,
-        speed: float = 1.0,
-        base_s: float = DEFAULT_BASE_S,
-        per_deck_s: float = DEFAULT_PER_DECK_S,
-        checks_count: bool = False,
-        faults: ShufflerFaults | None = None,
-        model: str = "SIMSHUF",
-        firmware: str = "1.0.0",
-        serial: str = "SIM0002",
-        clock: Callable[[], float] = time.time,
-        poll_interval: float = 0.01,
-    ) -> None:
-        self.device = ShufflerDevice(
-            speed=speed,
-            base_s=base_s,
-            per_deck_s=per_deck_s,
-            checks_count=checks_count,
-            faults=faults,
-            model=model,
-            firmware=firmware,
-            serial=serial,
-        )
-        self.clock = clock
-        self.port = SimulatedPort(self.device, clock=clock, poll_interval=poll_interval)
+    device_class = ShufflerDevice
 
     # -- dealer ------------------------------------------------------------------------------------------
     def load(self, cards: int) -> bool:
-        loaded = self.device.load(cards, self.clock())
-        self.port.pump()
-        return loaded
+        return self._act(lambda now: self.device.load(cards, now))
 
     def load_decks(self, decks: int) -> bool:
         return self.load(decks * CARDS_PER_DECK)
 
     def take_output(self) -> int:
-        taken = self.device.take_output(self.clock())
-        self.port.pump()
-        return taken
+        return self._act(self.device.take_output)
 
     def open_door(self) -> None:
-        self.device.open_door(self.clock())
-        self.port.pump()
+        self._act(self.device.open_door)
 
     def close_door(self) -> None:
-        self.device.close_door(self.clock())
-        self.port.pump()
+        self._act(self.device.close_door)
 
     def jam_next(self) -> None:
         self.device.jam_next()
@@ -365,14 +314,6 @@ class ShufflerSimulator(LineSimulator[ShufflerDevice]):
 
     def miscount_next(self, delta: int = -1) -> None:
         self.device.miscount_next(delta)
-
-    @property
-    def faults(self) -> ShufflerFaults:
-        return self.device.faults
-
-    @faults.setter
-    def faults(self, faults: ShufflerFaults) -> None:
-        self.device.faults = faults
 
     @property
     def shuffles(self) -> list[ShuffleRecord]:

@@ -417,8 +417,10 @@ def _parse_packet(line: str) -> WheelMessage | ParseError:
     if command == "K":
         return Identity(name=rest, raw=line) if rest else ParseError(_malformed("K"), line)
     if command in ("S", "V", "v"):
-        return FirmwareVersion(kind=command, version=rest, raw=line) if rest else ParseError(
-            _malformed(command), line
+        return (
+            FirmwareVersion(kind=command, version=rest, raw=line)
+            if rest
+            else ParseError(_malformed(command), line)
         )
     return UnhandledReply(command=command, text=rest, raw=line)
 

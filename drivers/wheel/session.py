@@ -22,6 +22,8 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
+from pydantic import Field
+
 from drivers.readings import (
     DeviceFault,
     DeviceFaultCleared,
@@ -36,7 +38,7 @@ from drivers.readings import (
     WheelNoMoreBets,
     WheelResult,
 )
-from drivers.session import DeviceCommand, DeviceSession, UnknownDeviceCommand
+from drivers.session import DeviceCommand, DeviceSession, SessionOptions, UnknownDeviceCommand
 from drivers.wheel.protocol import (
     NON_ARCADE_MODE,
     Direction,
@@ -135,10 +137,26 @@ class _Game:
     awaiting_line_since: float | None = None  # in state 5, waiting for the single line
 
 
+class WheelOptions(SessionOptions):
+    """`[devices.<name>.options]` of a `cammegh-ss2` wheel."""
+
+    mode: int = Field(DEFAULT_MODE, ge=0, le=65535, description="the SS2 operating mode to set (`*o`)")
+    poll_interval: float = Field(
+        0.5, ge=0.1, description="seconds between `*X` polls (the wheel wants >= 0.1)"
+    )
+    single_line: bool | None = Field(
+        None,
+        description="check results against the single winning-number line (port 1 only); default: by mode",
+    )
+    user_start: bool = Field(True, description="the table starts each game (`*u`), not the wheel")
+    link_timeout: float = Field(3.0, gt=0, description="seconds without a valid line before the link is down")
+
+
 class WheelSession(DeviceSession):
     """Sans-IO driver of a Cammegh SS2 wheel. See the module docstring for the rules."""
 
     protocol = "cammegh-ss2"
+    Options = WheelOptions
 
     def __init__(
         self,
@@ -261,10 +279,35 @@ class WheelSession(DeviceSession):
         self._repeat_requests(now)
         self._poll(now)
         out.extend(self._check_result_line_grace(now))
-        if self._self_test_since is not None and now - self._self_test_since > SELF_TEST_LIMIT_S:
+        if self._self_test_since is not None and _due(self._self_test_since + SELF_TEST_LIMIT_S, now):
             self._self_test_since = None
             out.append(self._status("self-test gave no answer within 5 minutes", now))
         return out
+
+    def next_deadline(self) -> float | None:
+        """The earliest of the timers `tick` fires; None while the port is closed.
+
+        The vendor's exception windows (flag 8 after 3 s, no ball for 5 s, launch retries for 30 s) need no
+        timer of their own: they are judged on status lines, which the polls (or the wheel's automatic
+        status) bring, never on the clock alone."""
+        if not self._connected:
+            return None
+        return min(self._timers())
+
+    def _timers(self) -> list[float]:
+        timers = [self._poll_due_at()]
+        link_since = self._link_watch_since()
+        if link_since is not None:
+            timers.append(link_since + self.link_timeout)
+        for request in (self._mode_request, self._power_request, self._restart_request):
+            if request is not None:
+                timers.append(request.sent_at + request.retry_after)
+        game = self._game
+        if game.awaiting_line_since is not None and not game.result_done:
+            timers.append(game.awaiting_line_since + RESULT_LINE_GRACE_S)
+        if self._self_test_since is not None:
+            timers.append(self._self_test_since + SELF_TEST_LIMIT_S)
+        return timers
 
     def command(self, command: DeviceCommand, now: float) -> list[Reading]:
         name, args = command.name, command.args
@@ -313,20 +356,25 @@ class WheelSession(DeviceSession):
         self._link_up = True
         return [DeviceOnline(device=self.name, time=now, raw=message.raw, detail="SS2 wheel answering")]
 
-    def _watch_link(self, now: float) -> list[Reading]:
+    def _link_watch_since(self) -> float | None:
+        """Since when the link watchdog has been waiting for a valid line (None: the link is known down)."""
         # Valid lines, not bytes: a wrong baud rate or a broken cable produces bytes too.
         if self._link_up is True:
-            assert self._last_valid_at is not None
-            if not _elapsed(self._last_valid_at, now, self.link_timeout):
-                return []
-            reason = f"no answer from the wheel for {self.link_timeout:g} s"
-        elif self._link_up is None:
-            if not _elapsed(self._connected_at, now, self.link_timeout):
-                return []
-            reason = (f"the wheel has not answered since the port opened ({self.link_timeout:g} s; "
-                      "still starting?)")
-        else:
+            return self._last_valid_at
+        if self._link_up is None:
+            return self._connected_at
+        return None
+
+    def _watch_link(self, now: float) -> list[Reading]:
+        since = self._link_watch_since()
+        if since is None or not _due(since + self.link_timeout, now):
             return []
+        if self._link_up is True:
+            reason = f"no answer from the wheel for {self.link_timeout:g} s"
+        else:
+            reason = (
+                f"the wheel has not answered since the port opened ({self.link_timeout:g} s; still starting?)"
+            )
         self._link_up = False
         self._continuity_lost = True
         self._held = None
@@ -340,11 +388,11 @@ class WheelSession(DeviceSession):
 
     def _repeat_requests(self, now: float) -> None:
         for request in (self._mode_request, self._power_request):
-            if request is not None and now - request.sent_at >= request.retry_after:
+            if request is not None and _due(request.sent_at + request.retry_after, now):
                 self._send(request.line)
                 request.sent_at, request.retry_after = now, COMMAND_RETRY_S
         restart = self._restart_request
-        if restart is not None and now - restart.sent_at >= restart.retry_after:
+        if restart is not None and _due(restart.sent_at + restart.retry_after, now):
             if self._void_condition_shows():
                 self._send(restart.line)
                 restart.sent_at = now
@@ -355,10 +403,17 @@ class WheelSession(DeviceSession):
         status = self.last_status
         return status is not None and (_is_miss_spin(status) or _is_no_ball(status))
 
+    def _poll_due_at(self) -> float:
+        due = self._connected_at
+        if self._auto_status_at is not None:
+            # The wheel sends its status by itself: just watch, and poll only when that stops.
+            due = max(due, self._auto_status_at + AUTO_STATUS_FRESH_S)
+        if self._last_poll_at is not None:
+            due = max(due, self._last_poll_at + self.poll_interval)
+        return due
+
     def _poll(self, now: float) -> None:
-        if self._auto_status_at is not None and now - self._auto_status_at < AUTO_STATUS_FRESH_S:
-            return  # the wheel sends its status by itself: just watch
-        if self._last_poll_at is not None and now - self._last_poll_at < self.poll_interval:
+        if not _due(self._poll_due_at(), now):
             return
         self._send(encode_status_poll())
         self._last_poll_at = now
@@ -415,8 +470,13 @@ class WheelSession(DeviceSession):
         if self._power_refusals < POWER_REFUSALS_MAX:
             return []
         self._power_request = None
-        return [self._status("the wheel refuses to power up (*P NO): check it for a fault, run the self-test",
-                             now, reply.raw)]
+        return [
+            self._status(
+                "the wheel refuses to power up (*P NO): check it for a fault, run the self-test",
+                now,
+                reply.raw,
+            )
+        ]
 
     def _on_mode_reply(self, reply: ModeReply, now: float) -> list[Reading]:
         request = self._mode_request
@@ -428,15 +488,21 @@ class WheelSession(DeviceSession):
         assert reply.mode is not None
         self.reported_mode = reply.mode
         if request is not None and reply.mode != self.mode:
-            return [self._status(f"the wheel runs mode {int(reply.mode)}, not the requested {int(self.mode)}",
-                                 now, reply.raw)]
+            return [
+                self._status(
+                    f"the wheel runs mode {int(reply.mode)}, not the requested {int(self.mode)}",
+                    now,
+                    reply.raw,
+                )
+            ]
         return []
 
     def _on_self_test_reply(self, reply: SelfTestReply, now: float) -> list[Reading]:
         if reply.busy:
             self._self_test_since = None
-            return [self._status("self-test refused: the wheel is not idle (power it down first)",
-                                 now, reply.raw)]
+            return [
+                self._status("self-test refused: the wheel is not idle (power it down first)", now, reply.raw)
+            ]
         out: list[Reading] = []
         in_self_test = self._self_test_since is not None
         for code in reply.codes:
@@ -446,8 +512,11 @@ class WheelSession(DeviceSession):
                 out.extend(self._clear([c for c in self._faults if _is_error_code(c)], now, reply.raw))
                 continue
             context = "self-test" if in_self_test else "during play"
-            out.extend(self._raise(f"F{code}", f"wheel error {code} ({context}): {describe_error_code(code)}",
-                                   now, reply.raw))
+            out.extend(
+                self._raise(
+                    f"F{code}", f"wheel error {code} ({context}): {describe_error_code(code)}", now, reply.raw
+                )
+            )
         return out
 
     # -- the single winning-number line ----------------------------------------------------------------------
@@ -521,8 +590,15 @@ class WheelSession(DeviceSession):
         game = self._game
         out: list[Reading] = []
         if game.open and not game.voided and self._state in _BALL_OUT_STATES:
-            out.extend(self._raise(RESULT_MISSED, "the link was down while the wheel finished a spin: "
-                                   "its result was not seen (read it on the wheel)", now, raw))
+            out.extend(
+                self._raise(
+                    RESULT_MISSED,
+                    "the link was down while the wheel finished a spin: "
+                    "its result was not seen (read it on the wheel)",
+                    now,
+                    raw,
+                )
+            )
         self._game = _Game()
         return out
 
@@ -551,8 +627,16 @@ class WheelSession(DeviceSession):
             out.append(WheelGameStarted(device=self.name, time=now, raw=raw, spin=status.spin))
         elif new is S.BALL_IN_RIM:
             self._join_game(previous)
-            out.append(WheelBallLaunched(device=self.name, time=now, raw=raw, spin=status.spin,
-                                         rotor_rpm=status.rotor_rpm, direction=status.direction_name))
+            out.append(
+                WheelBallLaunched(
+                    device=self.name,
+                    time=now,
+                    raw=raw,
+                    spin=status.spin,
+                    rotor_rpm=status.rotor_rpm,
+                    direction=status.direction_name,
+                )
+            )
         elif new is S.NO_MORE_BETS:
             self._join_game(previous)
             out.append(WheelNoMoreBets(device=self.name, time=now, raw=raw, spin=status.spin))
@@ -573,17 +657,21 @@ class WheelSession(DeviceSession):
         out: list[Reading] = []
         during_game = previous in _GAME_STATES
         if during_game and not self._host_powered_down:
-            out.extend(self._raise(
-                POWERED_DOWN,
-                f"the wheel powered down in the middle of a game (state {int(previous or 0)}): a component "
-                "fault? run the self-test",
-                now, raw,
-            ))
+            out.extend(
+                self._raise(
+                    POWERED_DOWN,
+                    f"the wheel powered down in the middle of a game (state {int(previous or 0)}): "
+                    "a component fault? run the self-test",
+                    now,
+                    raw,
+                )
+            )
         if any(_is_error_code(code) for code in self._faults):
             self._closed_since_error_code = True
         self._game.open = False
-        out.append(WheelIdle(device=self.name, time=now, raw=raw, state=int(S.CLOSED),
-                             during_game=during_game))
+        out.append(
+            WheelIdle(device=self.name, time=now, raw=raw, state=int(S.CLOSED), during_game=during_game)
+        )
         return out
 
     # -- results ---------------------------------------------------------------------------------------------
@@ -622,7 +710,8 @@ class WheelSession(DeviceSession):
             RESULT_MISMATCH,
             f"the winning-number line said {said} but the status says {status.winning!r}: no result "
             "published (read the number on the wheel)",
-            now, f"{lines_raw}\n{raw}",
+            now,
+            f"{lines_raw}\n{raw}",
         )
 
     def _publish_result(self, status: WheelStatus, now: float, raw: str) -> list[Reading]:
@@ -631,8 +720,17 @@ class WheelSession(DeviceSession):
         game.open = False  # its lines stay, so a repeat of the single line counts as a duplicate
         if status.winning is None:
             return self._raise(RESULT_MISMATCH, "state 5 without a winning number in the status", now, raw)
-        return [WheelResult(device=self.name, time=now, raw=raw, number=status.winning, spin=status.spin,
-                            rotor_rpm=status.rotor_rpm, direction=status.direction_name)]
+        return [
+            WheelResult(
+                device=self.name,
+                time=now,
+                raw=raw,
+                number=status.winning,
+                spin=status.spin,
+                rotor_rpm=status.rotor_rpm,
+                direction=status.direction_name,
+            )
+        ]
 
     def _leave_winning_state(self, now: float, raw: str) -> list[Reading]:
         game = self._game
@@ -657,7 +755,8 @@ class WheelSession(DeviceSession):
             RESULT_UNCONFIRMED,
             f"state 5 with winning number {winning!r} but no winning-number line to confirm it: no result "
             "published (read the number on the wheel)",
-            now, raw,
+            now,
+            raw,
         )
 
     def _result_skipped(self, status: WheelStatus, now: float, raw: str) -> list[Reading]:
@@ -669,8 +768,13 @@ class WheelSession(DeviceSession):
             lines_raw = "\n".join(line.raw for line in game.lines)
             return self._publish_result(status, now, f"{lines_raw}\n{raw}")
         game.open = False
-        return self._raise(RESULT_MISSED, "the wheel went on to a new game without a readable result for the "
-                           "last spin (read the number on the wheel)", now, raw)
+        return self._raise(
+            RESULT_MISSED,
+            "the wheel went on to a new game without a readable result for the "
+            "last spin (read the number on the wheel)",
+            now,
+            raw,
+        )
 
     # -- warning flags and the vendor's exception windows ----------------------------------------------------
 
@@ -678,8 +782,14 @@ class WheelSession(DeviceSession):
         out: list[Reading] = []
         flags = status.flags
         if flags & WarningFlags.SENSOR_OR_MOTOR:
-            out.extend(self._raise(SENSOR_OR_MOTOR, "a ball sensor is broken (on or off) or the "
-                                   "motor/encoder failed: run the self-test", now, raw))
+            out.extend(
+                self._raise(
+                    SENSOR_OR_MOTOR,
+                    "a ball sensor is broken (on or off) or the motor/encoder failed: run the self-test",
+                    now,
+                    raw,
+                )
+            )
         if _is_miss_spin(status):
             out.extend(self._void("miss-spin", status, now, raw))
         if _is_no_ball(status):
@@ -692,15 +802,29 @@ class WheelSession(DeviceSession):
             self._no_ball_since = None
         if flags & WarningFlags.LAUNCH_FAILED:
             if status.state is S.BALL_IN_RIM and _elapsed(self._state_since, now, LAUNCH_FLAG_GRACE_S):
-                out.extend(self._raise(LAUNCH_FAILED, "the ball launch failed (flag 8 persists in the track "
-                                       "after 3 s): stop the game and investigate", now, raw))
+                out.extend(
+                    self._raise(
+                        LAUNCH_FAILED,
+                        "the ball launch failed (flag 8 persists in the track "
+                        "after 3 s): stop the game and investigate",
+                        now,
+                        raw,
+                    )
+                )
             elif status.state is S.PLACE_BETS:
                 if self._launch_retry_since is None:
                     self._launch_retry_since = now
                 elif _elapsed(self._launch_retry_since, now, LAUNCH_RETRY_LIMIT_S):
-                    out.extend(self._raise(LAUNCH_FAILED, "the wheel keeps failing to launch the ball "
-                                           f"(flag 8 for {LAUNCH_RETRY_LIMIT_S:g} s): check the ball and "
-                                           "the launcher", now, raw))
+                    out.extend(
+                        self._raise(
+                            LAUNCH_FAILED,
+                            "the wheel keeps failing to launch the ball "
+                            f"(flag 8 for {LAUNCH_RETRY_LIMIT_S:g} s): check the ball and "
+                            "the launcher",
+                            now,
+                            raw,
+                        )
+                    )
         else:
             self._launch_retry_since = None
         return out
@@ -765,6 +889,11 @@ class WheelSession(DeviceSession):
 
 def _elapsed(since: float, now: float, seconds: float) -> bool:
     return now - since >= seconds - _TIME_EPSILON_S
+
+
+def _due(deadline: float, now: float) -> bool:
+    """A timer of `tick` has expired: judged like `_elapsed`, so ticking at the deadline always fires it."""
+    return now >= deadline - _TIME_EPSILON_S
 
 
 def _is_miss_spin(status: WheelStatus) -> bool:

@@ -312,8 +312,10 @@ class WheelDevice:
     def _status_line(self) -> str:
         winning = "  " if self.winning is None else pocket_text(self.winning)
         speed = min(999, round(self.rpm * 10))
-        return (f"*X;{int(self.state)};{self.spin:03d};{winning};{int(self.flags):X};{speed:03d};"
-                f"{int(self.direction)}")
+        return (
+            f"*X;{int(self.state)};{self.spin:03d};{winning};{int(self.flags):X};{speed:03d};"
+            f"{int(self.direction)}"
+        )
 
     def _emit(self, line: str, now: float, *, result_line: bool = False) -> None:
         data = line.encode("latin-1") + b"\r\n"

@@ -1,0 +1,107 @@
+"""`tablectl check-config`: everything a table's file needs to start, checked at once, every problem listed.
+
+Beyond what loading the config validates (keys, values, the game's settings, each protocol's options):
+every device's session can be built from its options, every serial port exists (a `socket://` or
+`rfc2217://` URL is only checked for its form: the device server may be down right now), and the data
+directory and capture files can be written (or created). Nothing is created or opened for writing.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from controller.config import TableConfig, config_problems
+from drivers.registry import session_class
+
+#: pyserial URL schemes (`serial_for_url`); the network ones need `host:port`.
+_NETWORK_SCHEMES = frozenset({"socket", "rfc2217"})
+_OTHER_SCHEMES = frozenset({"loop", "spy", "alt", "hwgrep", "cp2110"})
+
+
+def port_problem(port: str) -> str | None:
+    """Why a device's `port` cannot be opened, as far as can be told without opening it; None if fine."""
+    if "://" not in port:
+        if not os.path.exists(port):
+            return f"serial port {port} not found (is the device plugged in? check `ls /dev/serial/by-id/`)"
+        return None
+    parts = urlsplit(port)
+    if parts.scheme in _OTHER_SCHEMES:
+        return None
+    if parts.scheme not in _NETWORK_SCHEMES:
+        known = ", ".join(f"{scheme}://" for scheme in sorted(_NETWORK_SCHEMES | _OTHER_SCHEMES))
+        return f"{port!r}: unknown URL scheme {parts.scheme + '://'!r} (use a device path, or one of {known})"
+    try:
+        number = parts.port
+    except ValueError:
+        number = None
+    if not parts.hostname or number is None or number == 0:
+        return (
+            f"{port!r}: a {parts.scheme}:// URL needs a host and a port, e.g. {parts.scheme}://10.0.0.5:4001"
+        )
+    return None
+
+
+def _nearest_existing(path: Path) -> Path:
+    for candidate in (path, *path.parents):
+        if candidate.exists():
+            return candidate
+    return Path("/")
+
+
+def directory_problem(path: Path) -> str | None:
+    """Why files cannot be written in directory `path` (created if missing); None if they can."""
+    if path.exists():
+        if not path.is_dir():
+            return f"{path} is not a directory"
+        if not os.access(path, os.W_OK | os.X_OK):
+            return f"{path} is not writable by this user"
+        return None
+    existing = _nearest_existing(path.parent)
+    if not existing.is_dir():
+        return f"{path} cannot be created: {existing} is not a directory"
+    if not os.access(existing, os.W_OK | os.X_OK):
+        return f"{path} cannot be created: {existing} is not writable by this user"
+    return None
+
+
+def file_problem(path: Path) -> str | None:
+    """Why file `path` cannot be written (or created, with its directory); None if it can."""
+    if path.exists():
+        if path.is_dir():
+            return f"{path} is a directory, not a file"
+        if not os.access(path, os.W_OK):
+            return f"{path} is not writable by this user"
+        return None
+    return directory_problem(path.parent)
+
+
+def runtime_problems(config: TableConfig) -> list[str]:
+    """What would stop a valid config from starting, as `<key>: <what>` lines."""
+    problems: list[str] = []
+    for name, device in config.devices.items():
+        try:
+            session_class(device.protocol)(name, **device.options)
+        except (TypeError, ValueError) as exc:
+            problems.append(f"devices.{name}.options: the {device.protocol} session refuses them: {exc}")
+        problem = port_problem(device.port)
+        if problem is not None:
+            problems.append(f"devices.{name}.port: {problem}")
+        if device.capture is not None:
+            problem = file_problem(device.capture)
+            if problem is not None:
+                problems.append(f"devices.{name}.capture: {problem}")
+    problem = directory_problem(config.table.data_dir)
+    if problem is not None:
+        problems.append(f"table.data_dir: {problem}")
+    return problems
+
+
+def check_config(path: str | Path, *, environ: Mapping[str, str] | None = None) -> list[str]:
+    """Every problem of a table's file, one line each (`<file>: <key>: <what>`); empty when it is ready."""
+    config, problems = config_problems(path, environ=environ)
+    if config is None:
+        return problems
+    return [f"{path}: {line}" for line in runtime_problems(config)]
