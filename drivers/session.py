@@ -97,11 +97,6 @@ class DeviceSession(ABC):
         at each deadline gives the same readings and bytes as ticking every 100 ms. It may change after
         every input (`connection_made`, `data_received`, `command`, `tick`): ask again each time."""
 
-    def next_deadline(self) -> float | None:
-        """When `tick` must be called even if no bytes arrive (a watchdog, a poll); None: not until
-        something else happens."""
-        return None
-
     def command(self, command: DeviceCommand, now: float) -> list[Reading]:
         """A request from the table. Raise UnknownDeviceCommand for what this device cannot do."""
         raise UnknownDeviceCommand(f"{self.protocol} device {self.name!r} has no command {command.name!r}")
