@@ -1,13 +1,21 @@
 """How fast `tablectl replay` runs through a long roulette capture, and what it prints.
 
-Records a long session of the simulated Cammegh SS2 wheel with every injectable fault (the same faults as
-the test suite's long-session test) as a JSON Lines capture, then replays it through the whole pure stack
-(`controller.replay.replay_file`) and reports lines per second. `--digest FILE` writes the replay's events
-(type, subject and data; ids and record times differ per run) so two versions of the code can be compared
-for identical output.
+Records sessions of the simulated Cammegh SS2 wheel with every injectable fault (the same faults as the test
+suite's long-session test) as a JSON Lines capture (device bytes only, as any version of the replay reads),
+then replays it through the whole pure stack (`controller.replay.replay_file`) and reports lines per second
+and CPU seconds. Two shapes of capture:
 
-    python bench/replay_speed.py                       # 2 simulated hours, writes bench/results/
-    python bench/replay_speed.py --hours 0.5 --digest /tmp/digest.json
+- `--days 0` (default): one session of `--hours` of continuous play: every status line of a polled wheel,
+  so the replay's cost is parsing the wheel's lines;
+- `--days N`: N studio days, each `--hours` of play and then the table closed (no traffic) until the next
+  day, as a table's capture over weeks looks: there the cost of a replay that walks through idle time shows.
+
+`--digest FILE` writes the replay's events (type, subject, time and data; ids and record times differ per
+run) so that two versions of the code can be compared for identical output (`events_sha256`).
+
+    python bench/replay_speed.py                        # 2 simulated hours, writes bench/results/
+    python bench/replay_speed.py --days 3 --hours 1     # 3 days with 1 hour of play each
+    python bench/replay_speed.py --capture C.jsonl --digest /tmp/digest.json
 """
 
 from __future__ import annotations
@@ -45,14 +53,14 @@ FAULTS = WheelFaults(
 )
 
 
-def record(path: Path, seconds: float, seed: int) -> int:
+def record(path: Path, seconds: float, seed: int, start: float = T0) -> int:
     """Record the wheel's traffic with a host session polling it, as `tablectl run` would capture it.
 
     A technician repairs a latched fault after 2 s and powers the wheel up again, so the wheel keeps
     playing for the whole session. Returns the number of records written."""
     device = WheelDevice(seed=seed, speed=8.0, boot_seconds=0.5, faults=FAULTS)
     session = WheelSession("wheel", user_start=False)  # the wheel starts each game by itself
-    now = T0
+    now = start
     device.connected(now)
     session.connection_made(now)
     records = 0
@@ -84,7 +92,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--hours", type=float, default=2.0, help="simulated session length")
+    parser.add_argument("--hours", type=float, default=2.0, help="hours of play (per day with --days)")
+    parser.add_argument("--days", type=int, default=0, help="studio days: play, then closed until the next")
     parser.add_argument("--seed", type=int, default=424242)
     parser.add_argument("--capture", type=Path, help="replay this capture instead of recording one")
     parser.add_argument("--digest", type=Path, help="write the replayed events here (for comparisons)")
@@ -97,8 +106,11 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory() as tmp:
         capture = args.capture or Path(tmp) / "wheel.jsonl"
-        if args.capture is None:
+        if args.capture is None and args.days == 0:
             record(capture, args.hours * 3600, args.seed)
+        elif args.capture is None:
+            for day in range(args.days):
+                record(capture, args.hours * 3600, args.seed + day, start=T0 + day * 86400)
         lines = sum(1 for _ in capture.open(encoding="utf-8"))
         started = time.perf_counter()
         cpu_started = time.process_time()
@@ -113,6 +125,7 @@ def main() -> int:
         "date": datetime.now(UTC).date().isoformat(),
         "machine": f"{platform.machine()} {platform.processor() or ''} {platform.python_version()}".strip(),
         "simulated_hours": args.hours,
+        "days": args.days,
         "capture_lines": lines,
         "events": len(events),
         "results": sum(e["type"] == "round.result" for e in events),

@@ -14,6 +14,7 @@ from __future__ import annotations
 import enum
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 # --- vocabulary ----------------------------------------------------------------------------------------
 
@@ -425,8 +426,12 @@ def _parse_packet(line: str) -> WheelMessage | ParseError:
     return UnhandledReply(command=command, text=rest, raw=line)
 
 
+@lru_cache(maxsize=1024)
 def parse_line(line: str) -> WheelMessage | ParseError:
-    """One line without its line end (leading spaces matter: `" 9"` is a winning number)."""
+    """One line without its line end (leading spaces matter: `" 9"` is a winning number).
+
+    Pure, and its results are immutable, so it is cached: a wheel repeats the same status line many times a
+    second while nothing changes (polls, automatic status), and parsing it again would give the same."""
     if not line:
         return ParseError(REASON_UNRECOGNISED, line)
     if any(ord(ch) not in _PRINTABLE for ch in line):
