@@ -14,7 +14,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from controller.config import TableConfig, config_problems
-from drivers.registry import session_class
+from drivers.registry import is_camera, session_class
 
 #: pyserial URL schemes (`serial_for_url`); the network ones need `host:port`.
 _NETWORK_SCHEMES = frozenset({"socket", "rfc2217"})
@@ -78,10 +78,27 @@ def file_problem(path: Path) -> str | None:
     return directory_problem(path.parent)
 
 
+def camera_source_problem(source: str) -> str | None:
+    """A camera's `port` is its frame source: a local device or folder must exist; a stream URL, a
+    GStreamer pipeline or `synthetic` can only be tried by opening it."""
+    text = source.strip()
+    if text.startswith("folder:"):
+        folder = text.removeprefix("folder:")
+        return None if os.path.isdir(folder) else f"image folder {folder} not found"
+    if text.startswith("/dev/") and not os.path.exists(text):
+        return f"camera {text} not found (is it plugged in? check `ls /dev/v4l/by-id/`)"
+    return None
+
+
 def runtime_problems(config: TableConfig) -> list[str]:
     """What would stop a valid config from starting, as `<key>: <what>` lines."""
     problems: list[str] = []
     for name, device in config.devices.items():
+        if is_camera(device.protocol):
+            problem = camera_source_problem(device.port)
+            if problem is not None:
+                problems.append(f"devices.{name}.port: {problem}")
+            continue
         try:
             session_class(device.protocol)(name, **device.options)
         except (TypeError, ValueError) as exc:

@@ -34,7 +34,11 @@ def check_ports(config: object) -> None:
     from controller.config import TableConfig
 
     assert isinstance(config, TableConfig)
+    from drivers.registry import is_camera
+
     for name, device in config.devices.items():
+        if is_camera(device.protocol):
+            continue  # a frame source, not a serial port: the camera runner reports it offline until it opens
         if _port_is_path(device.port) and not os.path.exists(device.port):
             raise OperatorError(
                 f"devices.{name}: serial port {device.port} not found (is the {name} plugged in? "

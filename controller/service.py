@@ -36,7 +36,7 @@ from controller.runtime import Step, TableCore
 from controller.table_state import decode_state, encode_state
 from drivers.capture import CaptureWriter
 from drivers.readings import Reading
-from drivers.registry import session_class
+from drivers.registry import is_camera, session_class
 from drivers.runner import DeviceRunner
 from drivers.session import DeviceSession, UnknownDeviceCommand
 
@@ -118,12 +118,17 @@ class TableService:
             client_id=config.broker.client_id or f"tablectl-{config.table.studio_id}-{config.table.table_id}",
         )
         self.runners: dict[str, DeviceRunner] = {}
+        #: camera devices (frames, not bytes): their health goes the same way as every device's
+        self.cameras: dict[str, Any] = {}
         meta = {
             "game": config.table.game,
             "table_id": config.table.table_id,
             "settings": config.game_settings().model_dump(mode="json"),
         }
         for name, device in config.devices.items():
+            if is_camera(device.protocol):
+                self.cameras[name] = self._build_camera(name, device.port, device.options, device.capture)
+                continue
             session = build_session(name, device.protocol, device.options)
             capture = CaptureWriter(device.capture) if device.capture else None
             if capture is not None:
@@ -194,6 +199,8 @@ class TableService:
             request, future = await self._requests.get()
             try:
                 runner = self.runners.get(request.device)
+                if request.device in self.cameras:
+                    raise UnknownDeviceCommand(f"camera {request.device!r} takes no commands")
                 if runner is None:
                     raise UnknownDeviceCommand(f"the table has no device {request.device!r}")
                 await runner.send(request.command)
@@ -274,6 +281,22 @@ class TableService:
             raise CommandError(error)
         return reply
 
+    def _build_camera(self, name: str, source: str, options: dict[str, Any], capture: Path | None) -> Any:
+        # imported here: a table without a camera never loads the camera code (nor, later, OpenCV)
+        from functools import partial
+
+        from drivers.camera import CameraCaptureWriter, CameraOptions, CameraRunner, make_source
+
+        camera_options = CameraOptions.model_validate(options)
+        return CameraRunner(
+            name,
+            partial(make_source, source, camera_options),
+            options=camera_options,
+            on_readings=self.on_readings,
+            clock=self.clock,
+            capture=CameraCaptureWriter(capture) if capture else None,
+        )
+
     def _record_command(self, command: Command, now: float) -> None:
         """An accepted command goes into the first device's capture: a replay applies it at its time."""
         primary = next(iter(game_spec(self.config.table.game).devices), None)
@@ -326,6 +349,8 @@ class TableService:
                 group.create_task(self.bus.run(), name="mqtt-bus")
                 for name, runner in self.runners.items():
                     group.create_task(runner.run(), name=f"device-{name}")
+                for name, camera in self.cameras.items():
+                    group.create_task(camera.run(), name=f"camera-{name}")
                 group.create_task(self._deadline_loop(), name="deadlines")
                 group.create_task(self._dispatch_loop(), name="device-requests")
                 if ready is not None:

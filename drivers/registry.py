@@ -2,12 +2,18 @@
 
 A vendor's real protocol is one more entry here (like python-can's interface registry). Imports are lazy so
 that a table running a shoe never imports OpenCV or the wheel code.
+
+Two kinds of device: byte streams (a `DeviceSession` driven by `drivers.runner`) and cameras (frames, driven
+by `drivers.camera.CameraRunner`; `port` is the frame source: a device index or path, a stream URL, a
+GStreamer pipeline, `folder:<dir>`, `synthetic`). Both report health with the same readings.
 """
 
 from __future__ import annotations
 
 import importlib
 from typing import Any
+
+from pydantic import BaseModel
 
 from drivers.session import DeviceSession, SessionOptions
 
@@ -20,7 +26,15 @@ PROTOCOLS: dict[str, tuple[str, str]] = {
         "drivers.shuffler.simulator:ShufflerSimulator",
     ),
     "shaker-line": ("drivers.shaker.session:ShakerSession", "drivers.shaker.simulator:ShakerSimulator"),
+    # a camera: (its options model, its simulated source); it has no byte session
+    "camera": ("drivers.camera.options:CameraOptions", "drivers.camera.sources:SyntheticSource"),
 }
+#: protocols whose devices are cameras (frames), not byte streams
+CAMERA_PROTOCOLS = frozenset({"camera"})
+
+
+def is_camera(protocol: str) -> bool:
+    return protocol in CAMERA_PROTOCOLS
 
 
 class UnknownProtocol(KeyError):
@@ -38,13 +52,20 @@ def session_class(protocol: str) -> type[DeviceSession]:
         path = PROTOCOLS[protocol][0]
     except KeyError:
         raise UnknownProtocol(protocol) from None
+    if is_camera(protocol):
+        raise ValueError(f"a {protocol} device has no byte session: it is run by drivers.camera")
     cls: type[DeviceSession] = _load(path)
     return cls
 
 
-def options_model(protocol: str) -> type[SessionOptions]:
-    """The model of `[devices.<name>.options]` for a protocol: its session class's `Options`."""
-    return session_class(protocol).Options
+def options_model(protocol: str) -> type[BaseModel]:
+    """The model of `[devices.<name>.options]` for a protocol: its session class's `Options` (a camera's:
+    `CameraOptions`)."""
+    if is_camera(protocol):
+        model: type[BaseModel] = _load(PROTOCOLS[protocol][0])
+        return model
+    options: type[SessionOptions] = session_class(protocol).Options
+    return options
 
 
 def simulator_class(protocol: str) -> Any:
