@@ -22,6 +22,7 @@ from controller.journal import Journal, JournalError
 from controller.replay import replay_file
 from controller.retention import (
     ARCHIVE_DIR,
+    Housekeeping,
     archive_path,
     prune_events,
     read_archive,
@@ -350,3 +351,61 @@ async def test_a_low_disk_shows_in_the_retained_status(mosquitto: MosquittoBroke
             StatusMessage.model_validate(low.json())  # the contract names the field
     finally:
         await shoe.stop()
+
+
+# --- the housekeeping task ----------------------------------------------------------------------------------
+
+
+class StatusBoard:
+    """Stands in for the bus: what the housekeeping put in the status."""
+
+    def __init__(self) -> None:
+        self.disk: list[tuple[int, str]] = []
+
+    def set_disk(self, free_bytes: int, status: str) -> None:
+        self.disk.append((free_bytes, status))
+
+
+async def test_one_round_of_housekeeping_and_a_failure_that_does_not_stop_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    clock = FakeClock(T0)
+    path = tmp_path / "t1-journal.sqlite3"
+    journal = Journal(path, SOURCE, clock=clock)
+    for envelope in journal.append([opened(n) for n in range(1, 4)]):
+        journal.acknowledge(int(envelope.sequence))
+    capture = CaptureWriter(tmp_path / "shoe.jsonl")
+    capture.story("meta", capture_meta(), T0)
+    board = StatusBoard()
+    keeping = Housekeeping(
+        settings(disk_low_bytes=0, capture_max_bytes=64 * 1024, capture_days=60),
+        journal=journal,
+        journal_path=path,
+        bus=board,  # type: ignore[arg-type]
+        captures=[capture],
+        clock=clock,
+    )
+    assert capture.daily and capture.max_bytes == 64 * 1024
+    capture.rx(b"STATUS READY\r\n", T0 + DAY)  # the next day: the capture rotates
+    clock.now += 31 * DAY
+    await keeping.tidy()
+    assert journal.pruned_through == 3 and len(list((tmp_path / ARCHIVE_DIR).iterdir())) == 1
+    assert [f.name.endswith(".gz") for f, _ in rotated_captures(capture.path)] == [True]
+    assert await keeping.check_disk() == "ok" and board.disk[-1][1] == "ok"
+
+    calls = 0
+
+    async def flaky() -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise OSError("No space left on device")
+
+    task = asyncio.create_task(keeping._every(0.01, flaky))
+    await wait_until(lambda: calls >= 3)
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    assert "housekeeping failed" in caplog.text
+    capture.close()
+    journal.close()
