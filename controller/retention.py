@@ -191,9 +191,10 @@ class Housekeeping:
         self.captures = list(captures)
         self.clock = clock
         self.disk_status: str | None = None
-        for capture in self.captures:
-            capture.max_bytes = settings.capture_max_bytes
-            capture.daily = True
+        if settings.enabled:  # disabled, the captures grow as before: nothing would compress or prune them
+            for capture in self.captures:
+                capture.max_bytes = settings.capture_max_bytes
+                capture.daily = True
 
     @classmethod
     def of(cls, service: TableService) -> Housekeeping:
