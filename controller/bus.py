@@ -182,6 +182,8 @@ class TableBus:
         self._connected = False
         self._since = ""  # when the current connection was established (ISO, ms)
         self._refusal: _Refusal | None = None  # the broker is refusing events (MQTT 5 PUBACK >= 0x80)
+        self._disk: dict[str, Any] | None = None  # free space, in the status (`set_disk`)
+        self._status_dirty = False
 
     # --- public API --------------------------------------------------------------------------------
 
@@ -211,6 +213,15 @@ class TableBus:
         self._devices[name] = _to_json(health)
         self._dirty_devices.add(name)
         self._retained_changed.set()
+
+    def set_disk(self, free_bytes: int, status: str) -> None:
+        """The free space where the table writes, and whether it is "low": `"disk"` in the retained status.
+        The status is republished when `status` changes, and at every check while it is low."""
+        changed = self._disk is None or self._disk["status"] != status or status != "ok"
+        self._disk = {"free_bytes": free_bytes, "status": status}
+        if changed:
+            self._status_dirty = True
+            self._retained_changed.set()
 
     async def run(self) -> None:
         """Stay connected until close() or cancellation, reconnecting with backoff."""
@@ -272,6 +283,8 @@ class TableBus:
                 "refused_sequence": refusal.sequence,
                 "refused_since": refusal.since,
             }
+        if self._disk is not None:
+            status["disk"] = self._disk
         return _to_json(status)
 
     def _new_client(self) -> _Client:
@@ -394,6 +407,7 @@ class TableBus:
 
     async def _publish_birth(self, client: aiomqtt.Client) -> None:
         """Status online, then the latest state and every device (on connect and on rebirth)."""
+        self._status_dirty = False
         await self._publish_retained(client, self._topic("status"), self._online_payload())
         self._state_dirty = False
         self._dirty_devices.clear()
@@ -407,6 +421,9 @@ class TableBus:
             await self._retained_changed.wait()
             self._retained_changed.clear()
             # The payload is read at publish time, so the last publish always carries the latest value.
+            if self._status_dirty:
+                self._status_dirty = False
+                await self._publish_retained(client, self._topic("status"), self._online_payload())
             if self._state_dirty and self._state is not None:
                 self._state_dirty = False
                 await self._publish_retained(client, self._topic("state"), self._state)
@@ -571,6 +588,13 @@ class TableBus:
 
     async def _replay(self, client: _Client, command: ReplayEvents) -> dict[str, Any]:
         """Re-send journaled events as historical, at most REPLAY_EVENTS_PER_SECOND, REPLAY_MAX_EVENTS."""
+        pruned = self._journal.pruned_through
+        if command.from_sequence <= pruned:
+            # Said, not skipped: a consumer filling a gap must know these events are only in the archive.
+            raise CommandError(
+                f"events up to {pruned} were archived and are no longer in the journal; "
+                f"replay from {pruned + 1}"
+            )
         loop = asyncio.get_running_loop()
         started = loop.time()
         upper = command.to_sequence

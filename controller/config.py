@@ -134,6 +134,45 @@ class PanelSettings(Strict):
         return dealers
 
 
+class RetentionSettings(Strict):
+    """What the table keeps on its disk, and when it warns that the disk fills up (`controller.retention`).
+
+    Acknowledged events older than `event_days` leave the journal in batches: archived first (gzip JSON Lines,
+    one file per UTC day in `archive/` beside the journal) unless `event_archive = "drop"`. Device captures
+    start a new file every UTC day and when one exceeds `capture_max_bytes`; the rotated files are compressed
+    and kept `capture_days` days. The retained status says `"disk": {"status": "low"}` while the free space
+    of the journal's (or a capture's) file system is under `disk_low_bytes`.
+    """
+
+    enabled: bool = Field(default=True, description="run the housekeeping at all (the disk check included)")
+    event_days: float = Field(
+        default=30.0, gt=0, le=36500, description="acknowledged events older than this leave the journal"
+    )
+    event_archive: Literal["gzip", "drop"] = Field(
+        default="gzip", description="gzip: written to archive/<journal>-<day>.jsonl.gz first; drop: deleted"
+    )
+    prune_batch: int = Field(
+        default=500, ge=1, le=10_000, description="events per batch (one short transaction each)"
+    )
+    interval_seconds: float = Field(
+        default=3600.0, ge=1, le=7 * 86400, description="time between two rounds of housekeeping"
+    )
+    capture_max_bytes: int = Field(
+        default=64 * 1024 * 1024, ge=64 * 1024, description="a capture file larger than this is rotated"
+    )
+    capture_days: int = Field(
+        default=14, ge=1, le=3650, description="rotated captures are kept this many days"
+    )
+    disk_low_bytes: int = Field(
+        default=1024 * 1024 * 1024,
+        ge=0,
+        description="free space under this is reported as low (0: never); leave room for days of events",
+    )
+    disk_check_seconds: float = Field(
+        default=60.0, ge=1, le=86400, description="how often free space is checked"
+    )
+
+
 def redact_url(url: str) -> str:
     """`url` without the credentials it may hold (`mqtt://user:secret@host` -> `mqtt://***@host`)."""
     scheme, sep, rest = url.partition("://")
@@ -239,6 +278,7 @@ class TableConfig(Strict):
         default_factory=dict, description="the game's own settings (validated by the game)"
     )
     panel: PanelSettings = PanelSettings()
+    retention: RetentionSettings = RetentionSettings()
 
     @model_validator(mode="before")
     @classmethod

@@ -51,6 +51,10 @@ class CardDealt(EventData):
     )
     index: int = Field(description="0-based position of the card within that hand")
     rescan: bool = Field(False, description="the card was read on a re-scan after a no-read")
+    manual: bool = Field(
+        default=False,
+        description="the card was entered by hand (input manual_card) after the reader could not read it",
+    )
     raw: str = Field("", description="the device line(s) this card came from")
 
 
@@ -95,6 +99,10 @@ class BaccaratResult(EventData):
     banker_natural: bool
     round_number_in_shoe: int
     last_round_of_shoe: bool
+    manual_cards: list[str] = Field(
+        default_factory=list,
+        description="cards of this round entered by hand after a no-read (see card.dealt)",
+    )
 
 
 class RouletteResult(EventData):
@@ -132,6 +140,10 @@ class AndarBaharResult(EventData):
         description="game card + first Andar + first Bahar; ace high (Q-K-A) or low (A-2-3), no wrap "
         "(K-A-2); null when no pattern or fewer than 3 cards"
     )
+    manual_cards: list[str] = Field(
+        default_factory=list,
+        description="cards of this round entered by hand after a no-read (see card.dealt)",
+    )
 
 
 PokerCategory = Literal[
@@ -165,6 +177,10 @@ class StudResult(EventData):
     dealer_qualifies: bool = Field(description="the dealer has ace-king or better")
     outcomes: list[Literal["win", "lose", "tie"]] = Field(
         description="each player hand against the dealer's, qualified or not (payouts are the rules engine's)"
+    )
+    manual_cards: list[str] = Field(
+        default_factory=list,
+        description="cards of this round entered by hand after a no-read (see card.dealt)",
     )
 
 

@@ -12,6 +12,12 @@ It also keeps the replies to the latest commands, keyed by (sender, transaction)
 twice (MQTT QoS 1 may) is applied once: the reply is written in the same transaction as the command's events,
 and a restart between the two cannot re-apply it. Only the latest `KEEP_COMMAND_REPLIES`, of the last
 `KEEP_COMMAND_REPLY_SECONDS`, count.
+
+Old events leave the journal (`controller.retention`): `prunable` lists the oldest acknowledged ones, the
+caller archives them, then `prune_through` deletes them. Only a run of the oldest events goes, never one still
+in the outbox nor anything after it, so what the journal holds is always `first_sequence..last_sequence`
+without gaps. `last_sequence` and the latest pruned event of each type stay in `meta`: the sequence never goes
+back and `last_event` still answers after its event was pruned.
 """
 
 from __future__ import annotations
@@ -65,6 +71,15 @@ KEEP_COMMAND_REPLIES = 1000
 KEEP_COMMAND_REPLY_SECONDS = 24 * 3600.0
 
 
+@dataclass(frozen=True, slots=True)
+class StoredEvent:
+    """One journaled event as stored: its envelope is the exact JSON that was published."""
+
+    sequence: int
+    recordedtime: str
+    envelope: str
+
+
 @dataclass(frozen=True)
 class CommandReply:
     """The reply given to one command, kept so that its repeat (same sender, transaction) gets it again."""
@@ -113,6 +128,7 @@ class Journal:
             self.boot = int(self._meta("boot") or 0) + 1
             self._set_meta("boot", str(self.boot))
             self._last_sequence = int(self._meta("last_sequence") or 0)
+            self._pruned_through = int(self._meta("pruned_through") or 0)
 
     # --- writing -----------------------------------------------------------------------------------
 
@@ -194,7 +210,50 @@ class Journal:
             (KEEP_COMMAND_REPLIES,),
         )
 
+    def prune_through(self, sequence: int) -> int:
+        """Delete the journaled events up to `sequence` (the caller archived them first). Returns how many.
+
+        Refused (JournalError, nothing deleted) if one of them is still in the outbox. One transaction; the
+        latest deleted event of each type is kept in `meta` for `last_event`."""
+        if sequence <= self._pruned_through:
+            return 0
+        with self._transaction():
+            waiting = self._db.execute("SELECT MIN(sequence) FROM outbox").fetchone()[0]
+            if waiting is not None and waiting <= sequence:
+                raise JournalError(f"event {waiting} is still in the outbox: events to {sequence} must stay")
+            latest = self._db.execute(
+                "SELECT type, envelope FROM events WHERE sequence IN "
+                "(SELECT MAX(sequence) FROM events WHERE sequence <= ? GROUP BY type)",
+                (sequence,),
+            ).fetchall()
+            for type_, envelope in latest:
+                self._set_meta(f"pruned_last:{type_}", str(envelope))
+            deleted = self._db.execute("DELETE FROM events WHERE sequence <= ?", (sequence,)).rowcount
+            self._set_meta("pruned_through", str(sequence))
+        self._pruned_through = sequence
+        return int(deleted)
+
     # --- reading -----------------------------------------------------------------------------------
+
+    def prunable(self, recorded_before: str, limit: int) -> list[StoredEvent]:
+        """The oldest events, in order, while they are acknowledged (not in the outbox) and were recorded
+        before `recorded_before` (ISO, as `recordedtime`): at most `limit`; none past one that is not."""
+        rows = self._db.execute(
+            "SELECT e.sequence, json_extract(e.envelope, '$.recordedtime'), e.envelope, o.sequence "
+            "FROM events e LEFT JOIN outbox o ON o.sequence = e.sequence ORDER BY e.sequence LIMIT ?",
+            (limit,),
+        ).fetchall()
+        found: list[StoredEvent] = []
+        for sequence, recorded, envelope, waiting in rows:
+            if waiting is not None or not isinstance(recorded, str) or recorded >= recorded_before:
+                break
+            found.append(StoredEvent(int(sequence), recorded, str(envelope)))
+        return found
+
+    @property
+    def pruned_through(self) -> int:
+        """The last sequence that left the journal (archived or dropped); 0 if none did."""
+        return self._pruned_through
 
     def command_reply(self, sender: str, transaction: str | int) -> CommandReply | None:
         """The reply kept for this sender's transaction, if the command was applied (in the last day)."""
@@ -230,7 +289,10 @@ class Journal:
         row = self._db.execute(
             "SELECT envelope FROM events WHERE type = ? ORDER BY sequence DESC LIMIT 1", (type_,)
         ).fetchone()
-        return None if row is None else Envelope.model_validate_json(row[0])
+        if row is None:
+            pruned = self._meta(f"pruned_last:{type_}")
+            return None if pruned is None else Envelope.model_validate_json(pruned)
+        return Envelope.model_validate_json(row[0])
 
     @property
     def last_sequence(self) -> int:

@@ -82,7 +82,7 @@ DEVICE_ACTIONS: dict[str, DeviceCommand] = {
 MAX_HELD_READINGS = 500
 
 #: the version of `TableRecord`; bump it with a migration in `controller.state_migrations`
-STATE_VERSION = 1
+STATE_VERSION = 2
 
 
 class StateMismatch(ValueError):

@@ -49,6 +49,18 @@ INBOUND: JsonSchemaMode = "validation"
 # These topics have no event model; the models live here so the bus can build its payloads from them.
 
 
+class DiskStatus(BaseModel):
+    """The free space of the file systems the table writes to (the smallest), as the last check found it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    free_bytes: int = Field(ge=0)
+    status: Literal["ok", "low"] = Field(
+        description="low: under the configured threshold (retention.disk_low_bytes); free space before the "
+        "journal can no longer be written and the table stops"
+    )
+
+
 class StatusMessage(BaseModel):
     """Retained on `<root>/status`. The Last Will publishes `offline` with the same boot counter."""
 
@@ -70,6 +82,10 @@ class StatusMessage(BaseModel):
     delivery_code: int | None = Field(default=None, description="the PUBACK reason code, e.g. 135 (0x87)")
     refused_sequence: int | None = Field(default=None, description="the first event the broker refused")
     refused_since: str | None = Field(default=None, description="UTC, ms: when the refusals began")
+    disk: DiskStatus | None = Field(
+        default=None,
+        description="free space where the table writes (journal, captures); absent before the first check",
+    )
 
 
 class DeviceMessage(BaseModel):

@@ -32,6 +32,7 @@ from controller.files import private_dir
 from controller.flow import DeviceRequest
 from controller.games import game_spec, make_flow
 from controller.journal import CommandReply, Journal
+from controller.retention import Housekeeping
 from controller.runtime import Step, TableCore
 from controller.table_state import decode_state, encode_state
 from drivers.capture import CaptureWriter
@@ -353,6 +354,7 @@ class TableService:
                     group.create_task(camera.run(), name=f"camera-{name}")
                 group.create_task(self._deadline_loop(), name="deadlines")
                 group.create_task(self._dispatch_loop(), name="device-requests")
+                group.create_task(Housekeeping.of(self).run(), name="retention")
                 if ready is not None:
                     result = ready()
                     if result is not None:

@@ -14,8 +14,18 @@ from typing import Any
 
 from controller.runtime import STATE_VERSION, StateMismatch
 
+
+def _v1_to_v2(record: dict[str, Any]) -> dict[str, Any]:
+    """Version 2: a card game's flow lists the round's hand-entered cards (`manual_cards`); a version-1 round
+    had none marked."""
+    flow = record.get("flow")
+    if isinstance(flow, dict) and "composition" in flow:
+        flow.setdefault("manual_cards", [])
+    return record
+
+
 #: version N -> a function turning a version-N record into a version-(N+1) record
-MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
+MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _v1_to_v2}
 
 DISCARD_HINT = (
     "fix the configuration, or start once with --discard-state to drop the stored state "

@@ -141,6 +141,7 @@ def test_the_game_card_opens_the_round_and_starts_the_countdown_with_the_gate_lo
         "position": "game",
         "index": 0,
         "rescan": False,
+        "manual": False,
         "raw": "CARD 1 KS",
     }
     assert out.requests == [LOCK]
@@ -233,6 +234,7 @@ def test_the_seed_example_exactly() -> None:
         "first_andar_match": False,
         "first_bahar_match": False,
         "first_three": "straight",
+        "manual_cards": [],
     }
     assert out.requests == [UNLOCK, LOCK, UNLOCK, LOCK]  # ask, betting, dealing, round over
     assert table.flow.prompt == (
@@ -380,7 +382,7 @@ def test_cards_before_the_table_starts_between_rounds_and_during_betting_are_rej
     assert rejected["reason"] == "betting is open: deal to Andar only after betting closes"
     assert rejected["round_id"] == "ab1-0000001"
     assert "unreadable card: betting is open" in only(table.noread(), "card.rejected")["reason"]
-    with pytest.raises(InputRejected, match="no card is expected now: betting is open"):
+    with pytest.raises(InputRejected, match="no unread card is waiting"):
         table.manual("AC")
     assert table.flow.composition.cards_dealt == 1
     table.tick(15)
@@ -406,9 +408,12 @@ def test_a_card_the_one_deck_already_gave_is_rejected_and_not_dealt() -> None:
         assert event_types(out) == ["card.rejected"]
         reason = only(out, "card.rejected")["reason"]
         assert "already came out 1 times; a 1-deck shoe holds it 1 times" in reason
+    table.noread("5")
     with pytest.raises(InputRejected, match="already came out"):
         table.manual("AC")
-    assert dealt_positions(table.card("QS")) == [("QS", "bahar", 0)]  # the dealing order did not move
+    assert table.flow.public_state()["awaiting_rescan"] is True  # still waiting for the unread card
+    # the dealing order did not move
+    assert dealt_positions(table.card("QS", rescan_of="5")) == [("QS", "bahar", 0)]
 
 
 def test_invalid_codes_and_the_cut_card_are_rejected() -> None:
@@ -480,9 +485,30 @@ def test_a_hand_entered_card_replaces_the_unread_one() -> None:
     out = table.manual("KD")
     assert dealt_positions(out) == [("KD", "andar", 0)]
     assert only(out, "card.dealt")["raw"] == "NOREAD 9\nmanual_card KD"
-    assert validated_results(out)[0].first_andar_match is True
+    assert only(out, "card.dealt")["manual"] is True
+    (result,) = validated_results(out)
+    assert result.first_andar_match is True and result.manual_cards == ["KD"]
     with pytest.raises(InputRejected, match="needs the card code"):
         table.flow.on_input("manual_card", {}, table.now)
+
+
+def test_a_hand_entered_card_needs_an_unread_card_even_the_game_card() -> None:
+    table = Table()
+    table.tick()
+    assert table.flow.public_state()["next_position"] == "game"  # a card is expected: the game card
+    with pytest.raises(InputRejected, match="no unread card is waiting: a card can be entered by hand only"):
+        table.manual("KS")
+    assert table.flow.composition.cards_dealt == 0
+    table.noread("1")
+    out = table.manual("KS")  # the unread game card, typed in: it opens the round
+    assert event_types(out) == ["round.opened", "card.dealt"]
+    assert only(out, "card.dealt")["position"] == "game" and only(out, "card.dealt")["manual"] is True
+    table.tick(table.settings.betting_seconds)
+    with pytest.raises(InputRejected, match="no unread card is waiting"):
+        table.manual("KD")
+    (result,) = validated_results(table.deal("KD"))
+    assert result.manual_cards == ["KS"]
+    assert table.flow.manual_cards == []
 
 
 # --- voids, fresh decks, the shuffler, the gate ----------------------------------------------------------
@@ -659,6 +685,7 @@ class NoisyDealer:
     table: Table
     noise: float
     dealt: list[str] = field(default_factory=list)
+    by_hand: list[str] = field(default_factory=list)
 
     def expect_rejected(self, out: FlowOutput) -> None:
         assert event_types(out) == ["card.rejected"], event_types(out)
@@ -692,6 +719,7 @@ class NoisyDealer:
                 out.extend(self.table.card(code, rescan_of=ref))
             else:
                 out.extend(self.table.manual(code))
+                self.by_hand.append(code)
         assert [e.data["card"] for e in out.events if e.type == "card.dealt"] == [code]
         self.dealt.append(code)
         if self.rng.random() < 0.05:
@@ -700,6 +728,7 @@ class NoisyDealer:
 
     def play_round(self, deck: list[str]) -> AndarBaharResult:
         self.dealt = []
+        self.by_hand = []
         self.stray_cards()
         self.table.ask_for_game_card()
         out = self.feed(deck[0])
@@ -728,7 +757,8 @@ def test_random_decks_match_the_reference(seed: int, rounds: int, noise: float) 
         rng.shuffle(deck)
         result = dealer.play_round(deck)
         expected = reference_round(deck)
-        assert result.model_dump(exclude={"game", "round_id"}) == expected
+        assert result.model_dump(exclude={"game", "round_id", "manual_cards"}) == expected
+        assert result.manual_cards == dealer.by_hand
         assert result.round_id == f"{TABLE}-{number:07d}"
 
 

@@ -184,6 +184,7 @@ def test_natural_ends_the_hand_after_four_cards() -> None:
         "banker_natural": False,
         "round_number_in_shoe": 1,
         "last_round_of_shoe": False,
+        "manual_cards": [],
     }
     assert table.flow.prompt == "Natural — Player wins 9 to 5"
     assert table.flow.rounds.phase == Phase.WAITING
@@ -346,8 +347,9 @@ def test_cards_between_rounds_and_after_the_hand_are_rejected() -> None:
         "the hand is complete: no card is expected until the next round's betting closes"
     )
     assert table.flow.composition.cards_dealt == 4
-    with pytest.raises(InputRejected, match="no card is expected now: the hand is complete"):
+    with pytest.raises(InputRejected, match="no unread card is waiting"):
         table.flow.on_input("manual_card", {"card": "6C"}, table.now)
+    assert table.flow.composition.cards_dealt == 4
 
 
 def test_readings_from_other_devices_and_other_kinds_are_ignored() -> None:
@@ -425,18 +427,55 @@ def test_manual_card_resolves_a_noread_and_is_checked_like_a_scan() -> None:
     out = table.flow.on_input("manual_card", {"card": "KD", "transaction": "t-1", "by": "panel"}, table.now)
     dealt = only(out, "card.dealt")
     assert (dealt["card"], dealt["position"], dealt["index"], dealt["rescan"]) == ("KD", "banker", 0, False)
+    assert dealt["manual"] is True
     assert dealt["raw"] == "NOREAD 5\nmanual_card KD"
     assert table.flow.public_state()["awaiting_rescan"] is False
-    # Without a no-read a hand-entered card is simply the next card.
-    out = table.flow.on_input("manual_card", {"card": "3H"}, table.now)
+    # The no-read is settled: the next card comes from the shoe again, not from the keyboard.
+    with pytest.raises(InputRejected, match="no unread card is waiting"):
+        table.flow.on_input("manual_card", {"card": "3H"}, table.now)
+    out = table.card("3H")
     assert dealt_positions(out) == [("3H", "player", 1)]
+    assert only(out, "card.dealt")["manual"] is False
 
 
 def test_manual_card_is_refused_while_betting_is_open() -> None:
     table = Table()
     table.tick()
-    with pytest.raises(InputRejected, match="betting is still open"):
+    # betting open: no card is expected, so no no-read can be pending either
+    assert "betting is still open" in only(table.noread("1"), "card.rejected")["reason"]
+    with pytest.raises(InputRejected, match="no unread card is waiting"):
         table.flow.on_input("manual_card", {"card": "3H"}, table.now)
+    assert table.flow.composition.cards_dealt == 0
+
+
+def test_manual_card_only_settles_a_pending_noread() -> None:
+    table = Table()
+    table.open_and_close_betting()
+    # a card is expected, but the shoe reads it: nobody may choose it by hand
+    assert table.flow.public_state()["next_position"] == "player"
+    with pytest.raises(InputRejected) as refused:
+        table.flow.on_input("manual_card", {"card": "9H", "by": "panel"}, table.now)
+    assert str(refused.value) == (
+        "no unread card is waiting: a card can be entered by hand only for a card the reader could not read"
+    )
+    assert table.flow.composition.cards_dealt == 0
+    table.deal("2S")
+    table.noread("7")
+    table.flow.on_input("manual_card", {"card": "3C"}, table.now)  # banker's first
+    record = table.flow.export_state()
+    assert record["manual_cards"] == ["3C"]
+    table.flow = BaccaratFlow(TABLE, table.settings)  # a restart: the state record carries it over
+    table.flow.restore_state(record)
+    table.deal("4D")
+    table.noread("8")
+    last = table.flow.on_input("manual_card", {"card": "5H"}, table.now)  # banker's second
+    # player 2+4 = 6 against banker 3+5 = 8, a natural: the hand is over, and its result names both
+    (result,) = validated_results(last)
+    assert result.manual_cards == ["3C", "5H"]
+    assert result.banker.cards == ["3C", "5H"] and result.winner == "banker"
+    with pytest.raises(InputRejected, match="no unread card is waiting"):
+        table.flow.on_input("manual_card", {"card": "KD"}, table.now)
+    assert table.flow.manual_cards == []  # the next round starts with none
 
 
 # --- the cut card and shoes -------------------------------------------------------------------------------
@@ -759,6 +798,7 @@ class ShoeRun:
                 out.extend(self.table.flow.on_input("manual_card", {"card": code}, self.table.now))
         dealt = [e for e in out.events if e.type == "card.dealt"]
         assert len(dealt) == 1 and dealt[0].data["card"] == code, event_types(out)
+        assert dealt[0].data["manual"] == ("manual_card" in dealt[0].data["raw"])
         self.dealt_in_shoe[code] = self.dealt_in_shoe.get(code, 0) + 1
         self.maybe_recover_from_a_crash()
         return out
@@ -787,6 +827,10 @@ class ShoeRun:
                 round_out.extend(self.feed_card(cards[position]))
                 position += 1
             (result,) = validated_results(round_out)
+            by_hand = [
+                e.data["card"] for e in round_out.events if e.type == "card.dealt" and e.data["manual"]
+            ]
+            assert result.manual_cards == by_hand
             shoe_results.append(result)
             if result.last_round_of_shoe:
                 assert self.table.flow.public_state()["cards_dealt_in_shoe"] == position

@@ -919,10 +919,20 @@ async def test_a_command_delivered_twice_is_applied_once_even_across_a_restart(
             await wait_until(lambda: service.public_state()["round_phase"] == "betting_open", timeout=10)
             desk.publish(f"{ROOT}/inputs/close_betting/rules-engine", {"transaction": "close"})
             await desk.wait_for_message(f"{ROOT}/replies/#", transaction_is("close"))
+
+            async def card_not_read() -> None:
+                # a card is entered by hand only for one the reader could not read
+                await wait_until(lambda: not shoe.locked, what="the shoe's gate to open")
+                shoe.force_noread()
+                assert shoe.draw()
+                await wait_until(lambda: service.public_state()["game_state"]["awaiting_rescan"])
+
+            await card_not_read()
             # QoS 1 delivers the same command twice: one card, two identical replies
             desk.publish(f"{manual_card}/desk-2", {"transaction": "m1", "card": "QS"})
             desk.publish(f"{manual_card}/desk-2", {"transaction": "m1", "card": "QS"})
             first, again = await desk.wait_for_count(f"{ROOT}/replies/manual_card", 2)
+            await card_not_read()
             # the same transaction from another sender is another command; reused for another command, refused
             desk.publish(f"{manual_card}/desk-1", {"transaction": "m1", "card": "JH"})
             desk.publish(f"{ROOT}/commands/pause/desk-2", {"transaction": "m1"})

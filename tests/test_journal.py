@@ -73,7 +73,14 @@ def test_append_builds_the_envelope_the_contract_names(path: Path) -> None:
     assert envelope.sequence == format_sequence(1) == "000000000001"
     assert envelope.subject == "r1"
     assert envelope.historical is False
-    expected = {"round_id": "r1", "card": "TD", "position": "player", "index": 0, "rescan": False}
+    expected = {
+        "round_id": "r1",
+        "card": "TD",
+        "position": "player",
+        "index": 0,
+        "rescan": False,
+        "manual": False,
+    }
     assert envelope.data == {**expected, "raw": "CARD 1 TD"}
     assert len(envelope.id) == 32 and int(envelope.id, 16) >= 0
     journal.close()

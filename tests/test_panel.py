@@ -317,10 +317,23 @@ async def test_dealer_follows_the_round_live_enters_a_card_by_hand_and_calls_the
     await expect(page.locator("#hand-banker")).to_have_class("hand next")
     await expect(page.locator("#hand-player")).to_have_class("hand")
 
+    # a card is expected, but the shoe reads it: nothing offers to choose it by hand
+    manual = page.locator("#btn-manual")
+    await expect(manual).to_be_hidden()
+
+    # the scanner cannot read the next card: re-scan prompt, and the picker is offered prominently
+    table.device.force_noread()
+    await draw(table)
+    await expect(prompt).to_have_text("Re-scan the card")
+    await expect(manual).to_be_visible()
+    await expect(manual).to_have_class("action urgent")
+
     # a card the shoe cannot hold, entered by hand, is refused: the reason shows in red, nothing is dealt
-    await page.click("#btn-manual")
+    await manual.click()
     await expect(page.locator("#card-picker")).to_be_visible()
-    await expect(page.locator("#picker-hint")).to_have_text("Next card → Banker")
+    await expect(page.locator("#picker-hint")).to_have_text(
+        "The scanner could not read the card. Next card → Banker"
+    )
     await page.click('#rank-grid button[data-rank="9"]')
     await page.click('#suit-grid button[data-suit="S"]')
     await page.click("#btn-deal")
@@ -328,17 +341,7 @@ async def test_dealer_follows_the_round_live_enters_a_card_by_hand_and_calls_the
     await expect(refused).to_contain_text("already came out 1 times")
     assert await refused.evaluate("node => getComputedStyle(node).backgroundColor") == "rgb(176, 14, 9)"
     await expect(page.locator("#banker-cards .card")).to_have_count(0)
-    await page.click("#picker-cancel")
-    await expect(page.locator("#card-picker")).to_be_hidden()
-
-    # the scanner cannot read the next card: re-scan prompt, and the picker is offered prominently
-    table.device.force_noread()
-    await draw(table)
-    await expect(prompt).to_have_text("Re-scan the card")
-    manual = page.locator("#btn-manual")
-    await expect(manual).to_be_visible()
-    await expect(manual).to_have_class("action urgent")
-    await manual.click()
+    await expect(page.locator("#card-picker")).to_be_visible()  # the unread card still waits: try again
     await page.click('#rank-grid button[data-rank="8"]')
     await page.click('#suit-grid button[data-suit="D"]')
     await expect(page.locator("#btn-deal")).to_have_text("Deal 8♦")
@@ -353,6 +356,8 @@ async def test_dealer_follows_the_round_live_enters_a_card_by_hand_and_calls_the
     dealt = [e.data for e in table.events if e.type == "card.dealt"]
     assert [(d["card"], d["position"]) for d in dealt] == [("9S", "player"), ("8D", "banker")]
     assert "manual_card 8D" in dealt[1]["raw"]
+    assert (dealt[0]["manual"], dealt[1]["manual"]) == (False, True)
+    await expect(manual).to_be_hidden()  # the unread card is settled: the next one comes from the shoe
 
     # "Call supervisor" asks for a confirming tap (the reason), then pauses the table in the dealer's name
     await page.click("#btn-supervisor")
@@ -486,7 +491,7 @@ async def test_andar_bahar_game_card_first_then_andar_and_bahar_in_turn(
     await expect(game_place).to_have_class("hand next")
     await expect(page.locator("#positions .hand.next")).to_have_count(1)
     await expect(page.locator("#game-cards .slot")).to_have_count(1)
-    await expect(page.locator("#btn-manual")).to_be_visible()
+    await expect(page.locator("#btn-manual")).to_be_hidden()  # the shoe reads the game card: no picker
     await expect(page.locator("#btn-close-betting")).to_be_hidden()
     await expect(page.locator("#btn-new-shoe")).to_be_hidden()
     await expect(page.locator("#round-number-box")).to_be_hidden()

@@ -149,15 +149,25 @@ def test_supervisor_pause_and_double_pause() -> None:
         core.on_command(ManualCard(card="KD"), now)
 
 
+def noread(ref: str, now: float) -> CardUnread:
+    return CardUnread(device="shoe", time=now, ref=ref, raw=f"NOREAD {ref}")
+
+
 def test_manual_card_goes_through_the_flow_checks() -> None:
     core = make_core(decks=1)
     now = open_and_close_betting(core)
-    core.on_command(parse_command("commands", "manual_card", {"card": "QS"}, by="supervisor"), now)
+    with pytest.raises(CommandError, match="no unread card is waiting"):
+        core.on_command(parse_command("commands", "manual_card", {"card": "QS"}, by="panel"), now)
+    core.on_reading(noread("1", now), now)
+    step, _ = core.on_command(parse_command("commands", "manual_card", {"card": "QS"}, by="supervisor"), now)
+    assert [e.data["manual"] for e in step.events if e.type == "card.dealt"] == [True]
     assert core.state()["game_state"]["player"] == ["QS"]
+    core.on_reading(noread("2", now), now)
     with pytest.raises(CommandError):
         core.on_command(ManualCard(card="QS"), now)  # a 1-deck shoe holds QS once
     with pytest.raises(CommandError):
         core.on_command(ManualCard(card="ZZ"), now)
+    assert core.state()["game_state"]["awaiting_rescan"] is True  # still waiting for the unread card
 
 
 def test_reading_from_an_unconfigured_device_is_rejected_not_applied() -> None:

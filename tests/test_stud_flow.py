@@ -424,6 +424,7 @@ def test_a_round_with_three_hands_exactly() -> None:
         },
         "dealer_qualifies": True,
         "outcomes": ["win", "win", "lose"],
+        "manual_cards": [],
     }
     assert table.flow.prompt == "Dealer has high card (qualifies) — Hand 1 wins, Hand 2 wins, Hand 3 loses"
     assert table.flow.public_state()["stage"] == "waiting"
@@ -508,7 +509,7 @@ def test_cards_out_of_procedure_are_rejected() -> None:
         "the players are deciding: deal to the dealer only when they are done"
     )
     assert "unreadable card: the players are deciding" in only(table.noread(), "card.rejected")["reason"]
-    with pytest.raises(InputRejected, match="no card is expected now: the players are deciding"):
+    with pytest.raises(InputRejected, match="no unread card is waiting"):
         table.manual("KD")
     table.players_done()
     assert "already came out" in only(table.card("AD"), "card.rejected")["reason"]
@@ -573,8 +574,12 @@ def test_noread_rescan_and_manual_card_while_dealing_the_hands() -> None:
     out = table.manual("3H")
     assert dealt_positions(out) == [("3H", "hand2", 0)]
     assert only(out, "card.dealt")["raw"] == "NOREAD 7\nmanual_card 3H"
+    assert only(out, "card.dealt")["manual"] is True
     assert "no unread card is waiting" in only(table.card("4H", rescan_of="7"), "card.rejected")["reason"]
+    with pytest.raises(InputRejected, match="no unread card is waiting"):
+        table.manual("4H")  # the next card is expected, but the shoe reads it
     assert dealt_positions(table.card("4H")) == [("4H", "hand1", 1)]
+    assert table.flow.manual_cards == [Card.parse("3H")]
 
 
 # --- the runtime forwards players_done from the rules engine ----------------------------------------------
@@ -730,7 +735,11 @@ def test_random_decks_match_the_reference(
         if rng.random() < noise:
             ref = table.next_ref()
             out = table.noread(ref)
-            out.extend(table.card(code, rescan_of=ref) if rng.random() < 0.5 else table.manual(code))
+            if rng.random() < 0.5:
+                out.extend(table.card(code, rescan_of=ref))
+            else:
+                out.extend(table.manual(code))
+                by_hand.append(code)
         else:
             out = table.card(code)
         assert [e.data["card"] for e in out.events if e.type == "card.dealt"] == [code]
@@ -744,6 +753,7 @@ def test_random_decks_match_the_reference(
         rng.shuffle(deck)
         table.open_and_close_betting()
         dealt: list[str] = []
+        by_hand: list[str] = []
         out = FlowOutput()
         for code in deck[: 5 * hands + 1]:
             out.extend(feed(code, dealt))
@@ -757,7 +767,8 @@ def test_random_decks_match_the_reference(
             out.extend(feed(code, dealt))
         (result,) = validated_results(out)
         assert result.round_id == f"{TABLE}-{number:07d}"
-        assert result.model_dump(exclude={"game", "round_id"}) == reference_round(deck, hands)
+        assert result.model_dump(exclude={"game", "round_id", "manual_cards"}) == reference_round(deck, hands)
+        assert result.manual_cards == by_hand
         positions = dealt_positions(out)
         for i, expected in enumerate(reference_round(deck, hands)["hands"]):
             assert [card for card, where, _ in positions if where == f"hand{i + 1}"] == expected["cards"]

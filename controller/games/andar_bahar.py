@@ -105,9 +105,14 @@ def first_three(cards: Sequence[Card]) -> FirstThree | None:
 
 
 def andar_bahar_result(
-    round_id: str, game_card: Card, andar: Sequence[Card], bahar: Sequence[Card]
+    round_id: str,
+    game_card: Card,
+    andar: Sequence[Card],
+    bahar: Sequence[Card],
+    manual_cards: Sequence[str] = (),
 ) -> AndarBaharResult:
-    """The result of a complete round: the last card dealt matches the game card's rank."""
+    """The result of a complete round: the last card dealt matches the game card's rank. `manual_cards`: the
+    round's cards entered by hand."""
     winner: Side = "andar" if len(andar) > len(bahar) else "bahar"
     assert (andar if winner == "andar" else bahar)[-1].rank == game_card.rank, "the round has no match yet"
     cards_dealt = len(andar) + len(bahar)
@@ -122,6 +127,7 @@ def andar_bahar_result(
         first_andar_match=andar[0].rank == game_card.rank,
         first_bahar_match=bool(bahar) and bahar[0].rank == game_card.rank,
         first_three=first_three([game_card, *andar[:1], *bahar[:1]]),
+        manual_cards=list(manual_cards),
     )
 
 
@@ -298,7 +304,9 @@ class AndarBaharFlow(CardFlow):
 
     def _finish_round(self, now: float, out: FlowOutput) -> None:
         assert self.rounds.round_id is not None and self.game_card is not None
-        result = andar_bahar_result(self.rounds.round_id, self.game_card, self.andar, self.bahar)
+        result = andar_bahar_result(
+            self.rounds.round_id, self.game_card, self.andar, self.bahar, self._manual_codes()
+        )
         self.finish_round(now, out, result)
         self.idle_reason = "the round is over: no card is expected until the next game card is asked for"
         matching = (self.andar if result.winner == "andar" else self.bahar)[-1]

@@ -323,6 +323,7 @@ class BaccaratFlow(CardFlow):
             banker_natural=is_natural(self.banker),
             round_number_in_shoe=self.rounds.number_in_shoe,
             last_round_of_shoe=self.rounds.last_of_shoe,
+            manual_cards=self._manual_codes(),
         )
         self.finish_round(now, out, result)
         if result.last_round_of_shoe:

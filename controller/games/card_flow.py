@@ -6,6 +6,9 @@ game follows the same procedure, and it lives here so that a game module holds o
 - An unread card is announced (`card.unreadable`, prompt "Re-scan the card") and nothing advances until its
   re-scan (`CardSeen.rescan_of == ref`) or a hand-entered card (input `manual_card`) arrives. Another card
   meanwhile is rejected: dealing on would put the unread card in the wrong place.
+- A hand-entered card is accepted only for such an unread card, never instead of a card the shoe reads:
+  whoever touches the panel must not choose the cards. It is marked `manual` in its `card.dealt` and listed
+  in the round's result (`manual_cards`).
 - A re-scan that no unread card is waiting for is rejected: it would count one physical card twice.
 - A card that is not a card code, or one more copy than the shoe holds (`ShoeComposition.check`), is
   rejected: it is a misread or a foreign card, never guessed at.
@@ -24,13 +27,16 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from controller.cards import Card, InvalidCard, ShoeComposition, ShoeExhausted
-from controller.events import CardDealt, CardRejected, CardUnreadable
+from controller.cards import Card, CardCode, InvalidCard, ShoeComposition, ShoeExhausted
+from controller.events import CardDealt, CardRejected, CardUnreadable, make_event
 from controller.flow import DeviceRequest, FlowOutput, FlowRecord, GameFlow, InputRejected
 from drivers.readings import CardSeen, CardUnread, CutCardSeen, Reading
 from drivers.session import DeviceCommand
 
 PROMPT_RESCAN = "Re-scan the card"
+MANUAL_CARD_REFUSAL = (
+    "no unread card is waiting: a card can be entered by hand only for a card the reader could not read"
+)
 
 
 class CardGameSettings(BaseModel):
@@ -81,13 +87,15 @@ class CardFlowRecord(FlowRecord):
     unread_ref: str | None = None
     unread_raw: str = ""
     idle_reason: str = ""
+    manual_cards: list[CardCode] = Field(default_factory=list)
 
 
 class CardFlow(GameFlow):
     """A game dealt by hand from a scanning shoe (see the module's docstring for the shared procedure).
 
     State kept here (`CardFlowRecord`): `composition` (what the shoe has dealt), `unread_ref`/`unread_raw`
-    (the card waiting for its re-scan), `idle_reason` (why no card is expected between rounds).
+    (the card waiting for its re-scan), `idle_reason` (why no card is expected between rounds),
+    `manual_cards` (the cards of this round entered by hand, for its result).
     """
 
     settings: Any
@@ -99,6 +107,7 @@ class CardFlow(GameFlow):
         self.unread_ref: str | None = None
         self.unread_raw = ""
         self.idle_reason = "no round is open yet"
+        self.manual_cards: list[Card] = []
 
     # -- what each game decides ----------------------------------------------------------------------------
 
@@ -207,20 +216,27 @@ class CardFlow(GameFlow):
     # -- the dealer's hand-entered card ----------------------------------------------------------------------
 
     def _manual_card(self, payload: dict[str, Any], now: float) -> FlowOutput:
-        """Input `manual_card`: a card the reader cannot read, typed in. It settles a pending unread card."""
+        """Input `manual_card`: the card the reader could not read, typed in. It settles the pending unread
+        card and nothing else: a card the shoe can read is never chosen by hand."""
         code = payload.get("card")
         if not isinstance(code, str):
             raise InputRejected('manual_card needs the card code, e.g. {"card": "TD"}')
-        refusal = self._why_no_card_now()
-        if refusal is not None:
-            raise InputRejected(f"no card is expected now: {refusal}")
+        if self.unread_ref is None:
+            raise InputRejected(MANUAL_CARD_REFUSAL)
         checked = self._check_card(code)
         if isinstance(checked, str):
             raise InputRejected(checked)
         out = FlowOutput()
         raw = "\n".join(part for part in (self.unread_raw, f"manual_card {checked.code}") if part)
         self._clear_unread()
+        # listed before `_deal`, which may finish the round: its result names the card
+        self.manual_cards.append(checked)
         self._deal(checked, now, out, raw=raw, rescan=False)
+        # the one card.dealt `_deal` emitted is this card's: it says it was entered by hand
+        for i, event in enumerate(out.events):
+            if event.type == "card.dealt":
+                dealt = CardDealt.model_validate({**event.data, "manual": True})
+                out.events[i] = make_event(event.type, dealt, event.time, event.subject)
         return out
 
     # -- the shoe's gate -------------------------------------------------------------------------------------
@@ -260,6 +276,19 @@ class CardFlow(GameFlow):
             raw=raw,
         )
         out.emit("card.dealt", dealt, now)
+
+    def _manual_codes(self) -> list[str]:
+        """The round's hand-entered cards, for its result's `manual_cards`."""
+        return [card.code for card in self.manual_cards]
+
+    def finish_round(self, now: float, out: FlowOutput, result: BaseModel) -> None:
+        super().finish_round(now, out, result)
+        self.manual_cards = []
+
+    def void_round(self, now: float, reason: str, by: str) -> FlowOutput:
+        out = super().void_round(now, reason, by)
+        self.manual_cards = []
+        return out
 
     def _check_card(self, code: str) -> Card | str:
         """The card, or why it cannot be dealt (not a card, or more copies than the shoe holds)."""

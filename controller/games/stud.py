@@ -145,7 +145,10 @@ def stud_hand(cards: Sequence[Card]) -> StudHand:
     return StudHand(cards=[card.code for card in cards], category=value.category, ranks=list(value.ranks))
 
 
-def stud_result(round_id: str, hands: Sequence[Sequence[Card]], dealer: Sequence[Card]) -> StudResult:
+def stud_result(
+    round_id: str, hands: Sequence[Sequence[Card]], dealer: Sequence[Card], manual_cards: Sequence[str] = ()
+) -> StudResult:
+    """The result of a complete round; `manual_cards`: the round's cards entered by hand."""
     dealer_value = evaluate(dealer)
     return StudResult(
         round_id=round_id,
@@ -153,6 +156,7 @@ def stud_result(round_id: str, hands: Sequence[Sequence[Card]], dealer: Sequence
         dealer=stud_hand(dealer),
         dealer_qualifies=dealer_qualifies(dealer_value),
         outcomes=[compare(evaluate(hand), dealer_value) for hand in hands],
+        manual_cards=list(manual_cards),
     )
 
 
@@ -391,7 +395,7 @@ class StudFlow(CardFlow):
 
     def _finish_round(self, now: float, out: FlowOutput) -> None:
         assert self.rounds.round_id is not None
-        result = stud_result(self.rounds.round_id, self.hands, self.dealer)
+        result = stud_result(self.rounds.round_id, self.hands, self.dealer, self._manual_codes())
         self.finish_round(now, out, result)
         self.idle_reason = "the round is over: no card is expected until the next round's betting closes"
         self.prompt = self._result_prompt(result)

@@ -363,9 +363,10 @@
   function renderActions(game) {
     const positions = Array.isArray(game.positions) ? game.positions : null;
     const live = !state.paused;
-    const wantsCard = !!positions && nextPositionShown(game, positions) !== null;
+    // A card is entered by hand only for the one the scanner could not read (the table refuses any other):
+    // the picker is offered exactly while that card waits for its re-scan.
     const manual = $("btn-manual");
-    show(manual, !!positions && live && (!!game.awaiting_rescan || wantsCard));
+    show(manual, !!positions && live && !!game.awaiting_rescan);
     manual.classList.toggle("urgent", !!game.awaiting_rescan);
     // what the state offers: betting that is open (andar bahar's opens with the game card), and a new
     // shoe only for a game whose shoe can finish (baccarat's `shoe_finished`)
@@ -575,7 +576,9 @@
   // put a card in the wrong place: close it and say why.
   function guardPicker() {
     if (!pickerContext || pickerContext.sending || $("card-picker").hidden) return;
-    if (state.paused || state.round_id !== pickerContext.round || dealtCount() !== pickerContext.dealt) {
+    const game = (state && state.game_state) || {};
+    const moved = state.round_id !== pickerContext.round || dealtCount() !== pickerContext.dealt;
+    if (state.paused || moved || !game.awaiting_rescan) {
       closeOverlay("card-picker");
       toast("The table moved on: card entry closed. Check the prompt.", "info");
     }
