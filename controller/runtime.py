@@ -81,7 +81,7 @@ DEVICE_ACTIONS: dict[str, DeviceCommand] = {
 #: a pause holds at most this many readings (a wheel makes a few per minute; a shoe is locked while paused)
 MAX_HELD_READINGS = 500
 
-#: the version of `TableRecord`; bump it with a migration in `controller.state_migrations`
+#: the version of `TableRecord`; bump it with a migration in `controller.table_state.MIGRATIONS`
 STATE_VERSION = 2
 
 
