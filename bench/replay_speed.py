@@ -8,7 +8,9 @@ and CPU seconds. Two shapes of capture:
 - `--days 0` (default): one session of `--hours` of continuous play: every status line of a polled wheel,
   so the replay's cost is parsing the wheel's lines;
 - `--days N`: N studio days, each `--hours` of play and then the table closed (no traffic) until the next
-  day, as a table's capture over weeks looks: there the cost of a replay that walks through idle time shows.
+  play session `--day-spacing` days later, as a table's capture over weeks looks: there the cost of a replay
+  that walks through idle time shows. `--changes-only` keeps only the lines that differ from the previous
+  one (a log that records changes, as a vendor's log does): few lines over a long time.
 
 `--digest FILE` writes the replay's events (type, subject, time and data; ids and record times differ per
 run) so that two versions of the code can be compared for identical output (`events_sha256`).
@@ -53,7 +55,7 @@ FAULTS = WheelFaults(
 )
 
 
-def record(path: Path, seconds: float, seed: int, start: float = T0) -> int:
+def record(path: Path, seconds: float, seed: int, start: float = T0, changes_only: bool = False) -> int:
     """Record the wheel's traffic with a host session polling it, as `tablectl run` would capture it.
 
     A technician repairs a latched fault after 2 s and powers the wheel up again, so the wheel keeps
@@ -65,20 +67,24 @@ def record(path: Path, seconds: float, seed: int, start: float = T0) -> int:
     session.connection_made(now)
     records = 0
     fault_since: float | None = None
+    last_rx = b""
     with CaptureWriter(path) as capture:
         end = now + seconds
         while now < end:
             now = round(now + STEP, 6)
             data = device.poll(now)
             if data:
-                capture.rx(data, now)
-                records += 1
+                if not (changes_only and data == last_rx):
+                    capture.rx(data, now)
+                    records += 1
+                last_rx = data
                 session.data_received(data, now)
             session.tick(now)
             sent = session.data_to_send()
             if sent:
-                capture.tx(sent, now)
-                records += 1
+                if not changes_only:
+                    capture.tx(sent, now)
+                    records += 1
                 device.receive(sent, now)
             if device.latched_fault:
                 fault_since = fault_since or now
@@ -93,7 +99,11 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--hours", type=float, default=2.0, help="hours of play (per day with --days)")
-    parser.add_argument("--days", type=int, default=0, help="studio days: play, then closed until the next")
+    parser.add_argument("--days", type=int, default=0, help="play sessions, the table closed in between")
+    parser.add_argument(
+        "--day-spacing", type=float, default=1.0, help="days from one play session to the next"
+    )
+    parser.add_argument("--changes-only", action="store_true", help="record only lines that changed")
     parser.add_argument("--seed", type=int, default=424242)
     parser.add_argument("--capture", type=Path, help="replay this capture instead of recording one")
     parser.add_argument("--digest", type=Path, help="write the replayed events here (for comparisons)")
@@ -107,11 +117,16 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         capture = args.capture or Path(tmp) / "wheel.jsonl"
         if args.capture is None and args.days == 0:
-            record(capture, args.hours * 3600, args.seed)
+            record(capture, args.hours * 3600, args.seed, changes_only=args.changes_only)
         elif args.capture is None:
             for day in range(args.days):
-                record(capture, args.hours * 3600, args.seed + day, start=T0 + day * 86400)
+                start = T0 + day * args.day_spacing * 86400
+                record(
+                    capture, args.hours * 3600, args.seed + day, start=start, changes_only=args.changes_only
+                )
         lines = sum(1 for _ in capture.open(encoding="utf-8"))
+        times = [json.loads(row)["t"] for row in capture.open(encoding="utf-8")]
+        first_t, last_t = min(times), max(times)
         started = time.perf_counter()
         cpu_started = time.process_time()
         events = [
@@ -126,6 +141,9 @@ def main() -> int:
         "machine": f"{platform.machine()} {platform.processor() or ''} {platform.python_version()}".strip(),
         "simulated_hours": args.hours,
         "days": args.days,
+        "day_spacing": args.day_spacing,
+        "changes_only": args.changes_only,
+        "span_days": round((last_t - first_t) / 86400, 2),
         "capture_lines": lines,
         "events": len(events),
         "results": sum(e["type"] == "round.result" for e in events),

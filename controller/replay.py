@@ -120,9 +120,10 @@ class _Replayer:
             self.apply(self.core.on_reading(reading, reading.time), reading.time)
 
     def advance(self, until: float) -> None:
-        """Handle every session and core deadline up to `until`, earliest first, each at its own time."""
+        """Handle every session and core deadline up to `until`, earliest first, each at its own time. The
+        session is woken only when its tick may report something: what it would send goes nowhere here."""
         while True:
-            session_due = self.session.next_deadline()
+            session_due = self.session.next_reading_deadline()
             core_due = self.core.next_deadline()
             due = min((d for d in (session_due, core_due) if d is not None), default=None)
             if due is None or due > until:

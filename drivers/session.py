@@ -97,6 +97,12 @@ class DeviceSession(ABC):
         at each deadline gives the same readings and bytes as ticking every 100 ms. It may change after
         every input (`connection_made`, `data_received`, `command`, `tick`): ask again each time."""
 
+    def next_reading_deadline(self) -> float | None:
+        """The earliest deadline at which `tick` may produce a reading (a watchdog), leaving out the timers
+        that only send bytes (polls, repeated requests). A replay, which sends nothing anywhere, ticks only
+        at these: the readings are the same as when ticking at every deadline. Default: `next_deadline()`."""
+        return self.next_deadline()
+
     def command(self, command: DeviceCommand, now: float) -> list[Reading]:
         """A request from the table. Raise UnknownDeviceCommand for what this device cannot do."""
         raise UnknownDeviceCommand(f"{self.protocol} device {self.name!r} has no command {command.name!r}")

@@ -74,15 +74,22 @@ def every_100ms(make: Callable[[], DeviceSession], script: Script, end: int) -> 
     return run
 
 
-def at_deadlines(make: Callable[[], DeviceSession], script: Script, end: int) -> Run:
+def at_deadlines(
+    make: Callable[[], DeviceSession], script: Script, end: int, readings_only: bool = False
+) -> Run:
+    """Tick at `next_deadline()` (as the live runner does), or with `readings_only` at
+    `next_reading_deadline()` (as a replay does, whose bytes go nowhere)."""
     session, run = make(), Run()
+
+    def due() -> float | None:
+        return session.next_reading_deadline() if readings_only else session.next_deadline()
 
     def tick_until(limit: float) -> None:
         """Tick at every deadline before `limit`; each tick must move the deadline on."""
-        while (deadline := session.next_deadline()) is not None and deadline < limit:
+        while (deadline := due()) is not None and deadline < limit:
             run.collect(session, session.tick(deadline), deadline)
             run.ticks += 1
-            after = session.next_deadline()
+            after = due()
             assert after is None or after > deadline, f"tick at its deadline {deadline} left it at {after}"
 
     for k in sorted(script):
@@ -229,6 +236,32 @@ def test_wheel_session_ticked_at_its_deadlines_reads_the_same(poll_interval: flo
     assert offline_times(run.readings)[0] == pytest.approx(at(0) + 3.0, abs=1e-6)
     sent = b"".join(data for _, data in run.sent)
     assert sent.count(b"*R\r\n") >= 2  # the void's acknowledgement, repeated by a timer
+
+
+@pytest.mark.parametrize("poll_interval", [0.5, 2.5])
+def test_wheel_woken_only_for_what_can_report_reads_the_same(poll_interval: float) -> None:
+    # a replay sends nothing: skipping the polls and repeated requests must not change a single reading
+    def make() -> WheelSession:
+        return WheelSession("wheel", poll_interval=poll_interval)
+
+    every = at_deadlines(make, wheel_script(), end=3400)
+    replay = at_deadlines(make, wheel_script(), end=3400, readings_only=True)
+    assert replay.readings == every.readings
+    assert replay.ticks < every.ticks
+
+
+def test_a_silent_wheel_costs_a_replay_no_wake_ups_and_keeps_no_growing_list() -> None:
+    session = WheelSession("wheel", poll_interval=0.5)
+    session.connection_made(T0)
+    session.data_received(b"*X;6;001;  ;0;000;0\r\n", T0 + 0.1)
+    first = session.next_reading_deadline()
+    assert first == pytest.approx(T0 + 0.1 + 3.0)  # the link watchdog
+    assert isinstance(session.tick(first)[0], DeviceOffline)
+    assert session.next_reading_deadline() is None  # offline: only polls remain, which report nothing
+    for k in range(1, 20_000):  # a live runner polls a silent wheel all night
+        session.tick(first + k * 0.5)
+        session.data_to_send()
+    assert len(session._polls_in_flight) <= 10
 
 
 def test_wheel_deadline_follows_its_timers() -> None:

@@ -294,13 +294,22 @@ class WheelSession(DeviceSession):
             return None
         return min(self._timers())
 
-    def _timers(self) -> list[float]:
-        timers = [self._poll_due_at()]
+    def next_reading_deadline(self) -> float | None:
+        """The timers whose tick can report something: the link watchdog, the winning-number line's grace,
+        the self-test limit. Polls and repeated requests only send bytes (what they change is when the next
+        poll goes out), so a replay need not wake up for them: a wheel that stays silent for days costs a
+        replay nothing."""
+        if not self._connected:
+            return None
+        return min(self._timers(with_output=False), default=None)
+
+    def _timers(self, with_output: bool = True) -> list[float]:
+        timers = [self._poll_due_at()] if with_output else []
         link_since = self._link_watch_since()
         if link_since is not None:
             timers.append(link_since + self.link_timeout)
         for request in (self._mode_request, self._power_request, self._restart_request):
-            if request is not None:
+            if request is not None and with_output:
                 timers.append(request.sent_at + request.retry_after)
         game = self._game
         if game.awaiting_line_since is not None and not game.result_done:
@@ -417,11 +426,15 @@ class WheelSession(DeviceSession):
             return
         self._send(encode_status_poll())
         self._last_poll_at = now
+        self._forget_unanswered_polls(now)  # a silent wheel must not grow the list for days
         self._polls_in_flight.append(now)
 
-    def _count_status_arrival(self, now: float) -> None:
+    def _forget_unanswered_polls(self, now: float) -> None:
         while self._polls_in_flight and now - self._polls_in_flight[0] > POLL_REPLY_WINDOW_S:
             self._polls_in_flight.popleft()
+
+    def _count_status_arrival(self, now: float) -> None:
+        self._forget_unanswered_polls(now)
         if self._polls_in_flight:
             self._polls_in_flight.popleft()  # the answer to a poll
         else:
