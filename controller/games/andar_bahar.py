@@ -23,7 +23,7 @@ from typing import Any, ClassVar, Literal, get_args
 from pydantic import Field
 
 from controller.cards import Card, CardCode
-from controller.events import AndarBaharBucket, AndarBaharResult, CardDealt, iso_ms
+from controller.events import AndarBaharBucket, AndarBaharResult, CardDealt
 from controller.flow import DeviceRequest, FlowOutput, FlowRecord, InputRejected, Phase
 from controller.games.card_flow import PROMPT_RESCAN as PROMPT_RESCAN  # re-exported: it used to live here
 from controller.games.card_flow import CardFlow, CardFlowRecord, CardGameSettings, position_view
@@ -207,13 +207,8 @@ class AndarBaharFlow(CardFlow):
     # -- state ---------------------------------------------------------------------------------------------
 
     def public_state(self) -> dict[str, Any]:
-        closes = self.rounds.betting_deadline
         return {
-            "game": self.game,
-            "positions": self.positions(),  # the uniform view the panel draws
-            "phase": str(self.rounds.phase),
-            "round_id": self.rounds.round_id,
-            "betting_closes_at": iso_ms(closes) if closes is not None else None,
+            **self.round_view(),
             "game_card": self.game_card.code if self.game_card is not None else None,
             "andar": [card.code for card in self.andar],
             "bahar": [card.code for card in self.bahar],

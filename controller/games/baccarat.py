@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field
 
 from controller.cards import Card, CardCode
-from controller.events import BaccaratHand, BaccaratResult, ShoeStarted, iso_ms
+from controller.events import BaccaratHand, BaccaratResult, ShoeStarted
 from controller.events import CutCardSeen as CutCardEvent
 from controller.flow import FlowOutput, FlowRecord, InputRejected, Phase
 from controller.games.card_flow import PROMPT_RESCAN as PROMPT_RESCAN  # re-exported: it used to live here
@@ -208,17 +208,12 @@ class BaccaratFlow(CardFlow):
 
     def public_state(self) -> dict[str, Any]:
         position = self._next_position_if_dealing()
-        closes = self.rounds.betting_deadline
         return {
-            "game": self.game,
-            "positions": self.positions(),  # the uniform view the panel draws
-            "phase": str(self.rounds.phase),
-            "round_id": self.rounds.round_id,
+            **self.round_view(),
             "round_number_in_shoe": self.rounds.number_in_shoe or None,
             "shoe_id": self.shoe_id,
             "last_round_of_shoe": self.rounds.last_of_shoe,
             "shoe_finished": self.shoe_finished,
-            "betting_closes_at": iso_ms(closes) if closes is not None else None,
             "player": [card.code for card in self.player],
             "banker": [card.code for card in self.banker],
             "player_total": self._total_or_none(self.player),

@@ -28,7 +28,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from controller.cards import Card, CardCode, InvalidCard, ShoeComposition, ShoeExhausted
-from controller.events import CardDealt, CardRejected, CardUnreadable, make_event
+from controller.events import CardDealt, CardRejected, CardUnreadable, iso_ms, make_event
 from controller.flow import DeviceRequest, FlowOutput, FlowRecord, GameFlow, InputRejected
 from drivers.readings import CardSeen, CardUnread, CutCardSeen, Reading
 from drivers.session import DeviceCommand
@@ -130,6 +130,17 @@ class CardFlow(GameFlow):
         By default the round has started: from now a fault pauses it instead of voiding it.
         """
         self.rounds.start_play()
+
+    def round_view(self) -> dict[str, Any]:
+        """The head of every card game's public state: the game, its places, its round and betting window."""
+        closes = self.rounds.betting_deadline
+        return {
+            "game": self.game,
+            "positions": self.positions(),  # the uniform view the panel draws
+            "phase": str(self.rounds.phase),
+            "round_id": self.rounds.round_id,
+            "betting_closes_at": iso_ms(closes) if closes is not None else None,
+        }
 
     @abstractmethod
     def positions(self) -> list[dict[str, Any]]:

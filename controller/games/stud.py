@@ -263,14 +263,10 @@ class StudFlow(CardFlow):
         return "dealing_dealer"
 
     def public_state(self) -> dict[str, Any]:
-        betting, deciding = self.rounds.betting_deadline, self.rounds.timers.get(DECISIONS)
+        deciding = self.rounds.timers.get(DECISIONS)
         return {
-            "game": self.game,
-            "positions": self.positions(),  # the uniform view the panel draws
-            "phase": str(self.rounds.phase),
+            **self.round_view(),
             "stage": self.stage(),
-            "round_id": self.rounds.round_id,
-            "betting_closes_at": iso_ms(betting) if betting is not None else None,
             "decisions_close_at": iso_ms(deciding) if deciding is not None else None,
             "hands": [[card.code for card in hand] for hand in self.hands],
             "dealer": [card.code for card in self.dealer],
