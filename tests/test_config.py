@@ -9,7 +9,7 @@ import pytest
 
 from controller.checks import check_config, port_problem
 from controller.config import ConfigError, config_from_dict, config_problems, load_config
-from drivers.registry import PROTOCOLS, options_model, session_class
+from drivers.registry import CAMERA_PROTOCOLS, PROTOCOLS, options_model, session_class
 from drivers.session import SessionOptions
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -125,7 +125,7 @@ def test_options_are_kept_as_read_and_build_the_session() -> None:
     assert session.poll_interval == 1.0 and session.single_line is False
 
 
-@pytest.mark.parametrize("protocol", sorted(PROTOCOLS))
+@pytest.mark.parametrize("protocol", sorted(set(PROTOCOLS) - CAMERA_PROTOCOLS))
 def test_every_protocol_declares_its_constructor_options(protocol: str) -> None:
     """The options model is the session constructor's keywords, defaults included (they cannot drift)."""
     model = options_model(protocol)
@@ -133,6 +133,13 @@ def test_every_protocol_declares_its_constructor_options(protocol: str) -> None:
     parameters = inspect.signature(session_class(protocol).__init__).parameters
     keywords = {n: p.default for n, p in parameters.items() if p.kind is inspect.Parameter.KEYWORD_ONLY}
     assert {name: field.default for name, field in model.model_fields.items()} == keywords
+
+
+def test_a_camera_declares_its_options_and_has_no_byte_session() -> None:
+    model = options_model("camera")
+    assert model.model_config.get("extra") == "forbid" and "frame_timeout_s" in model.model_fields
+    with pytest.raises(ValueError, match="no byte session"):
+        session_class("camera")
 
 
 def test_every_problem_is_listed_at_once(tmp_path: Path) -> None:
