@@ -25,7 +25,6 @@ retained topics are republished from the latest values on the next connection.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import random
@@ -52,6 +51,7 @@ from controller.commands import (
 from controller.config import BrokerSettings
 from controller.events import Envelope, iso_ms
 from controller.journal import Journal
+from drivers.waiting import wait_event, with_timeout
 
 logger = logging.getLogger(__name__)
 
@@ -75,6 +75,15 @@ REPLAY_MAX_EVENTS = 10_000
 REPLAY_EVENTS_PER_SECOND = 500.0
 #: replay_events waiting for the replay task; more are refused ("busy") rather than queued without bound
 REPLAY_QUEUE = 4
+
+
+def _stop_if_cancelled() -> None:
+    """aiomqtt waits for a PUBACK with `asyncio.wait_for`, which on Python 3.11 swallows a cancellation that
+    arrives as the PUBACK does: the bus's task would then loop on and the service never stop. A task that
+    was asked to stop (`cancelling()`) stops here instead."""
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError
 
 
 @dataclass
@@ -138,7 +147,7 @@ class _Client(aiomqtt.Client):
         ack: asyncio.Future[ReasonCode] = asyncio.get_running_loop().create_future()
         self._pubacks[info.mid] = ack
         try:
-            return await asyncio.wait_for(ack, timeout)
+            return await with_timeout(ack, timeout)
         except TimeoutError:
             raise aiomqtt.MqttError("the broker did not acknowledge a publish in time") from None
         finally:
@@ -250,8 +259,7 @@ class TableBus:
                 # Jitter, so a studio full of tables does not reconnect in lockstep after a broker restart.
                 pause = delay * random.uniform(0.8, 1.2)
                 logger.info("reconnecting to the MQTT broker in %.1f s", pause)
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._stop_requested.wait(), pause)
+                await wait_event(self._stop_requested, pause)
                 delay = min(delay * 2, self._settings.reconnect_max_seconds)
         finally:
             self._running = False
@@ -433,6 +441,7 @@ class TableBus:
 
     async def _publish_retained(self, client: aiomqtt.Client, topic: str, payload: bytes) -> None:
         await client.publish(topic, payload, qos=1, retain=True)
+        _stop_if_cancelled()
 
     # --- events ------------------------------------------------------------------------------------
 
@@ -666,6 +675,7 @@ class _Reply:
     async def send(self, body: bytes) -> None:
         await self._client.publish(self._topic, body, qos=1, properties=self._properties)
         self._stats.replies += 1
+        _stop_if_cancelled()
 
 
 def _decode_payload(payload: Any, limit: int) -> Any:

@@ -40,6 +40,7 @@ from drivers.readings import Reading
 from drivers.registry import is_camera, session_class
 from drivers.runner import DeviceRunner
 from drivers.session import DeviceSession, UnknownDeviceCommand
+from drivers.waiting import wait_event
 
 log = logging.getLogger(__name__)
 
@@ -327,8 +328,7 @@ class TableService:
                 self._apply(self.core.on_tick(now))
                 await asyncio.sleep(0)  # let readings and commands in between two due deadlines
                 continue
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._deadlines_changed.wait(), delay)
+            await wait_event(self._deadlines_changed, delay)
 
     # -- lifecycle ----------------------------------------------------------------------------------------
     async def run(self, ready: Callable[[], Awaitable[None] | None] | None = None) -> None:

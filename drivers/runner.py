@@ -29,6 +29,7 @@ from drivers.capture import CaptureWriter
 from drivers.readings import Reading
 from drivers.session import DeviceCommand, DeviceSession
 from drivers.transport import LinkError, open_serial
+from drivers.waiting import wait_event
 
 log = logging.getLogger(__name__)
 
@@ -155,8 +156,7 @@ class DeviceRunner:
             if delay is not None and delay <= 0:
                 await self._call(self.session.tick)
                 continue
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._deadline_moved.wait(), delay)
+            await wait_event(self._deadline_moved, delay)
 
     async def _call(
         self,

@@ -29,6 +29,7 @@ from drivers.camera.monitor import CameraMonitor
 from drivers.camera.options import CameraOptions
 from drivers.camera.sources import FrameSource
 from drivers.readings import Reading
+from drivers.waiting import with_timeout
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +123,7 @@ class CameraRunner:
         self._waiters.append(waiter)
         limit = self.options.grab_timeout_s if timeout is None else timeout
         try:
-            frame = await asyncio.wait_for(future, limit)
+            frame = await with_timeout(future, limit)
         except TimeoutError:
             why = f" ({self.last_error})" if self.last_error else ""
             raise CameraError(f"camera {self.name!r} gave no frame within {limit:g} s{why}") from None
@@ -158,7 +159,7 @@ class CameraRunner:
             deadline = self.monitor.next_deadline()
             timeout = None if deadline is None else max(0.0, deadline - self.clock())
             try:
-                event = await asyncio.wait_for(events.get(), timeout)
+                event = await with_timeout(events.get(), timeout)
             except TimeoutError:
                 await self._call(self.monitor.tick)
                 continue
