@@ -106,6 +106,12 @@ async def _run_service(config_path: str, discard_state: bool = False) -> int:
         panel.add_done_callback(
             lambda _: service.stop()
         )  # it ends by itself only if it failed: stop the table
+    metrics: asyncio.Task[None] | None = None
+    if config.metrics.enabled:
+        from controller.metrics import TableMetrics, serve_metrics
+
+        metrics = asyncio.create_task(serve_metrics(TableMetrics(service), config.metrics), name="metrics")
+        metrics.add_done_callback(lambda _: service.stop())  # it ends by itself only if it failed
     watchdog = asyncio.create_task(notifier.watchdog(), name="sd-watchdog")
 
     async def ready() -> None:
@@ -134,11 +140,14 @@ async def _run_service(config_path: str, discard_state: bool = False) -> int:
         watchdog.cancel()
         await asyncio.gather(watchdog, return_exceptions=True)
         notifier.close()
-        if panel is not None and not panel.done():
-            panel.cancel()
-            await asyncio.gather(panel, return_exceptions=True)
+        for task in (panel, metrics):
+            if task is not None and not task.done():
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
     if panel is not None and not panel.cancelled() and panel.exception() is not None:
         raise OperatorError(f"panel on {config.panel.host}:{config.panel.port}: {panel.exception()}")
+    if metrics is not None and not metrics.cancelled() and metrics.exception() is not None:
+        raise OperatorError(f"metrics on {config.metrics.host}:{config.metrics.port}: {metrics.exception()}")
     return 0
 
 
