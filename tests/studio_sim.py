@@ -66,10 +66,14 @@ class SimulatedStudio:
         self.studio = studio
         self.round_seconds = round_seconds
         self.rng = random.Random(seed)
-        self.tables = {
-            f"{prefix}-{n:03d}": SimTable(f"{prefix}-{n:03d}", offset=self.rng.uniform(0, round_seconds))
-            for n in range(1, count + 1)
-        }
+        # each table somewhere in its round already, its next event within one event's gap: the studio's
+        # pace from the first second
+        self.tables = {}
+        for n in range(1, count + 1):
+            table = SimTable(f"{prefix}-{n:03d}", offset=self.rng.uniform(0, round_seconds / len(ROUND)))
+            table.step = self.rng.randrange(len(ROUND))
+            table.round_number = 1 if table.step else 0
+            self.tables[table.table_id] = table
         self.sent: dict[tuple[str, int], float] = {}
         self.published = 0
         self._lock = threading.Lock()

@@ -81,7 +81,9 @@
       if (event.key === "Enter" || event.key === " ") openTable(id);
     });
     $("grid").append(tile);
-    entry = { summary: null, tile };
+    const parts = {};
+    for (const node of tile.querySelectorAll("[class]")) parts[node.className.split(" ").pop()] = node;
+    entry = { summary: null, tile, parts };
     tables.set(id, entry);
     return entry;
   }
@@ -90,7 +92,7 @@
     const entry = tileFor(summary.table_id);
     entry.summary = summary;
     const tile = entry.tile;
-    const q = (cls) => tile.querySelector("." + cls);
+    const q = (cls) => entry.parts[cls];
     const offline = summary.link === "offline";
     tile.classList.toggle("paused", !!summary.paused);
     tile.classList.toggle("offline", offline);
@@ -106,22 +108,30 @@
     setText(q("tile-round"), [PHASES[summary.phase] || summary.phase || "", summary.round_id || ""].join("  "));
     q("tile-round").dataset.phase = summary.phase || "";
     renderTileAlert(entry);
-    const chips = q("tile-devices");
-    chips.replaceChildren(
-      ...Object.entries(summary.devices || {}).map(([name, device]) => {
-        const chip = el("span", "chip " + (device.status || "unknown"), `${name} ${device.status || "?"}`);
-        chip.dataset.device = name;
-        if (device.detail) chip.title = device.detail;
-        return chip;
-      }),
-    );
+    // the devices and flags are rebuilt only when they changed (most updates are a new event and state)
+    const devicesKey = JSON.stringify(summary.devices || {});
+    if (entry.devicesKey !== devicesKey) {
+      entry.devicesKey = devicesKey;
+      q("tile-devices").replaceChildren(
+        ...Object.entries(summary.devices || {}).map(([name, device]) => {
+          const chip = el("span", "chip " + (device.status || "unknown"), `${name} ${device.status || "?"}`);
+          chip.dataset.device = name;
+          if (device.detail) chip.title = device.detail;
+          return chip;
+        }),
+      );
+    }
     const flags = [];
     if (summary.delivery_refused) flags.push(["flag bad", `delivery refused: ${summary.delivery_refused.reason}`]);
     if (summary.backlog) flags.push(["flag warn", `backlog ${summary.backlog}`]);
     if (summary.disk && summary.disk.status !== "ok") {
       flags.push(["flag bad", `disk ${summary.disk.status}: ${Math.round(summary.disk.free_bytes / 1048576)} MiB free`]);
     }
-    q("tile-flags").replaceChildren(...flags.map(([cls, text]) => el("span", cls, text)));
+    const flagsKey = JSON.stringify(flags);
+    if (entry.flagsKey !== flagsKey) {
+      entry.flagsKey = flagsKey;
+      q("tile-flags").replaceChildren(...flags.map(([cls, text]) => el("span", cls, text)));
+    }
     renderTileResult(entry);
   }
 
@@ -131,7 +141,7 @@
 
   function renderTileAlert(entry) {
     const s = entry.summary;
-    const alert = entry.tile.querySelector(".tile-alert");
+    const alert = entry.parts["tile-alert"];
     const parts = [];
     if (s.link === "offline") parts.push("OFFLINE");
     if (s.paused) parts.push(`PAUSED: ${(s.pause && s.pause.reason) || ""}`);
@@ -144,7 +154,7 @@
 
   function renderTileResult(entry) {
     const s = entry.summary;
-    const box = entry.tile.querySelector(".tile-result");
+    const box = entry.parts["tile-result"];
     // how long ago first: the result's words may be cut at the tile's edge (all of them are in its title)
     setText(box, s.last_result ? `${since(s.last_result.time)} ago: ${s.last_result.text}` : "no result seen yet");
     box.title = s.last_result ? s.last_result.text : "";
