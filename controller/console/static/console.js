@@ -68,10 +68,12 @@
     tile.setAttribute("role", "button");
     const head = el("div", "tile-head");
     head.append(el("span", "tile-id", id), el("span", "tile-game"), el("span", "badge tile-link"));
+    const alert = el("div", "tile-alert");
+    alert.append(el("div", "alert-wait"), el("div", "alert-why"));
     tile.append(
       head,
       el("div", "tile-round"),
-      el("div", "tile-alert"),
+      alert,
       el("div", "tile-devices"),
       el("div", "tile-flags"),
       el("div", "tile-result"),
@@ -145,11 +147,15 @@
     const parts = [];
     if (s.link === "offline") parts.push("OFFLINE");
     if (s.paused) parts.push(`PAUSED: ${(s.pause && s.pause.reason) || ""}`);
-    if (parts.length && s.waiting_since) {
-      parts.push(`waiting ${s.waiting_since_known ? "" : "≥ "}${since(s.waiting_since)}`);
-    }
-    setText(alert, parts.join(" · "));
     alert.hidden = !parts.length;
+    if (!parts.length) return;
+    // how long first; a long reason is cut after a few lines on the tile (all of it in the title, and in
+    // the table's details)
+    const waited = s.waiting_since ? `waiting ${s.waiting_since_known ? "" : "≥ "}${since(s.waiting_since)}` : "";
+    setText(entry.parts["alert-wait"], waited);
+    const why = parts.join(" · ");
+    setText(entry.parts["alert-why"], why);
+    if (alert.title !== why) alert.title = why;
   }
 
   function renderTileResult(entry) {
