@@ -154,6 +154,10 @@ class _Client(aiomqtt.Client):
             self._pubacks.pop(info.mid, None)
 
 
+#: for the project's other MQTT clients that need a PUBACK's reason code (the supervisors' console)
+AcknowledgingClient = _Client
+
+
 class _StopRequested(Exception):
     """Raised inside the connection's task group to end it when close() is called."""
 

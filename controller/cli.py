@@ -106,6 +106,12 @@ async def _run_service(config_path: str, discard_state: bool = False) -> int:
         panel.add_done_callback(
             lambda _: service.stop()
         )  # it ends by itself only if it failed: stop the table
+    metrics: asyncio.Task[None] | None = None
+    if config.metrics.enabled:
+        from controller.metrics import TableMetrics, serve_metrics
+
+        metrics = asyncio.create_task(serve_metrics(TableMetrics(service), config.metrics), name="metrics")
+        metrics.add_done_callback(lambda _: service.stop())  # it ends by itself only if it failed
     watchdog = asyncio.create_task(notifier.watchdog(), name="sd-watchdog")
 
     async def ready() -> None:
@@ -134,16 +140,72 @@ async def _run_service(config_path: str, discard_state: bool = False) -> int:
         watchdog.cancel()
         await asyncio.gather(watchdog, return_exceptions=True)
         notifier.close()
-        if panel is not None and not panel.done():
-            panel.cancel()
-            await asyncio.gather(panel, return_exceptions=True)
+        for task in (panel, metrics):
+            if task is not None and not task.done():
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
     if panel is not None and not panel.cancelled() and panel.exception() is not None:
         raise OperatorError(f"panel on {config.panel.host}:{config.panel.port}: {panel.exception()}")
+    if metrics is not None and not metrics.cancelled() and metrics.exception() is not None:
+        raise OperatorError(f"metrics on {config.metrics.host}:{config.metrics.port}: {metrics.exception()}")
     return 0
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     return asyncio.run(_run_service(args.config, discard_state=args.discard_state))
+
+
+async def _run_console(args: argparse.Namespace) -> int:
+    from controller.config import ConfigError, plain_password_warning
+    from controller.console.app import Console, ConsoleError, serve_console
+    from controller.console.settings import console_config_from_dict, load_console_config
+
+    config = load_console_config(args.config)
+    overrides: dict[str, dict[str, object]] = {"console": {}, "broker": {}}
+    if args.broker:
+        overrides["broker"]["url"] = args.broker
+    if args.studio:
+        overrides["console"]["studio_id"] = args.studio
+    if args.host:
+        overrides["console"]["host"] = args.host
+    if args.port:
+        overrides["console"]["port"] = args.port
+    if any(overrides.values()):
+        raw = config.model_dump(mode="json", exclude_unset=True)
+        for section, values in overrides.items():
+            raw[section] = {**raw.get(section, {}), **values}
+        if config.broker.password is not None:
+            raw["broker"]["password"] = config.broker.password.get_secret_value()
+        try:
+            config = console_config_from_dict(raw, environ={}, source="tablectl console")
+        except ConfigError as exc:
+            raise OperatorError(str(exc)) from None
+    warning = plain_password_warning(config.broker)
+    if warning is not None:
+        logging.getLogger("controller").warning("%s (the supervisors' passwords too)", warning)
+    settings = config.console
+    console = Console(config)
+    task = asyncio.create_task(serve_console(console))
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, task.cancel)
+    print(
+        f"tablectl console: studio {settings.studio_id} on {settings.scheme}://{settings.host}:{settings.port}/",
+        file=sys.stderr,
+        flush=True,
+    )
+    try:
+        await task
+    except asyncio.CancelledError:
+        return 0
+    except ConsoleError as exc:
+        raise OperatorError(str(exc)) from None
+    return 0
+
+
+def cmd_console(args: argparse.Namespace) -> int:
+    return asyncio.run(_run_console(args))
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -238,6 +300,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="serve the dealer's panel on 127.0.0.1:PORT (another free port if taken; 0: no panel)",
     )
     p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser(
+        "console",
+        help="the studio supervisor's console: every table of a studio, live, in a web page",
+    )
+    p.add_argument("--config", help="the console's TOML file ([console], [broker])")
+    p.add_argument("--broker", help="the studio's broker, mqtt://host:port or mqtts://host:port")
+    p.add_argument("--studio", help="the studio id (tables under studio/<id>/table/+)")
+    p.add_argument("--host", help="serve the page on this address (default 127.0.0.1)")
+    p.add_argument("--port", type=int, help="serve the page on this port (default 8090)")
+    p.set_defaults(func=cmd_console)
 
     p = sub.add_parser("replay", help="feed a device capture through the live parser, driver and game flow")
     p.add_argument("--game", choices=sorted(GAMES), required=True)

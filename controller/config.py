@@ -173,6 +173,20 @@ class RetentionSettings(Strict):
     )
 
 
+class MetricsSettings(Strict):
+    """`/metrics` in the Prometheus text format (`controller.metrics`), for the studio's Prometheus."""
+
+    enabled: bool = False
+    host: str = Field(
+        default="127.0.0.1",
+        description="the address to listen on; a Prometheus on another host needs this PC's address",
+    )
+    port: int = Field(default=9464, ge=1, le=65535)
+    loop_lag_interval_seconds: float = Field(
+        default=0.5, gt=0, le=60, description="how often the event loop's lag is sampled"
+    )
+
+
 def redact_url(url: str) -> str:
     """`url` without the credentials it may hold (`mqtt://user:secret@host` -> `mqtt://***@host`)."""
     scheme, sep, rest = url.partition("://")
@@ -279,6 +293,7 @@ class TableConfig(Strict):
     )
     panel: PanelSettings = PanelSettings()
     retention: RetentionSettings = RetentionSettings()
+    metrics: MetricsSettings = MetricsSettings()
 
     @model_validator(mode="before")
     @classmethod

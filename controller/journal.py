@@ -275,6 +275,16 @@ class Journal:
         ).fetchall()
         return [Envelope.model_validate_json(row[0]) for row in rows]
 
+    def outbox_summary(self) -> tuple[int, str | None]:
+        """How many events wait in the outbox, and when the oldest of them was journaled (ISO, or None)."""
+        count, oldest = self._db.execute("SELECT COUNT(*), MIN(sequence) FROM outbox").fetchone()
+        if not count:
+            return 0, None
+        row = self._db.execute(
+            "SELECT json_extract(envelope, '$.recordedtime') FROM events WHERE sequence = ?", (oldest,)
+        ).fetchone()
+        return int(count), None if row is None else str(row[0])
+
     def read(self, from_sequence: int, to_sequence: int | None = None, limit: int = 10_000) -> list[Envelope]:
         """Journaled events from `from_sequence` to `to_sequence` (inclusive), at most `limit` of them."""
         upper = self._last_sequence if to_sequence is None else to_sequence

@@ -1,0 +1,551 @@
+"""The studio supervisor's console: a small web app (starlette + uvicorn, plain HTML/JS, no build step).
+
+`tablectl console` serves one page that shows every table of a studio live and lets a supervisor act on a
+paused round. The page's data comes from the studio's broker, read with the supervisor's own broker
+credentials (`controller.console.link`): each signed-in supervisor has a broker connection of their own, and
+every command goes out in their name (`commands/<name>/<their user>`), so the broker authenticates it and its
+ACL decides. With `[broker] username` in the console's config there is no sign-in: the console is that user.
+
+Updates reach the page as Server-Sent Events: `/api/stream` sends the summary of every table once, then only
+the tables that changed, at most every `COALESCE_SECONDS` (a page never falls behind: a slow one skips
+intermediate versions of a table). One table's details come from `/api/tables/<id>`.
+
+Who may use it, as for the dealer's panel: only the configured host names (`Host`) are served, every POST
+must come from the page's own origin and carry the token embedded in the page at this start of the console,
+and the session cookie is HttpOnly and SameSite=Strict. Refused sign-ins are rate-limited per user name.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import json
+import logging
+import secrets
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from controller.commands import CommandError, check_remote_identity, parse_command
+from controller.console.link import USER_PATTERN, SignInRefused, StudioLink
+from controller.console.model import StudioModel
+from controller.console.settings import ConsoleConfig
+from controller.events import iso_ms
+from controller.panel.app import PanelHeaders
+from controller.panel.auth import WrongPinLimiter
+
+log = logging.getLogger(__name__)
+
+STATIC_DIR = Path(__file__).resolve().parent / "static"
+SESSION_COOKIE = "tablectl_console"
+TOKEN_HEADER = "x-console-token"
+TOKEN_PLACEHOLDER = "__CONSOLE_TOKEN__"
+SAFE_METHODS = frozenset({"GET", "HEAD"})
+#: the commands the console sends (the supervisors'; the dealer's and the rules engine's are not here)
+CONSOLE_COMMANDS = ("pause", "resume", "void_round", "device_action", "rebirth")
+#: a page gets the changes at most this often (the first change after a quiet spell goes at once)
+COALESCE_SECONDS = 0.05
+HEARTBEAT_SECONDS = 15.0
+RECONNECT_MILLISECONDS = 2000
+MAX_BODY_BYTES = 16 * 1024
+#: connections beyond the live streams before uvicorn answers 503 itself
+EXTRA_CONNECTIONS = 32
+
+
+class Notifier:
+    """Wakes every stream of a session when its model changed (many messages, one wake-up each)."""
+
+    def __init__(self) -> None:
+        self._event = asyncio.Event()
+
+    def notify(self) -> None:
+        event, self._event = self._event, asyncio.Event()
+        event.set()
+
+    async def wait(self, timeout: float) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._event.wait(), timeout)
+
+
+@dataclass
+class ConsoleSession:
+    id: str
+    user: str
+    model: StudioModel
+    link: StudioLink
+    notifier: Notifier
+    expires: float
+    streams: int = 0
+    closed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def close(self) -> None:
+        self.closed.set()
+        self.notifier.notify()
+        await self.link.close()
+
+
+class Console:
+    """The console process's state: its settings, the signed-in sessions, this start's page token."""
+
+    def __init__(self, config: ConsoleConfig, *, clock: Any = time.monotonic) -> None:
+        self.config = config
+        self.settings = config.console
+        self.clock = clock
+        self.page_token = secrets.token_urlsafe(32)
+        self.sessions: dict[str, ConsoleSession] = {}
+        self.fixed: ConsoleSession | None = None
+        self.limiter = WrongPinLimiter(
+            self.settings.sign_in_attempts, self.settings.sign_in_lockout_seconds, clock=clock
+        )
+        self.signing_in = asyncio.Lock()
+        self.streams = 0
+
+    def _new_session(self, user: str, password: str | None) -> ConsoleSession:
+        model = StudioModel(self.settings.studio_id)
+        notifier = Notifier()
+        link = StudioLink(
+            self.config.broker,
+            model,
+            username=user,
+            password=password,
+            on_change=notifier.notify,
+            reply_timeout=self.settings.reply_timeout_seconds,
+        )
+        expires = self.clock() + self.settings.session_hours * 3600
+        return ConsoleSession(secrets.token_urlsafe(32), user, model, link, notifier, expires)
+
+    async def start(self) -> None:
+        """With a user in the config: connect as that user now (SignInRefused if the broker says no)."""
+        user = self.config.fixed_user
+        if user is None:
+            return
+        password = self.config.broker.password
+        session = self._new_session(user, password.get_secret_value() if password else None)
+        session.expires = float("inf")
+        await session.link.start()
+        self.fixed = session
+
+    async def close(self) -> None:
+        for session in [*self.sessions.values(), *([self.fixed] if self.fixed else [])]:
+            await session.close()
+        self.sessions.clear()
+        self.fixed = None
+
+    def session_for(self, session_id: str | None) -> ConsoleSession | None:
+        if self.fixed is not None:
+            return self.fixed
+        if session_id is None:
+            return None
+        session = self.sessions.get(session_id)
+        if session is not None and session.expires <= self.clock():
+            del self.sessions[session_id]
+            asyncio.get_running_loop().create_task(session.close())
+            return None
+        return session
+
+    async def sign_in(self, user: str, password: str) -> ConsoleSession:
+        """Connect to the broker as `user`; raises SignInError when the broker (or the limiter) refuses."""
+        if not USER_PATTERN.match(user):
+            raise SignInError(400, "enter your broker user name")
+        try:
+            check_remote_identity(user)
+        except CommandError as exc:
+            raise SignInError(400, str(exc)) from None
+        async with self.signing_in:
+            wait = self.limiter.retry_after(user)
+            if wait > 0:
+                raise SignInError(429, f"too many refused sign-ins; try again in {int(wait) + 1} s", wait)
+            if len(self.sessions) >= self.settings.max_sessions:
+                self._drop_expired()
+            if len(self.sessions) >= self.settings.max_sessions:
+                raise SignInError(503, "too many supervisors are signed in on this console")
+            session = self._new_session(user, password)
+            try:
+                await session.link.start()
+            except SignInRefused as exc:
+                if not exc.unreachable:
+                    self.limiter.failed(user)
+                    log.warning("console: the broker refused the sign-in of %r", user)
+                raise SignInError(503 if exc.unreachable else 401, str(exc)) from None
+            self.limiter.succeeded(user)
+            self.sessions[session.id] = session
+            log.info("console: %s signed in", user)
+            return session
+
+    async def sign_out(self, session_id: str | None) -> None:
+        session = self.sessions.pop(session_id or "", None)
+        if session is not None:
+            log.info("console: %s signed out", session.user)
+            await session.close()
+
+    def _drop_expired(self) -> None:
+        now = self.clock()
+        for session_id, session in list(self.sessions.items()):
+            if session.expires <= now:
+                del self.sessions[session_id]
+                asyncio.get_running_loop().create_task(session.close())
+
+    async def housekeeping(self) -> None:
+        while True:
+            await asyncio.sleep(60)
+            self._drop_expired()
+
+    def token_ok(self, token: str | None) -> bool:
+        return token is not None and hmac.compare_digest(token.encode(), self.page_token.encode())
+
+
+class SignInError(Exception):
+    def __init__(self, status: int, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.retry_after = retry_after
+
+
+def _error(status: int, message: str, **extra: Any) -> JSONResponse:
+    return JSONResponse({"status": "error", "error": message, **extra}, status_code=status)
+
+
+# -- the live stream ----------
+
+
+class UpdateStream:
+    """`/api/stream`: the summaries of all tables, then those that changed (Server-Sent Events)."""
+
+    def __init__(self, console: Console, session: ConsoleSession) -> None:
+        self.console = console
+        self.session = session
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.console.streams >= self.console.settings.max_streams:
+            refused = _error(503, "too many console pages are open; close one")
+            refused.headers["retry-after"] = "5"
+            await refused(scope, receive, send)
+            return
+        headers = [
+            (b"content-type", b"text/event-stream; charset=utf-8"),
+            (b"cache-control", b"no-store"),
+            (b"x-accel-buffering", b"no"),
+        ]
+        self.console.streams += 1
+        self.session.streams += 1
+        try:
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
+            tasks = [
+                asyncio.create_task(self._send_updates(send)),
+                asyncio.create_task(self._until_disconnected(receive)),
+                asyncio.create_task(self.session.closed.wait()),
+            ]
+            try:
+                await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for task in tasks:
+                    task.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+        finally:
+            self.console.streams -= 1
+            self.session.streams -= 1
+        with contextlib.suppress(Exception):
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def _send_updates(self, send: Send) -> None:
+        model = self.session.model
+        await _body(send, f"retry: {RECONNECT_MILLISECONDS}\n\n".encode())
+        sent: dict[str, int] = {}
+        version = -1
+        first = True
+        while True:
+            if model.version == version:
+                await self.session.notifier.wait(HEARTBEAT_SECONDS)
+                if model.version == version:
+                    await _body(send, b": heartbeat\n\n")
+                    continue
+            version = model.version
+            changed = []
+            for table_id, table in model.tables.items():
+                if sent.get(table_id) != table.rev:
+                    summary = model.summary(table_id)
+                    if summary is not None:
+                        changed.append(summary)
+                        sent[table_id] = table.rev
+            removed = [table_id for table_id in sent if table_id not in model.tables]
+            for table_id in removed:
+                del sent[table_id]
+            link = model.link
+            update = {
+                "full": first,
+                "now": iso_ms(time.time()),
+                "user": self.session.user,
+                "studio": model.studio_id,
+                "link": {
+                    "connected": link.connected,
+                    "detail": link.detail,
+                    "since": iso_ms(link.since) if link.since else None,
+                },
+                "tables": changed,
+                "removed": removed,
+            }
+            first = False
+            data = json.dumps(update, separators=(",", ":"), ensure_ascii=False)
+            await _body(send, f"event: update\ndata: {data}\n\n".encode())
+            await asyncio.sleep(COALESCE_SECONDS)
+
+    @staticmethod
+    async def _until_disconnected(receive: Receive) -> None:
+        while (await receive())["type"] != "http.disconnect":
+            pass
+
+
+async def _body(send: Send, chunk: bytes) -> None:
+    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+
+
+async def _read_json(request: Request) -> Any:
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_BODY_BYTES:
+            raise ValueError(f"the payload is larger than {MAX_BODY_BYTES} bytes")
+    if not body.strip():
+        return {}
+    return json.loads(body)
+
+
+# -- the guard ----------
+
+
+class ConsoleGuard:
+    """Refuses, before any route runs: a `Host` that is not one of the console's names and port (DNS
+    rebinding), and any POST or DELETE without the page's own `Origin` or without this start's page token."""
+
+    def __init__(self, app: ASGIApp, console: Console) -> None:
+        self.app = app
+        self.console = console
+        settings = console.settings
+        default_port = 443 if settings.scheme == "https" else 80
+        self.hosts = {f"{name}:{settings.port}" for name in settings.allowed_hosts}
+        if settings.port == default_port:
+            self.hosts |= set(settings.allowed_hosts)
+        self.origins = {f"{settings.scheme}://{host}" for host in self.hosts}
+
+    def _refusal(self, scope: Scope) -> tuple[int, str] | None:
+        headers = {key.decode("latin-1").lower(): value.decode("latin-1") for key, value in scope["headers"]}
+        if headers.get("host", "").lower() not in self.hosts:
+            return 421, "unknown host name for this console (see [console] allowed_hosts)"
+        if scope["method"] in SAFE_METHODS:
+            return None
+        origin = headers.get("origin")
+        if origin is None or origin.lower() not in self.origins:
+            return 403, "requests from another web page are refused"
+        if not self.console.token_ok(headers.get(TOKEN_HEADER)):
+            return 403, "stale page: reload it"
+        return None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            refusal = self._refusal(scope)
+            if refusal is not None:
+                await _error(*refusal)(scope, receive, send)
+                return
+        elif scope["type"] == "websocket":
+            await send({"type": "websocket.close", "code": 1008})
+            return
+        await self.app(scope, receive, send)
+
+
+# -- the app ----------
+
+
+def create_app(console: Console) -> Starlette:
+    page_html = (
+        (STATIC_DIR / "index.html").read_text(encoding="utf-8").replace(TOKEN_PLACEHOLDER, console.page_token)
+    )
+    secure_cookie = console.settings.scheme == "https"
+
+    def session_of(request: Request) -> ConsoleSession | None:
+        return console.session_for(request.cookies.get(SESSION_COOKIE))
+
+    async def page(request: Request) -> Response:
+        return HTMLResponse(page_html, headers={"cache-control": "no-store"})
+
+    async def session(request: Request) -> Response:
+        if request.method == "GET":
+            current = session_of(request)
+            return JSONResponse(
+                {
+                    "user": current.user if current else None,
+                    "sign_in": console.fixed is None,
+                    "studio": console.settings.studio_id,
+                    "broker": console.config.broker.url,
+                }
+            )
+        if request.method == "DELETE":
+            if console.fixed is not None:
+                return _error(400, "this console acts as the user in its config file: nobody signs out")
+            await console.sign_out(request.cookies.get(SESSION_COOKIE))
+            response = JSONResponse({"status": "ok", "user": None})
+            response.delete_cookie(
+                SESSION_COOKIE, path="/", httponly=True, samesite="strict", secure=secure_cookie
+            )
+            return response
+        if console.fixed is not None:
+            return _error(400, f"this console acts as {console.fixed.user} (its config file): no sign-in")
+        try:
+            payload = await _read_json(request)
+        except ValueError:
+            payload = None
+        if not isinstance(payload, dict):
+            return _error(400, 'send {"username": "...", "password": "..."} as JSON')
+        user, password = payload.get("username"), payload.get("password")
+        if not isinstance(user, str) or not isinstance(password, str):
+            return _error(400, "enter your broker user name and password")
+        try:
+            signed_in = await console.sign_in(user.strip(), password)
+        except SignInError as exc:
+            refused = _error(exc.status, str(exc))
+            if exc.retry_after is not None:
+                refused.headers["retry-after"] = str(int(exc.retry_after) + 1)
+            return refused
+        response = JSONResponse({"status": "ok", "user": signed_in.user})
+        response.set_cookie(
+            SESSION_COOKIE,
+            signed_in.id,
+            max_age=int(console.settings.session_hours * 3600),
+            path="/",
+            httponly=True,
+            samesite="strict",
+            secure=secure_cookie,
+        )
+        return response
+
+    async def stream(request: Request) -> Response:
+        current = session_of(request)
+        if current is None:
+            return _error(401, "sign in first")
+        return UpdateStream(console, current)  # type: ignore[return-value]
+
+    async def table(request: Request) -> Response:
+        current = session_of(request)
+        if current is None:
+            return _error(401, "sign in first")
+        detail = current.model.detail(request.path_params["table"])
+        if detail is None:
+            return _error(404, "no such table (or it left)")
+        return JSONResponse(detail, headers={"cache-control": "no-store"})
+
+    async def command(request: Request) -> Response:
+        current = session_of(request)
+        if current is None:
+            return _error(401, "sign in first")
+        table_id, name = request.path_params["table"], request.path_params["name"]
+        if name not in CONSOLE_COMMANDS:
+            return _error(404, f"the console sends {', '.join(CONSOLE_COMMANDS)}; not {name!r}")
+        try:
+            payload = await _read_json(request)
+        except ValueError as exc:
+            return _error(400, f"the payload is not valid JSON: {exc}")
+        if not isinstance(payload, dict):
+            return _error(400, "the payload must be a JSON object")
+        payload = {key: value for key, value in payload.items() if key not in ("by", "transaction")}
+        if name == "void_round":
+            reason = payload.get("reason")
+            if not isinstance(reason, str) or not reason.strip():
+                return _error(400, "a void needs a reason")
+            payload["reason"] = reason.strip()
+        if name == "pause" and isinstance(payload.get("reason"), str):
+            payload["reason"] = payload["reason"].strip() or "paused by supervisor"
+        try:
+            parse_command("commands", name, payload, by=current.user)  # the table checks it again
+        except CommandError as exc:
+            return _error(400, str(exc))
+        if table_id not in current.model.tables:
+            return _error(404, f"no table {table_id!r} in studio {console.settings.studio_id}")
+        outcome = await current.link.send(table_id, name, payload)
+        return JSONResponse(outcome)
+
+    return Starlette(
+        routes=[
+            Route("/", page, methods=["GET"]),
+            Route("/api/session", session, methods=["GET", "POST", "DELETE"]),
+            Route("/api/stream", stream, methods=["GET"]),
+            Route("/api/tables/{table}", table, methods=["GET"]),
+            Route("/api/tables/{table}/commands/{name}", command, methods=["POST"]),
+            Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
+        ],
+        middleware=[Middleware(PanelHeaders), Middleware(ConsoleGuard, console=console)],
+    )
+
+
+class ConsoleError(RuntimeError):
+    """The console cannot run (its port is taken, the broker refused its configured user)."""
+
+
+class _Server(uvicorn.Server):
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield  # the caller owns SIGTERM/SIGINT and stops the console by cancelling serve_console
+
+
+async def serve_console(console: Console, *, started: asyncio.Event | None = None) -> None:
+    """Serve the console until cancelled."""
+    settings = console.settings
+    try:
+        await console.start()
+    except SignInRefused as exc:
+        raise ConsoleError(f"broker user {console.config.fixed_user!r}: {exc}") from None
+    app = create_app(console)
+    server = _Server(
+        uvicorn.Config(
+            app,
+            host=settings.host,
+            port=settings.port,
+            limit_concurrency=settings.max_streams + EXTRA_CONNECTIONS,
+            log_level="warning",
+            log_config=None,
+            access_log=False,
+            lifespan="off",
+            timeout_graceful_shutdown=2,
+            ssl_certfile=str(settings.tls_cert_file) if settings.tls_cert_file else None,
+            ssl_keyfile=str(settings.tls_key_file) if settings.tls_key_file else None,
+        )
+    )
+    housekeeping = asyncio.create_task(console.housekeeping())
+    waiter = None
+    if started is not None:
+
+        async def announce() -> None:
+            while not server.started:
+                await asyncio.sleep(0.02)
+            started.set()
+
+        waiter = asyncio.create_task(announce())
+    try:
+        await server.serve()
+    except SystemExit:
+        raise ConsoleError(
+            f"the console cannot listen on {settings.host}:{settings.port} (port in use?)"
+        ) from None
+    except asyncio.CancelledError:
+        for session in [*console.sessions.values(), *([console.fixed] if console.fixed else [])]:
+            session.closed.set()
+        if hasattr(server, "servers"):
+            server.should_exit = True
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(server.shutdown(), 5)
+        raise
+    finally:
+        housekeeping.cancel()
+        if waiter is not None:
+            waiter.cancel()
+        await console.close()

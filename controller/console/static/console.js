@@ -1,0 +1,588 @@
+// The studio supervisor's console. Plain JavaScript, no framework, no network but this console.
+// Every text that comes from a table goes through textContent (never innerHTML): a pause reason or a
+// device's detail string must never be able to inject markup into the page.
+"use strict";
+
+(() => {
+  const TOKEN = document.querySelector('meta[name="console-token"]').content;
+  const SUITS = { S: ["\u2660", false], H: ["\u2665", true], D: ["\u2666", true], C: ["\u2663", false] };
+  const PHASES = {
+    waiting: "waiting",
+    betting_open: "betting open",
+    betting_closed: "betting closed",
+    in_play: "in play",
+    paused: "PAUSED",
+  };
+  const DETAIL_REFRESH_MS = 200; // the open table's details are fetched again at most this often
+
+  const $ = (id) => document.getElementById(id);
+  const el = (tag, className, text) => {
+    const node = document.createElement(tag);
+    if (className) node.className = className;
+    if (text !== undefined && text !== null) node.textContent = String(text);
+    return node;
+  };
+  const setText = (node, text) => {
+    const value = text === undefined || text === null ? "" : String(text);
+    if (node.textContent !== value) node.textContent = value;
+  };
+
+  const tables = new Map(); // table id -> {summary, tile}
+  let selected = null; // the open table's id
+  let selectedRev = null;
+  let detail = null; // its details, as last fetched
+  let detailFetch = null; // in flight
+  let detailAgain = false;
+  let clockOffset = 0; // the console's clock minus this browser's (ms)
+  let stream = null;
+  let user = null;
+
+  const now = () => Date.now() + clockOffset;
+
+  function duration(ms) {
+    if (!(ms >= 0)) return "";
+    const s = Math.floor(ms / 1000);
+    if (s < 60) return `${s}s`;
+    const m = Math.floor(s / 60);
+    if (m < 60) return `${m}m ${String(s % 60).padStart(2, "0")}s`;
+    const h = Math.floor(m / 60);
+    return `${h}h ${String(m % 60).padStart(2, "0")}m`;
+  }
+  const since = (iso) => (iso ? duration(now() - Date.parse(iso)) : "");
+  const clock = (iso) => (iso ? new Date(iso).toLocaleTimeString([], { hour12: false }) : "");
+
+  function cardText(code) {
+    const suit = SUITS[String(code).slice(-1)];
+    if (!suit) return String(code);
+    const rank = String(code).slice(0, -1);
+    return (rank === "T" ? "10" : rank) + suit[0];
+  }
+
+  // ---- the grid ---------------------------------------------------------------------------------------
+  function tileFor(id) {
+    let entry = tables.get(id);
+    if (entry) return entry;
+    const tile = el("div", "tile");
+    tile.dataset.table = id;
+    tile.tabIndex = 0;
+    tile.setAttribute("role", "button");
+    const head = el("div", "tile-head");
+    head.append(el("span", "tile-id", id), el("span", "tile-game"), el("span", "badge tile-link"));
+    const alert = el("div", "tile-alert");
+    alert.append(el("div", "alert-wait"), el("div", "alert-why"));
+    tile.append(
+      head,
+      el("div", "tile-round"),
+      alert,
+      el("div", "tile-devices"),
+      el("div", "tile-flags"),
+      el("div", "tile-result"),
+    );
+    tile.addEventListener("click", () => openTable(id));
+    tile.addEventListener("keydown", (event) => {
+      if (event.key === "Enter" || event.key === " ") openTable(id);
+    });
+    $("grid").append(tile);
+    const parts = {};
+    for (const node of tile.querySelectorAll("[class]")) parts[node.className.split(" ").pop()] = node;
+    entry = { summary: null, tile, parts };
+    tables.set(id, entry);
+    return entry;
+  }
+
+  function renderTile(summary) {
+    const entry = tileFor(summary.table_id);
+    entry.summary = summary;
+    const tile = entry.tile;
+    const q = (cls) => entry.parts[cls];
+    const offline = summary.link === "offline";
+    tile.classList.toggle("paused", !!summary.paused);
+    tile.classList.toggle("offline", offline);
+    tile.classList.toggle("attention", !!summary.attention);
+    tile.classList.toggle("trouble", !summary.attention && hasTrouble(summary));
+    tile.dataset.link = summary.link;
+    tile.dataset.seq = summary.last_sequence_seen ?? "";
+    tile.dataset.rev = summary.rev;
+    setText(q("tile-game"), summary.title || summary.game || "");
+    const link = q("tile-link");
+    setText(link, summary.link.toUpperCase());
+    link.dataset.link = summary.link;
+    setText(q("tile-round"), [PHASES[summary.phase] || summary.phase || "", summary.round_id || ""].join("  "));
+    q("tile-round").dataset.phase = summary.phase || "";
+    renderTileAlert(entry);
+    // the devices and flags are rebuilt only when they changed (most updates are a new event and state)
+    const devicesKey = JSON.stringify(summary.devices || {});
+    if (entry.devicesKey !== devicesKey) {
+      entry.devicesKey = devicesKey;
+      q("tile-devices").replaceChildren(
+        ...Object.entries(summary.devices || {}).map(([name, device]) => {
+          const chip = el("span", "chip " + (device.status || "unknown"), `${name} ${device.status || "?"}`);
+          chip.dataset.device = name;
+          if (device.detail) chip.title = device.detail;
+          return chip;
+        }),
+      );
+    }
+    const flags = [];
+    if (summary.delivery_refused) flags.push(["flag bad", `delivery refused: ${summary.delivery_refused.reason}`]);
+    if (summary.backlog) flags.push(["flag warn", `backlog ${summary.backlog}`]);
+    if (summary.disk && summary.disk.status !== "ok") {
+      flags.push(["flag bad", `disk ${summary.disk.status}: ${Math.round(summary.disk.free_bytes / 1048576)} MiB free`]);
+    }
+    const flagsKey = JSON.stringify(flags);
+    if (entry.flagsKey !== flagsKey) {
+      entry.flagsKey = flagsKey;
+      q("tile-flags").replaceChildren(...flags.map(([cls, text]) => el("span", cls, text)));
+    }
+    renderTileResult(entry);
+  }
+
+  function hasTrouble(s) {
+    return !!(s.delivery_refused || (s.disk && s.disk.status !== "ok") || (s.device_problems || []).length);
+  }
+
+  function renderTileAlert(entry) {
+    const s = entry.summary;
+    const alert = entry.parts["tile-alert"];
+    const parts = [];
+    if (s.link === "offline") parts.push("OFFLINE");
+    if (s.paused) parts.push(`PAUSED: ${(s.pause && s.pause.reason) || ""}`);
+    alert.hidden = !parts.length;
+    if (!parts.length) return;
+    // how long first; a long reason is cut after a few lines on the tile (all of it in the title, and in
+    // the table's details)
+    const waited = s.waiting_since ? `waiting ${s.waiting_since_known ? "" : "≥ "}${since(s.waiting_since)}` : "";
+    setText(entry.parts["alert-wait"], waited);
+    const why = parts.join(" · ");
+    setText(entry.parts["alert-why"], why);
+    if (alert.title !== why) alert.title = why;
+  }
+
+  function renderTileResult(entry) {
+    const s = entry.summary;
+    const box = entry.parts["tile-result"];
+    // how long ago first: the result's words may be cut at the tile's edge (all of them are in its title)
+    setText(box, s.last_result ? `${since(s.last_result.time)} ago: ${s.last_result.text}` : "no result seen yet");
+    box.title = s.last_result ? s.last_result.text : "";
+  }
+
+  // paused and offline tables first, the longest waiting first; then the others by name
+  function reorder() {
+    const all = [...tables.values()].map((entry) => entry.summary);
+    all.sort((a, b) => {
+      if (a.attention !== b.attention) return a.attention ? -1 : 1;
+      if (a.attention) {
+        const wa = a.waiting_since || "9999";
+        const wb = b.waiting_since || "9999";
+        if (wa !== wb) return wa < wb ? -1 : 1;
+      }
+      return a.table_id < b.table_id ? -1 : a.table_id > b.table_id ? 1 : 0;
+    });
+    all.forEach((summary, index) => {
+      const tile = tables.get(summary.table_id).tile;
+      const order = String(index);
+      if (tile.style.order !== order) tile.style.order = order;
+    });
+    const paused = all.filter((s) => s.paused).length;
+    const offline = all.filter((s) => s.link === "offline").length;
+    setText($("count-tables"), `${all.length} table${all.length === 1 ? "" : "s"}`);
+    setText($("count-paused"), `${paused} paused`);
+    $("count-paused").hidden = !paused;
+    setText($("count-offline"), `${offline} offline`);
+    $("count-offline").hidden = !offline;
+  }
+
+  function applyUpdate(update) {
+    clockOffset = Date.parse(update.now) - Date.now();
+    setText($("studio"), update.studio);
+    const link = update.link;
+    $("link").dataset.connected = String(link.connected);
+    setText($("link-text"), link.connected ? "connected" : `disconnected (${link.detail}) since ${clock(link.since)}`);
+    $("link-lost").hidden = link.connected;
+    setText($("link-lost"), link.connected ? "" : `Lost the broker: ${link.detail}. Reconnecting… What is shown may be out of date.`);
+    if (update.full) {
+      const present = new Set(update.tables.map((s) => s.table_id));
+      for (const id of [...tables.keys()]) if (!present.has(id)) removeTable(id);
+    }
+    for (const summary of update.tables) renderTile(summary);
+    for (const id of update.removed) removeTable(id);
+    reorder();
+    if (selected !== null) {
+      const entry = tables.get(selected);
+      if (!entry) {
+        showGone();
+      } else if (entry.summary.rev !== selectedRev) {
+        refreshDetail();
+      }
+    }
+  }
+
+  function removeTable(id) {
+    const entry = tables.get(id);
+    if (!entry) return;
+    entry.tile.remove();
+    tables.delete(id);
+  }
+
+  // every second: how long each waits, and how long since each result
+  setInterval(() => {
+    for (const entry of tables.values()) {
+      renderTileAlert(entry);
+      renderTileResult(entry);
+    }
+    if (detail) renderPause(detail);
+  }, 1000);
+
+  // ---- one table ---------------------------------------------------------------------------------------
+  function openTable(id) {
+    selected = id;
+    selectedRev = null;
+    detail = null;
+    for (const entry of tables.values()) entry.tile.classList.toggle("selected", entry.tile.dataset.table === id);
+    $("detail").hidden = false;
+    $("d-outcome").hidden = true;
+    // nothing of the table shown before is left, and nothing can be sent, until this one's details are in
+    setText($("d-table"), id);
+    for (const node of ["d-game", "d-link", "d-round", "d-phase", "d-boot", "d-prompt"]) setText($(node), "");
+    for (const node of ["d-flags", "d-cards", "d-round-events", "d-results"]) $(node).replaceChildren();
+    for (const table of ["d-devices", "d-history"]) $(table).tBodies[0].replaceChildren();
+    $("d-pause").hidden = true;
+    for (const button of document.querySelectorAll("#d-actions button")) button.disabled = true;
+    refreshDetail();
+  }
+
+  function closeTable() {
+    selected = null;
+    detail = null;
+    $("detail").hidden = true;
+    for (const entry of tables.values()) entry.tile.classList.remove("selected");
+  }
+
+  function showGone() {
+    setText($("d-prompt"), "This table has left the studio (its retained topics were cleared).");
+    $("d-actions").hidden = true;
+  }
+
+  async function refreshDetail() {
+    if (selected === null) return;
+    if (detailFetch) {
+      detailAgain = true;
+      return;
+    }
+    const id = selected;
+    detailFetch = (async () => {
+      try {
+        const reply = await fetch(`/api/tables/${encodeURIComponent(id)}`, { cache: "no-store" });
+        if (reply.status === 401) return checkSession();
+        if (reply.status === 404) return showGone();
+        const data = await reply.json();
+        if (selected === id) {
+          detail = data;
+          selectedRev = data.rev;
+          renderDetail(data);
+        }
+      } catch (error) {
+        // the stream's reconnection brings it back
+      }
+    })();
+    await detailFetch;
+    await new Promise((resolve) => setTimeout(resolve, DETAIL_REFRESH_MS));
+    detailFetch = null;
+    if (detailAgain) {
+      detailAgain = false;
+      refreshDetail();
+    }
+  }
+
+  function renderPause(d) {
+    const box = $("d-pause");
+    box.hidden = !(d.paused || d.link === "offline");
+    if (box.hidden) return;
+    const pause = d.pause || {};
+    const what = [];
+    if (d.link === "offline") what.push("OFFLINE (Last Will)");
+    if (d.paused) what.push(`PAUSED: ${pause.reason || ""}`);
+    setText($("d-pause-reason"), what.join(" · "));
+    const info = [];
+    if (d.paused) {
+      info.push(`by ${pause.by || "?"}`);
+      if (pause.device) info.push(`device ${pause.device}`);
+      if (pause.since) info.push(`since ${clock(pause.since)} (${since(pause.since)})`);
+      if (d.held_readings) info.push(`${d.held_readings} reading(s) held`);
+    } else if (d.waiting_since) {
+      info.push(`seen offline ${d.waiting_since_known ? "since" : "before"} ${clock(d.waiting_since)} (${since(d.waiting_since)})`);
+    }
+    setText($("d-pause-detail"), info.join(" · "));
+  }
+
+  function renderDetail(d) {
+    $("d-actions").hidden = false;
+    setText($("d-table"), d.table_id);
+    setText($("d-game"), d.title || d.game || "");
+    setText($("d-link"), (d.link || "").toUpperCase());
+    $("d-link").dataset.link = d.link;
+    setText($("d-round"), d.round_id || "—");
+    setText($("d-phase"), PHASES[d.phase] || d.phase || "—");
+    $("d-phase").dataset.phase = d.phase || "";
+    setText($("d-boot"), d.boot ?? "—");
+    $("detail").classList.toggle("paused", !!d.paused);
+    renderPause(d);
+
+    const flags = [];
+    if (d.delivery_refused) {
+      const r = d.delivery_refused;
+      flags.push(`Delivery refused by the broker: ${r.reason} (code ${r.code}) since ${clock(r.since)}, from event ${r.sequence}`);
+    }
+    if (d.backlog) flags.push(`Backlog: ${d.backlog} event(s) journaled, not yet seen published`);
+    if (d.disk && d.disk.status !== "ok") flags.push(`Disk ${d.disk.status}: ${Math.round(d.disk.free_bytes / 1048576)} MiB free`);
+    if ((d.waiting_for_devices || []).length) flags.push(`Waiting for ${d.waiting_for_devices.join(", ")}`);
+    $("d-flags").replaceChildren(...flags.map((text) => el("div", "flag bad", text)));
+
+    $("btn-resume").disabled = !d.paused;
+    $("btn-void").disabled = !d.round_id;
+    $("btn-pause").disabled = !!d.paused;
+    const devices = Object.keys(d.devices || {});
+    const select = $("d-device");
+    const current = select.value;
+    select.replaceChildren(...devices.map((name) => el("option", null, name)));
+    if (devices.includes(current)) select.value = current;
+    $("btn-device").disabled = !devices.length;
+
+    setText($("d-prompt"), d.prompt ? `Dealer prompt: ${d.prompt}` : "");
+    renderCards(d);
+    const note = $("d-round-note");
+    note.hidden = !(d.round_events || []).length || d.round_seen_from_start;
+    setText(note, "This round began before this console was listening: its first events are not shown.");
+    $("d-round-events").replaceChildren(
+      ...(d.round_events || []).map((e) => {
+        const li = el("li", "event " + e.type.replaceAll(".", "-"));
+        li.append(el("span", "ev-time", clock(e.time)), el("span", "ev-type", e.type), el("span", "ev-text", e.text));
+        if (e.historical) li.append(el("span", "ev-hist", "late"));
+        return li;
+      }),
+    );
+    $("d-results").replaceChildren(
+      ...(d.results || []).map((r) => {
+        const li = el("li");
+        li.append(el("span", "ev-time", clock(r.time)), el("span", "ev-round", r.round_id), el("span", "ev-text", r.text));
+        return li;
+      }),
+    );
+    $("d-devices").tBodies[0].replaceChildren(
+      ...Object.entries(d.devices || {}).map(([name, device]) => {
+        const tr = el("tr", "device " + (device.status || ""));
+        tr.dataset.device = name;
+        tr.append(
+          el("td", "strong", name),
+          el("td", "dev-status", device.status),
+          el("td", null, [device.code, device.detail].filter(Boolean).join(" ")),
+          el("td", null, device.since ? `since ${clock(device.since)}` : ""),
+        );
+        return tr;
+      }),
+    );
+    $("d-history").tBodies[0].replaceChildren(
+      ...(d.history || []).map((h) => {
+        const tr = el("tr", "history " + (h.source || ""));
+        tr.dataset.status = h.status || "";
+        tr.append(
+          el("td", null, clock(h.time)),
+          el("td", "who", h.who),
+          el("td", "what", h.what),
+          el("td", null, h.detail),
+          el("td", "outcome", h.outcome || ""),
+        );
+        return tr;
+      }),
+    );
+  }
+
+  function renderCards(d) {
+    const game = d.game_state || {};
+    const box = $("d-cards");
+    const rows = [];
+    if (Array.isArray(game.positions)) {
+      for (const position of game.positions) {
+        const row = el("div", "place");
+        row.dataset.position = position.name;
+        row.append(el("span", "place-name", position.label));
+        for (const code of position.cards || []) {
+          const suit = SUITS[String(code).slice(-1)];
+          const card = el("span", "card" + (suit && suit[1] ? " red" : ""), cardText(code));
+          card.dataset.code = code;
+          row.append(card);
+        }
+        if (position.total !== null && position.total !== undefined) row.append(el("span", "place-total", `(${position.total})`));
+        rows.push(row);
+      }
+    } else if (game.last_result) {
+      const row = el("div", "place");
+      row.append(el("span", "place-name", "Last number"), el("span", `number ${game.last_result.color}`, game.last_result.number));
+      if (game.ball_launched) row.append(el("span", "place-total", "ball launched"));
+      rows.push(row);
+    }
+    box.replaceChildren(...rows);
+  }
+
+  // ---- commands ----------------------------------------------------------------------------------------
+  async function send(name, payload) {
+    const id = selected;
+    const outcome = $("d-outcome");
+    outcome.hidden = false;
+    outcome.dataset.status = "sending";
+    setText(outcome, `${name}: sending as ${user}…`);
+    let result;
+    try {
+      const reply = await fetch(`/api/tables/${encodeURIComponent(id)}/commands/${name}`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-console-token": TOKEN },
+        body: JSON.stringify(payload),
+      });
+      result = await reply.json();
+      if (reply.status === 401) checkSession();
+    } catch (error) {
+      result = { status: "error", error: `the console did not answer: ${error}` };
+    }
+    if (selected !== id) return;
+    outcome.dataset.status = result.status;
+    const words = {
+      ok: "ok",
+      error: "refused by the table",
+      refused: "refused by the broker",
+      no_reply: "no reply",
+      not_connected: "not sent",
+    };
+    let text = `${name} → ${id}: ${words[result.status] || result.status}`;
+    if (result.status === "refused") text = `${name} → ${id}: ${result.error}`;
+    else if (result.error) text += `: ${result.error}`;
+    setText(outcome, text);
+    refreshDetail();
+  }
+
+  function openDialog(id) {
+    for (const node of document.querySelectorAll(".dlg-table")) setText(node, selected);
+    $(id).hidden = false;
+  }
+  function closeDialogs() {
+    for (const id of ["pause-dialog", "void-dialog"]) $(id).hidden = true;
+  }
+  for (const button of document.querySelectorAll(".btn-cancel")) button.addEventListener("click", closeDialogs);
+  document.addEventListener("keydown", (event) => {
+    if (event.key === "Escape") closeDialogs();
+  });
+
+  $("btn-resume").addEventListener("click", () => send("resume", {}));
+  $("btn-pause").addEventListener("click", () => {
+    $("pause-reason").value = "";
+    openDialog("pause-dialog");
+    $("pause-reason").focus();
+  });
+  $("pause-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    closeDialogs();
+    const reason = $("pause-reason").value.trim();
+    send("pause", reason ? { reason } : {});
+  });
+
+  let voidRound = null;
+  $("btn-void").addEventListener("click", () => {
+    if (!detail || !detail.round_id) return;
+    voidRound = detail.round_id;
+    setText($("void-round"), voidRound || "");
+    $("void-reason").value = "";
+    $("btn-void-next").disabled = true;
+    $("void-step-reason").hidden = false;
+    $("void-step-confirm").hidden = true;
+    openDialog("void-dialog");
+    $("void-reason").focus();
+  });
+  $("void-reason").addEventListener("input", () => {
+    $("btn-void-next").disabled = !$("void-reason").value.trim();
+  });
+  $("void-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    const reason = $("void-reason").value.trim();
+    if (!reason) return; // a void needs a reason
+    setText($("void-question"), `Void round ${voidRound} of ${selected} ("${reason}")? Every bet of the round is refunded.`);
+    $("void-step-reason").hidden = true;
+    $("void-step-confirm").hidden = false;
+    $("btn-void-confirm").focus();
+  });
+  $("btn-void-confirm").addEventListener("click", () => {
+    closeDialogs();
+    send("void_round", { reason: $("void-reason").value.trim(), round_id: voidRound });
+  });
+  $("btn-device").addEventListener("click", () => {
+    send("device_action", { device: $("d-device").value, action: $("d-device-action").value });
+  });
+  $("btn-close-detail").addEventListener("click", closeTable);
+
+  // ---- session and stream ------------------------------------------------------------------------------
+  function startStream() {
+    if (stream) stream.close();
+    stream = new EventSource("/api/stream");
+    stream.addEventListener("update", (message) => applyUpdate(JSON.parse(message.data)));
+    stream.addEventListener("error", () => {
+      if (stream.readyState === EventSource.CLOSED) {
+        // refused (signed out, or the console restarted): ask again
+        setTimeout(checkSession, 2000);
+      }
+    });
+  }
+
+  async function checkSession() {
+    let info;
+    try {
+      info = await (await fetch("/api/session", { cache: "no-store" })).json();
+    } catch (error) {
+      setTimeout(checkSession, 2000);
+      return;
+    }
+    setText($("studio"), info.studio);
+    user = info.user;
+    setText($("user-name"), user ? `Signed in as ${user}` : "");
+    $("btn-sign-out").hidden = !(user && info.sign_in);
+    if (user) {
+      $("sign-in").hidden = true;
+      if (!stream || stream.readyState === EventSource.CLOSED) startStream();
+    } else {
+      if (stream) stream.close();
+      stream = null;
+      for (const id of [...tables.keys()]) removeTable(id);
+      closeTable();
+      $("sign-in").hidden = false;
+      $("si-user").focus();
+    }
+  }
+
+  $("sign-in-form").addEventListener("submit", async (event) => {
+    event.preventDefault();
+    setText($("si-error"), "");
+    $("btn-sign-in").disabled = true;
+    try {
+      const reply = await fetch("/api/session", {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-console-token": TOKEN },
+        body: JSON.stringify({ username: $("si-user").value.trim(), password: $("si-password").value }),
+      });
+      const result = await reply.json();
+      if (reply.ok) {
+        $("si-password").value = "";
+        await checkSession();
+      } else {
+        setText($("si-error"), result.error || `refused (${reply.status})`);
+      }
+    } catch (error) {
+      setText($("si-error"), `the console did not answer: ${error}`);
+    } finally {
+      $("btn-sign-in").disabled = false;
+    }
+  });
+
+  $("btn-sign-out").addEventListener("click", async () => {
+    await fetch("/api/session", { method: "DELETE", headers: { "x-console-token": TOKEN } });
+    checkSession();
+  });
+
+  checkSession();
+})();

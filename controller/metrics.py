@@ -1,0 +1,379 @@
+"""`/metrics`: the table service in the Prometheus text format, for a studio's Prometheus and Grafana.
+
+Off by default; `[metrics] enabled = true` (host, port: 127.0.0.1:9464) serves it beside the table. What it
+shows is read from the service at scrape time — the journal (outbox depth, oldest unacknowledged event, last
+sequence, file size), the bus's counters, the core's pause and device health, the free disk — plus a few
+counters kept from the journaled events themselves (the service's envelope listeners: every event the journal
+commits passes there, in order), and the event loop's lag, sampled by a task of its own. The service is not
+changed for it: `TableMetrics(service)` adds one listener; `serve_metrics` runs on the service's event loop,
+so everything is read from the loop's own thread (the journal's SQLite connection is not shared).
+
+Every series carries `studio` and `table` labels (alerts and dashboards name the table without relabelling).
+Free-text reasons are not label values (a supervisor's reason, a device's detail: unbounded): pauses and
+voids are counted by cause, a small fixed set (see `pause_cause`, `void_cause`).
+
+Metric names (all prefixed `tablectl_`): see `describe()` or the README's Metrics section.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import shutil
+import time
+from collections import Counter as Tally
+from collections.abc import Callable, Iterable, Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import uvicorn
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
+from starlette.routing import Route
+
+from controller import __version__
+from controller.config import MetricsSettings
+from controller.events import Envelope
+
+if TYPE_CHECKING:
+    from controller.service import TableService
+
+log = logging.getLogger(__name__)
+
+DEVICE_STATES = ("online", "offline", "fault")
+#: event-loop lag histogram buckets (seconds): a healthy loop is well under a millisecond
+LAG_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
+
+
+def pause_cause(data: dict[str, Any]) -> str:
+    """A `round.paused` event's cause: device_offline, device_fault, restart, flow_error, system, dealer or
+    supervisor."""
+    by = str(data.get("by") or "")
+    reason = str(data.get("reason") or "")
+    if by == "device":
+        device = str(data.get("device") or "")
+        return "device_fault" if reason.startswith(f"{device} fault") else "device_offline"
+    if by == "system":
+        if reason.startswith("controller restarted"):
+            return "restart"
+        if reason.startswith("internal error"):
+            return "flow_error"
+        return "system"
+    return _person(by)
+
+
+def void_cause(data: dict[str, Any]) -> str:
+    """A `round.voided` event's cause: fault_before_start, device, system, dealer or supervisor."""
+    by = str(data.get("by") or "")
+    if by == "system" and str(data.get("reason") or "").endswith("before the round started"):
+        return "fault_before_start"
+    if by in ("system", "device"):
+        return by
+    return _person(by)
+
+
+def _person(by: str) -> str:
+    return "dealer" if by.startswith("dealer:") or by == "panel" else "supervisor"
+
+
+class TableMetrics(Collector):
+    """The service's metrics, in their own registry (never the global one: one service, one registry)."""
+
+    def __init__(self, service: TableService, *, clock: Callable[[], float] = time.time) -> None:
+        self.service = service
+        self.clock = clock
+        config = service.config
+        self.labels = {"studio": config.table.studio_id, "table": config.table.table_id}
+        self.game = config.table.game
+        self.events: Tally[str] = Tally()
+        self.rejected: Tally[str] = Tally()
+        self.held: Tally[str] = Tally()
+        self.pauses: Tally[tuple[str, str]] = Tally()
+        self.voids: Tally[str] = Tally()
+        self.rounds: Tally[str] = Tally()
+        self.last_result: float | None = None
+        self.lag_seconds = 0.0
+        # what is read from files and the journal before each scrape (`refresh`)
+        self.outbox_depth = 0
+        self.outbox_oldest: str | None = None
+        self.journal_bytes = 0
+        self.free_bytes: int | None = None
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.lag = Histogram(
+            "tablectl_event_loop_lag_seconds",
+            "How late the event loop woke a task that slept (sampled); a stuck loop delays every event",
+            labelnames=list(self.labels),
+            buckets=LAG_BUCKETS,
+            registry=self.registry,
+        ).labels(**self.labels)
+        self.registry.register(self)
+        service.listeners.append(self.on_envelope)
+
+    # --- fed by the service ----------------------------------------------------------------------------
+
+    def on_envelope(self, envelope: Envelope) -> None:
+        """A service listener: every journaled event, in order."""
+        type_, data = envelope.type, envelope.data
+        self.events[type_] += 1
+        if type_ == "reading.rejected":
+            self.rejected[str(data.get("device"))] += 1
+        elif type_ == "reading.held":
+            self.held[str(data.get("device"))] += 1
+        elif type_ == "round.paused":
+            self.pauses[(pause_cause(data), str(data.get("device") or ""))] += 1
+        elif type_ == "round.voided":
+            self.voids[void_cause(data)] += 1
+            self.rounds["voided"] += 1
+        elif type_ == "round.result":
+            self.rounds["result"] += 1
+            self.last_result = self.clock()
+
+    async def sample_loop_lag(self, interval: float) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            started = loop.time()
+            await asyncio.sleep(interval)
+            self.lag_seconds = max(0.0, loop.time() - started - interval)
+            self.lag.observe(self.lag_seconds)
+
+    async def refresh(self) -> None:
+        """Read what a scrape shows from the journal and the disk (on the loop; statvfs in a thread)."""
+        self.outbox_depth, self.outbox_oldest = self.service.journal.outbox_summary()
+        path = self.service.journal_path
+        self.journal_bytes = sum(_size(Path(f"{path}{suffix}")) for suffix in ("", "-wal", "-shm"))
+        directories = {path.parent}
+        for device in self.service.config.devices.values():
+            if device.capture is not None:
+                directories.add(device.capture.parent)
+        try:
+            self.free_bytes = await asyncio.to_thread(_free_bytes, directories)
+        except OSError:
+            self.free_bytes = None
+
+    # --- the scrape ------------------------------------------------------------------------------------
+
+    def collect(self) -> Iterator[Metric]:
+        service, labels = self.service, self.labels
+        names, values = list(labels), list(labels.values())
+        now = self.clock()
+
+        def gauge(name: str, doc: str, value: float, **extra: str) -> GaugeMetricFamily:
+            family = GaugeMetricFamily(name, doc, labels=[*names, *extra])
+            family.add_metric([*values, *extra.values()], value)
+            return family
+
+        def counter(name: str, doc: str, value: float) -> CounterMetricFamily:
+            family = CounterMetricFamily(name, doc, labels=names)
+            family.add_metric(values, value)
+            return family
+
+        def tallied(name: str, doc: str, label: str, tally: Tally[str], known: Iterable[str] = ()) -> Metric:
+            family = CounterMetricFamily(name, doc, labels=[*names, label])
+            for key in sorted(set(tally) | set(known)):
+                family.add_metric([*values, key], tally[key])
+            return family
+
+        info = GaugeMetricFamily(
+            "tablectl_info",
+            "The table: its game and the controller's version",
+            labels=[*names, "game", "version"],
+        )
+        info.add_metric([*values, self.game, __version__], 1)
+        yield info
+        journal, bus, core = service.journal, service.bus, service.core
+        yield gauge("tablectl_boot", "The journal's boot counter (restarts of the service)", journal.boot)
+        yield tallied(
+            "tablectl_events_journaled",
+            "Events committed to the journal since the service started, by type",
+            "type",
+            self.events,
+        )
+        yield counter(
+            "tablectl_events_published",
+            "Events the broker acknowledged (PUBACK) since start",
+            bus.stats.published,
+        )
+        yield counter(
+            "tablectl_publish_refusals",
+            "Event publishes the broker refused (MQTT 5 PUBACK reason code >= 0x80, e.g. its ACL)",
+            bus.stats.refused,
+        )
+        yield counter("tablectl_events_replayed", "Events re-sent by replay_events", bus.stats.replayed)
+        yield counter(
+            "tablectl_commands_rejected",
+            "Commands and inputs answered with an error",
+            bus.stats.rejected_commands,
+        )
+        yield counter(
+            "tablectl_broker_reconnects", "Broker connections lost or not made", bus.stats.reconnects
+        )
+        yield gauge("tablectl_broker_connected", "1 while connected to the broker", int(bus.connected))
+        yield gauge(
+            "tablectl_delivery_refused",
+            "1 while the broker refuses the table's events",
+            int(bus.delivery_refused),
+        )
+        yield gauge(
+            "tablectl_journal_last_sequence", "The last event sequence journaled", journal.last_sequence
+        )
+        yield gauge(
+            "tablectl_outbox_events",
+            "Events journaled, not yet acknowledged by the broker",
+            self.outbox_depth,
+        )
+        oldest_age = 0.0
+        if self.outbox_oldest is not None:
+            oldest_age = max(0.0, now - _epoch(self.outbox_oldest))
+        yield gauge(
+            "tablectl_outbox_oldest_age_seconds",
+            "How long the oldest unacknowledged event has waited (0: the outbox is empty)",
+            oldest_age,
+        )
+        yield gauge(
+            "tablectl_journal_bytes",
+            "The journal's size on disk (database, WAL, shared memory)",
+            self.journal_bytes,
+        )
+        if self.free_bytes is not None:
+            yield gauge(
+                "tablectl_disk_free_bytes",
+                "Free space on the file systems of the journal and the captures (the smallest)",
+                self.free_bytes,
+            )
+        pause = core.pause
+        yield gauge("tablectl_paused", "1 while the table is paused", int(pause is not None))
+        yield gauge(
+            "tablectl_pause_duration_seconds",
+            "How long the current pause has lasted (0: not paused)",
+            0.0 if pause is None else max(0.0, now - pause.since),
+        )
+        yield gauge("tablectl_held_readings", "Readings held during the current pause", len(core.held))
+        up = GaugeMetricFamily(
+            "tablectl_device_up", "1 while the device is online", labels=[*names, "device"]
+        )
+        state = GaugeMetricFamily(
+            "tablectl_device_state",
+            "The device's health: 1 for its current state",
+            labels=[*names, "device", "state"],
+        )
+        for name, health in core.devices.items():
+            up.add_metric([*values, name], int(health.status == "online"))
+            for candidate in DEVICE_STATES:
+                state.add_metric([*values, name, candidate], int(health.status == candidate))
+        yield up
+        yield state
+        devices = list(core.devices)
+        yield tallied(
+            "tablectl_readings_rejected",
+            "Device readings rejected (device offline or in fault, unknown device, hold limit)",
+            "device",
+            self.rejected,
+            devices,
+        )
+        yield tallied(
+            "tablectl_readings_held",
+            "Device readings held while the table was paused",
+            "device",
+            self.held,
+            devices,
+        )
+        pauses = CounterMetricFamily(
+            "tablectl_pauses", "Pauses, by cause (and device)", labels=[*names, "cause", "device"]
+        )
+        for (cause, device), count in sorted(self.pauses.items()):
+            pauses.add_metric([*values, cause, device], count)
+        yield pauses
+        yield tallied("tablectl_voids", "Rounds voided, by cause", "cause", self.voids)
+        rounds = CounterMetricFamily(
+            "tablectl_rounds", "Rounds ended, by game and outcome", labels=[*names, "game", "outcome"]
+        )
+        for outcome in ("result", "voided"):
+            rounds.add_metric([*values, self.game, outcome], self.rounds[outcome])
+        yield rounds
+        if self.last_result is not None:
+            yield gauge(
+                "tablectl_last_result_timestamp_seconds",
+                "When the last round result was journaled",
+                self.last_result,
+            )
+        yield gauge(
+            "tablectl_event_loop_lag_last_seconds", "The last sampled event-loop lag", self.lag_seconds
+        )
+
+    def exposition(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+def _size(path: Path) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
+
+
+def _free_bytes(directories: Iterable[Path]) -> int:
+    return min(shutil.disk_usage(directory).free for directory in directories)
+
+
+def _epoch(iso: str) -> float:
+    return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
+
+
+def create_app(metrics: TableMetrics) -> Starlette:
+    async def scrape(request: Request) -> Response:
+        await metrics.refresh()
+        return Response(metrics.exposition(), media_type=CONTENT_TYPE_LATEST)
+
+    async def root(request: Request) -> Response:
+        return PlainTextResponse("tablectl metrics: /metrics\n")
+
+    return Starlette(routes=[Route("/metrics", scrape, methods=["GET"]), Route("/", root, methods=["GET"])])
+
+
+class MetricsError(RuntimeError):
+    """The metrics endpoint cannot run (its port is taken)."""
+
+
+class _Server(uvicorn.Server):
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield  # the table service owns SIGTERM/SIGINT
+
+
+async def serve_metrics(metrics: TableMetrics, settings: MetricsSettings) -> None:
+    """Serve `/metrics` and sample the loop's lag until cancelled. Raises MetricsError if it cannot listen."""
+    server = _Server(
+        uvicorn.Config(
+            create_app(metrics),
+            host=settings.host,
+            port=settings.port,
+            limit_concurrency=16,
+            log_level="warning",
+            log_config=None,
+            access_log=False,
+            lifespan="off",
+            timeout_graceful_shutdown=1,
+        )
+    )
+    sampler = asyncio.create_task(metrics.sample_loop_lag(settings.loop_lag_interval_seconds))
+    try:
+        await server.serve()
+    except SystemExit:
+        raise MetricsError(
+            f"metrics cannot listen on {settings.host}:{settings.port} (port in use?)"
+        ) from None
+    except asyncio.CancelledError:
+        if hasattr(server, "servers"):
+            server.should_exit = True
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(server.shutdown(), 5)
+        raise
+    finally:
+        sampler.cancel()

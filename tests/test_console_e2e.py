@@ -1,0 +1,322 @@
+"""The supervisor's console end to end: three real `tablectl run` processes on simulated shoes (real ptys), a
+real Mosquitto that authenticates every client and confines it with an ACL, and the console in a real
+headless Chromium, signed in with the supervisor's own broker user.
+
+A shoe unplugged mid-round pauses its table; the console shows it within a second; the supervisor resumes it
+from the console (refused by the table while the shoe is still out, then accepted) and the table's events
+record that supervisor; a void asks for a reason and a confirmation; and a supervisor whose broker user may
+not send commands sees the broker's refusal (MQTT 5 PUBACK 0x87) as it came.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.async_api import expect
+
+from drivers.shoe.simulator import ShoeSimulator
+from tests.console_helpers import (
+    chromium,
+    console_client,
+    open_console,
+    running_console,
+    tile_order,
+)
+from tests.mosquitto import MosquittoBroker, MqttRecorder, secured_broker, wait_until
+
+ROOT = Path(__file__).resolve().parent.parent
+STUDIO = "s1"
+TABLES = ("bac-1", "bac-2", "bac-3")
+CARDS = ["9S", "8D", "KC", "5H", "2C", "3D", "4H", "TS", "AS", "QD"]
+PASSWORDS = {
+    **{f"table-{table}": f"pw-{table}" for table in TABLES},
+    "supervisor-desk-1": "desk-1-pw",
+    "viewer-1": "viewer-pw",
+    "watcher": "watcher-pw",
+}
+PAUSED = re.compile(r"\bpaused\b")
+
+
+def acl_text() -> str:
+    lines = []
+    for table in TABLES:
+        root = f"studio/{STUDIO}/table/{table}"
+        lines += [f"user table-{table}"]
+        lines += [f"topic write {root}/{level}" for level in ("status", "state", "devices/+", "events/+")]
+        lines += [
+            f"topic write {root}/replies/#",
+            f"topic read {root}/commands/#",
+            f"topic read {root}/inputs/#",
+        ]
+        lines.append("")
+    lines += [
+        "user supervisor-desk-1",
+        "topic read studio/#",
+        "topic write studio/+/table/+/commands/+/supervisor-desk-1",
+        "",
+        "# may watch, may not send anything",
+        "user viewer-1",
+        "topic read studio/#",
+        "",
+        "user watcher",
+        "topic read studio/#",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture
+def broker(tmp_path: Path) -> Iterator[MosquittoBroker]:
+    acl = tmp_path / "acl"
+    acl.write_text(acl_text())
+    secured = secured_broker(tmp_path / "broker", PASSWORDS, acl)
+    secured.start()
+    try:
+        yield secured
+    finally:
+        secured.kill()
+
+
+class TableProcess:
+    """`tablectl run` for one table, as systemd runs it (the password in the environment)."""
+
+    def __init__(self, tmp_path: Path, broker: MosquittoBroker, table: str, port: str) -> None:
+        self.table = table
+        self.log = tmp_path / f"{table}.log"
+        self.config = tmp_path / f"{table}.toml"
+        self.config.write_text(
+            f"""
+[table]
+studio_id = "{STUDIO}"
+table_id = "{table}"
+game = "baccarat"
+data_dir = "{tmp_path / table}"
+
+[broker]
+url = "{broker.url}"
+username = "table-{table}"
+keepalive = 5
+
+[devices.shoe]
+protocol = "shoe-line"
+port = "{port}"
+
+[game]
+betting_seconds = 1.0
+round_gap_seconds = 0.5
+decks = 8
+"""
+        )
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        env = {**os.environ, "TABLECTL__BROKER__PASSWORD": f"pw-{self.table}"}
+        with self.log.open("ab") as out:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "controller.cli", "-v", "run", "--config", str(self.config)],
+                cwd=ROOT,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=env,
+            )
+
+    def stop(self) -> int | None:
+        if self.process is None:
+            return None
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        return self.process.returncode
+
+
+@pytest.fixture
+async def studio(
+    tmp_path: Path, broker: MosquittoBroker
+) -> AsyncIterator[dict[str, tuple[TableProcess, ShoeSimulator]]]:
+    tables: dict[str, tuple[TableProcess, ShoeSimulator]] = {}
+    try:
+        for table in TABLES:
+            shoe = ShoeSimulator(cards=CARDS * 5, cut_position=None)
+            port = await shoe.start_pty(str(tmp_path / f"{table}.pty"))
+            process = TableProcess(tmp_path, broker, table, port)
+            process.start()
+            tables[table] = (process, shoe)
+        yield tables
+    finally:
+        codes = {table: process.stop() for table, (process, _) in tables.items()}
+        for _, shoe in tables.values():
+            await shoe.stop()
+        logs = {table: process.log.read_text() for table, (process, _) in tables.items()}
+        assert all(code == 0 for code in codes.values()), (codes, logs)
+
+
+def root(table: str) -> str:
+    return f"studio/{STUDIO}/table/{table}"
+
+
+def events(recorder: MqttRecorder, table: str, kind: str = "#") -> list[dict[str, Any]]:
+    return [m.json() for m in recorder.on(f"{root(table)}/events/{kind}")]
+
+
+async def deal(recorder: MqttRecorder, table: str, shoe: ShoeSimulator, count: int) -> None:
+    """The dealer draws `count` cards, each once the table has taken the one before."""
+    for _ in range(count):
+        before = len(events(recorder, table, "card.dealt"))
+        await wait_until(shoe.draw, timeout=15, what=f"{table}'s shoe gate to open")
+        await recorder.wait_for_count(f"{root(table)}/events/card.dealt", before + 1, timeout=15)
+
+
+async def test_supervisor_sees_a_fault_within_a_second_resumes_voids_and_a_viewer_is_refused(
+    broker: MosquittoBroker, studio: dict[str, tuple[TableProcess, ShoeSimulator]]
+) -> None:
+    async with (
+        running_console(broker.url, STUDIO) as console,
+        MqttRecorder(
+            broker, [f"studio/{STUDIO}/table/#"], protocol="5", username="watcher", password="watcher-pw"
+        ) as watch,
+        chromium() as browser,
+    ):
+        page, errors = await open_console(
+            browser, console.url, "supervisor-desk-1", PASSWORDS["supervisor-desk-1"]
+        )
+        tiles = page.locator("#grid .tile")
+        await expect(tiles).to_have_count(3, timeout=20_000)
+        for table in TABLES:
+            tile = page.locator(f'#grid .tile[data-table="{table}"]')
+            await expect(tile.locator(".tile-link")).to_have_text("ONLINE", timeout=20_000)
+            await expect(tile.locator('.chip[data-device="shoe"]')).to_have_text(
+                "shoe online", timeout=20_000
+            )
+
+        # bac-2: its first round is played out (it began before the supervisor signed in); in the second
+        # one, after its first card, the shoe's cable is pulled
+        _, shoe2 = studio["bac-2"]
+        await watch.wait_for_count(f"{root('bac-2')}/events/round.betting_closed", 1, timeout=20)
+        await deal(watch, "bac-2", shoe2, 4)
+        await watch.wait_for_count(f"{root('bac-2')}/events/round.betting_closed", 2, timeout=20)
+        await deal(watch, "bac-2", shoe2, 1)
+        await shoe2.unplug()
+        paused = await watch.wait_for_message(
+            f"{root('bac-2')}/events/round.paused", lambda m: True, timeout=15
+        )
+        seen_paused = time.monotonic()
+        tile2 = page.locator('#grid .tile[data-table="bac-2"]')
+        await expect(tile2).to_have_class(PAUSED, timeout=1000)
+        shown_after = time.monotonic() - seen_paused
+        assert shown_after < 1.0, shown_after
+        reason = paused.json()["data"]["reason"]
+        await expect(tile2.locator(".tile-alert")).to_contain_text(f"PAUSED: {reason}")
+        await expect(tile2.locator('.chip[data-device="shoe"]')).to_have_text("shoe offline")
+        assert (await tile_order(page))[0] == "bac-2"
+
+        # the supervisor opens it: the round so far, step by step
+        await tile2.click()
+        await expect(page.locator("#d-pause-reason")).to_have_text(f"PAUSED: {reason}")
+        await expect(page.locator("#d-pause-detail")).to_contain_text("by device · device shoe")
+        await expect(page.locator('#d-cards .place[data-position="player"] .card')).to_have_text(["2♣"])
+        await expect(page.locator("#d-round-note")).to_be_hidden()
+        story = page.locator("#d-round-events li .ev-type")
+        await expect(story).to_have_text(
+            ["round.opened", "round.betting_closed", "card.dealt", "device.offline", "round.paused"]
+        )
+
+        # resume while the shoe is still out: the table refuses, and says why
+        await page.click("#btn-resume")
+        outcome = page.locator("#d-outcome")
+        await expect(outcome).to_have_attribute("data-status", "error")
+        await expect(outcome).to_contain_text(
+            "resume → bac-2: refused by the table: cannot resume: device shoe is"
+        )
+
+        # the shoe is back: resume, in the supervisor's own name
+        await shoe2.replug()
+        await expect(page.locator('#d-devices tr[data-device="shoe"] .dev-status')).to_have_text(
+            "online", timeout=15_000
+        )
+        await page.click("#btn-resume")
+        await expect(outcome).to_have_attribute("data-status", "ok")
+        await expect(outcome).to_have_text("resume → bac-2: ok")
+        resumed = await watch.wait_for_message(f"{root('bac-2')}/events/round.resumed", lambda m: True)
+        assert resumed.json()["data"]["by"] == "supervisor-desk-1"
+        assert resumed.json()["subject"] == paused.json()["subject"]
+        await expect(tile2).not_to_have_class(PAUSED)
+        history = page.locator("#d-history tbody tr")
+        await expect(history.filter(has_text="resumed").locator(".who")).to_have_text("supervisor-desk-1")
+        # the commands this supervisor sent, newest first, each with the table's reply
+        sent = page.locator("#d-history tbody tr.console")
+        await expect(sent.locator(".what")).to_have_text(["resume", "resume"])
+        await expect(sent.locator(".who")).to_have_text(["supervisor-desk-1"] * 2)
+        await expect(sent.nth(0).locator(".outcome")).to_have_text("ok")
+        await expect(sent.nth(1).locator(".outcome")).to_contain_text("error: cannot resume: device shoe is")
+        # and the round goes on to its result
+        # (player 2C 4H = 6 stands, banker 3D TS = 3 draws: four more cards)
+        await deal(watch, "bac-2", shoe2, 4)
+        await watch.wait_for_count(f"{root('bac-2')}/events/round.result", 2, timeout=15)
+        await expect(tile2.locator(".tile-result")).to_contain_text("PLAYER")
+
+        # bac-3: a void needs a reason, and a confirmation
+        await watch.wait_for_count(f"{root('bac-3')}/events/round.betting_closed", 1, timeout=20)
+        await page.locator('#grid .tile[data-table="bac-3"]').click()
+        await expect(page.locator("#d-table")).to_have_text("bac-3")
+        await expect(page.locator("#d-round")).to_have_text(re.compile(r"^bac-3-\d+$"))
+        round_id = await page.locator("#d-round").text_content()
+        await page.click("#btn-void")
+        await expect(page.locator("#btn-void-next")).to_be_disabled()
+        await page.fill("#void-reason", "   ")
+        await expect(page.locator("#btn-void-next")).to_be_disabled()
+        await page.fill("#void-reason", "misdeal seen on camera")
+        await page.click("#btn-void-next")
+        await expect(page.locator("#void-question")).to_contain_text(f"Void round {round_id} of bac-3")
+        await page.click("#btn-void-confirm")
+        await expect(outcome).to_have_text("void_round → bac-3: ok")
+        voided = await watch.wait_for_message(f"{root('bac-3')}/events/round.voided", lambda m: True)
+        assert voided.json()["data"] == {
+            **voided.json()["data"],
+            "by": "supervisor-desk-1",
+            "reason": "misdeal seen on camera",
+            "round_id": round_id,
+        }
+
+        # a supervisor whose broker user may watch but not send: the broker's refusal, as it came
+        viewer, viewer_errors = await open_console(browser, console.url, "viewer-1", PASSWORDS["viewer-1"])
+        await expect(viewer.locator("#grid .tile")).to_have_count(3)
+        await viewer.locator('#grid .tile[data-table="bac-1"]').click()
+        await viewer.click("#btn-pause")
+        await viewer.fill("#pause-reason", "checking the shoe")
+        await viewer.click("#btn-pause-send")
+        refused = viewer.locator("#d-outcome")
+        await expect(refused).to_have_attribute("data-status", "refused")
+        await expect(refused).to_have_text("pause → bac-1: refused by the broker: Not authorized (0x87)")
+        assert events(watch, "bac-1", "round.paused") == []
+        assert errors == [] and viewer_errors == []
+
+
+async def test_sign_in_with_a_wrong_password_is_refused_by_the_broker(broker: MosquittoBroker) -> None:
+    async with running_console(broker.url, STUDIO, sign_in_attempts=2) as console, chromium() as browser:
+        page = await browser.new_page()
+        await page.goto(console.url)
+        await page.fill("#si-user", "supervisor-desk-1")
+        await page.fill("#si-password", "not-the-password")
+        await page.click("#btn-sign-in")
+        await expect(page.locator("#si-error")).to_contain_text("the broker refused user 'supervisor-desk-1'")
+        await page.click("#btn-sign-in")
+        await page.click("#btn-sign-in")
+        await expect(page.locator("#si-error")).to_contain_text("too many refused sign-ins")
+        # nothing without a session
+        async with console_client(console.url, "viewer-1", PASSWORDS["viewer-1"]) as client:
+            assert (await client.get("/api/tables/bac-1")).status_code == 404
+            client.cookies.clear()
+            assert (await client.get("/api/tables/bac-1")).status_code == 401
+            assert (await client.post("/api/tables/bac-1/commands/resume", json={})).status_code == 401

@@ -1,0 +1,196 @@
+"""The console's model of a studio, message by message (pure: no broker, no clock)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from controller.console.model import StudioModel
+
+ROOT = "studio/s1/table"
+
+
+def msg(
+    model: StudioModel, topic: str, payload: Any, *, retained: bool = False, now: float = 1000.0
+) -> str | None:
+    body = (
+        b""
+        if payload is None
+        else json.dumps(payload).encode()
+        if not isinstance(payload, bytes)
+        else payload
+    )
+    return model.on_message(f"{ROOT}/{topic}", body, retained, now)
+
+
+def state(
+    round_id: str | None = "t1-0001", *, paused: bool = False, last_sequence: int = 3
+) -> dict[str, Any]:
+    return {
+        "table_id": "t1",
+        "game": "baccarat",
+        "phase": "paused" if paused else "in_play",
+        "round_id": round_id,
+        "paused": paused,
+        "pause": {
+            "reason": "shoe offline: link lost",
+            "by": "device",
+            "device": "shoe",
+            "since": "2026-12-01T10:00:00.000Z",
+        }
+        if paused
+        else None,
+        "devices": {"shoe": {"status": "online", "detail": "online", "code": None, "since": None}},
+        "last_sequence": last_sequence,
+        "view": {"title": "Baccarat"},
+        "prompt": "Deal to Player",
+    }
+
+
+def event(sequence: int, type_: str, data: dict[str, Any], subject: str | None = "t1-0001") -> dict[str, Any]:
+    return {
+        "id": f"id-{sequence}",
+        "type": type_,
+        "sequence": str(sequence).zfill(12),
+        "time": "2026-12-01T10:00:00.000Z",
+        "subject": subject,
+        "historical": False,
+        "data": data,
+    }
+
+
+def test_a_table_appears_with_its_retained_topics_and_leaves_when_they_are_cleared() -> None:
+    model = StudioModel("s1")
+    assert msg(model, "t1/status", {"status": "online", "boot": 3}, retained=True) == "t1"
+    msg(model, "t1/state", state(), retained=True)
+    msg(model, "t1/devices/shoe", {"status": "online", "detail": "online"}, retained=True)
+    summary = model.summary("t1")
+    assert summary is not None
+    assert (summary["link"], summary["boot"], summary["title"], summary["round_id"]) == (
+        "online",
+        3,
+        "Baccarat",
+        "t1-0001",
+    )
+    assert summary["attention"] is False and summary["devices"]["shoe"]["status"] == "online"
+    # the same value again changes nothing (a reconnection re-reads every retained topic)
+    version = model.version
+    assert msg(model, "t1/status", {"status": "online", "boot": 3}, retained=True) is None
+    assert model.version == version
+    for topic in ("t1/status", "t1/state"):
+        msg(model, topic, None, retained=True)
+    assert "t1" in model.tables  # its device is still retained
+    msg(model, "t1/devices/shoe", None, retained=True)
+    assert "t1" not in model.tables and model.summary("t1") is None
+
+
+def test_offline_and_paused_tables_need_attention_and_say_since_when() -> None:
+    model = StudioModel("s1")
+    msg(model, "t1/status", {"status": "offline", "boot": 2}, retained=True, now=500.0)
+    summary = model.summary("t1")
+    assert summary is not None and summary["attention"] and summary["link"] == "offline"
+    # read at subscription time: it was offline already, since before the console knew
+    assert summary["waiting_since_known"] is False
+    msg(model, "t2/status", {"status": "online", "boot": 1})
+    msg(model, "t2/status", {"status": "offline", "boot": 1}, now=1500.0)
+    summary = model.summary("t2")
+    assert summary is not None and summary["waiting_since"] == "1970-01-01T00:25:00.000Z"
+    assert summary["waiting_since_known"] is True
+    msg(model, "t3/state", state(paused=True))
+    summary = model.summary("t3")
+    assert summary is not None and summary["attention"] and summary["paused"]
+    assert summary["waiting_since"] == "2026-12-01T10:00:00.000Z"
+    assert summary["pause"]["reason"] == "shoe offline: link lost"
+
+
+def test_a_reconnection_forgets_what_the_broker_no_longer_holds() -> None:
+    model = StudioModel("s1")
+    for table in ("t1", "t2"):
+        msg(model, f"{table}/status", {"status": "online", "boot": 1}, retained=True)
+        msg(model, f"{table}/devices/shoe", {"status": "online"}, retained=True)
+    msg(model, "t1/state", state(), retained=True)
+    model.begin_resync()
+    # the broker sends t1's topics again, but not t2's, nor t1's device
+    msg(model, "t1/status", {"status": "online", "boot": 1}, retained=True)
+    msg(model, "t1/state", state(), retained=True)
+    assert model.end_resync() == ["t2"]
+    assert list(model.tables) == ["t1"]
+    assert model.tables["t1"].devices == {}
+
+
+def test_events_are_kept_once_each_with_results_backlog_and_who_did_what() -> None:
+    model = StudioModel("s1")
+    msg(model, "t1/state", state(last_sequence=5))
+    assert model.summary("t1")["backlog"] is None  # type: ignore[index]  # no event seen yet
+    msg(model, "t1/events/round.opened", event(1, "round.opened", {"round_id": "t1-0001"}))
+    msg(
+        model,
+        "t1/events/card.dealt",
+        event(2, "card.dealt", {"card": "9S", "position": "player", "index": 0}),
+    )
+    assert (
+        msg(model, "t1/events/card.dealt", event(2, "card.dealt", {"card": "9S"})) is None
+    )  # re-sent: same id
+    msg(model, "t1/events/round.paused", event(3, "round.paused", {"reason": "shoe fault", "by": "device"}))
+    assert model.summary("t1")["backlog"] == 2  # type: ignore[index]  # journaled up to 5, seen up to 3
+    msg(model, "t1/events/round.resumed", event(4, "round.resumed", {"by": "supervisor-desk-2"}))
+    result = {
+        "game": "baccarat",
+        "round_id": "t1-0001",
+        "player": {"cards": ["9S", "KC"], "total": 9},
+        "banker": {"cards": ["8D", "5H"], "total": 3},
+        "winner": "player",
+        "natural": True,
+    }
+    msg(model, "t1/events/round.result", event(5, "round.result", result))
+    summary = model.summary("t1")
+    assert summary is not None and summary["backlog"] == 0 and summary["last_sequence_seen"] == 5
+    assert summary["last_result"]["text"] == "Player 9S KC (9) vs Banker 8D 5H (3) -> PLAYER natural"
+    detail = model.detail("t1")
+    assert detail is not None
+    assert [e["type"] for e in detail["round_events"]] == [
+        "round.opened",
+        "card.dealt",
+        "round.paused",
+        "round.resumed",
+        "round.result",
+    ]
+    assert detail["round_seen_from_start"] is True
+    assert detail["round_events"][1]["text"] == "9S to player"
+    assert [(h["who"], h["what"]) for h in detail["history"]] == [
+        ("supervisor-desk-2", "resumed"),
+        ("device", "paused"),
+    ]
+
+
+def test_a_command_sent_from_the_console_gets_its_reply_or_its_refusal() -> None:
+    model = StudioModel("s1")
+    msg(model, "t1/state", state())
+    model.record_command("t1", user="desk-1", name="resume", payload={}, transaction="c-1", now=1.0)
+    model.record_command(
+        "t1", user="desk-1", name="pause", payload={"reason": "x"}, transaction="c-2", now=2.0
+    )
+    msg(
+        model,
+        "t1/replies/resume",
+        {"transaction": "c-1", "status": "error", "error": "the table is not paused"},
+    )
+    model.command_outcome("t1", "c-2", "refused", "refused by the broker: Not authorized (0x87)")
+    # someone else's command: its reply alone
+    msg(model, "t1/replies/void_round", {"transaction": "other", "status": "ok", "data": {}})
+    history = model.detail("t1")["history"]  # type: ignore[index]
+    assert [(h["what"], h["status"], h["outcome"] if "outcome" in h else h["detail"]) for h in history] == [
+        ("reply to void_round", "ok", "ok"),
+        ("pause", "refused", "refused by the broker: Not authorized (0x87)"),
+        ("resume", "error", "error: the table is not paused"),
+    ]
+
+
+def test_what_is_not_a_table_message_is_ignored() -> None:
+    model = StudioModel("s1")
+    assert model.on_message("studio/s2/table/t1/status", b'{"status": "online"}', True, 0.0) is None
+    assert msg(model, "t1/status", b"not json") is None
+    assert msg(model, "t1/status", b"[1, 2]") is None
+    assert msg(model, "t1/events/x", {"no": "id"}) is None
+    assert msg(model, "t1/devices/a/b", {"status": "online"}) is None
+    assert model.tables == {} and model.ignored == 5

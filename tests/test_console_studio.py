@@ -1,0 +1,149 @@
+"""The supervisor's console with a studio of simulated tables (`tests/studio_sim.py`: retained status, state
+and devices, and baccarat rounds at a table's pace) on a real Mosquitto, in a real headless Chromium.
+
+200 tables at once; a paused and an offline table come first within a second; tables come and go; the
+broker restarts (and loses its retained messages) and the console re-reads what is there, forgetting what is
+not. The real tables (`tablectl run`) are in test_console_e2e.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any
+
+import pytest
+from playwright.async_api import expect
+
+from tests.console_helpers import chromium, open_console, running_console, tile_order
+from tests.mosquitto import MosquittoBroker
+from tests.studio_sim import SimulatedStudio
+
+STUDIO = "sim-studio"
+StudioFactory = Callable[..., SimulatedStudio]
+PAUSED = re.compile(r"\bpaused\b")
+OFFLINE = re.compile(r"\boffline\b")
+
+
+@pytest.fixture
+def studio_of(mosquitto: MosquittoBroker) -> Iterator[StudioFactory]:
+    started: list[SimulatedStudio] = []
+
+    def make(count: int, round_seconds: float = 30.0) -> SimulatedStudio:
+        studio = SimulatedStudio(mosquitto.port, STUDIO, count, round_seconds=round_seconds)
+        studio.start()
+        started.append(studio)
+        return studio
+
+    yield make
+    for studio in started:
+        studio.stop()
+
+
+async def test_two_hundred_tables_paused_and_offline_first_within_a_second(
+    mosquitto: MosquittoBroker, studio_of: StudioFactory
+) -> None:
+    studio = studio_of(200, 30.0)
+    async with running_console(mosquitto.url, STUDIO) as console, chromium() as browser:
+        page, errors = await open_console(browser, console.url, "supervisor-desk-1")
+        await expect(page.locator("#grid .tile")).to_have_count(200)
+        await expect(page.locator("#count-tables")).to_have_text("200 tables")
+        # rounds are being played meanwhile: results reach the tiles
+        await expect(page.locator("#grid .tile-result").filter(has_text="PLAYER").first).to_be_visible(
+            timeout=20_000
+        )
+
+        studio.pause("sim-150", "shoe offline: link lost")
+        paused = page.locator('#grid .tile[data-table="sim-150"]')
+        await expect(paused).to_have_class(PAUSED, timeout=1000)
+        await expect(paused.locator(".tile-alert")).to_contain_text("PAUSED: shoe offline: link lost")
+        await expect(paused.locator(".tile-alert")).to_contain_text("waiting")
+        await expect(paused.locator('.chip[data-device="shoe"]')).to_have_class(OFFLINE)
+        assert (await tile_order(page))[0] == "sim-150"
+        await expect(page.locator("#count-paused")).to_have_text("1 paused")
+
+        await asyncio.sleep(1.1)  # the paused one has waited longer: it stays first
+        studio.go_offline("sim-020")
+        offline = page.locator('#grid .tile[data-table="sim-020"]')
+        await expect(offline).to_have_class(OFFLINE, timeout=1000)
+        await expect(offline.locator(".tile-alert")).to_contain_text("OFFLINE")
+        assert (await tile_order(page))[:2] == ["sim-150", "sim-020"]
+        rest = (await tile_order(page))[2:]
+        assert rest == sorted(rest)
+
+        # the broker refusing a table's events, and its disk filling up, show on its tile
+        studio.set_status(
+            "sim-077",
+            delivery="refused",
+            delivery_reason="Not authorized",
+            delivery_code=135,
+            refused_sequence=12,
+            refused_since="2026-12-01T10:00:00.000Z",
+            disk={"free_bytes": 300 * 1024 * 1024, "status": "low"},
+        )
+        flags = page.locator('#grid .tile[data-table="sim-077"] .tile-flags')
+        await expect(flags).to_contain_text("delivery refused: Not authorized", timeout=1000)
+        await expect(flags).to_contain_text("disk low: 300 MiB free")
+
+        # the page stays responsive under the load: one table's details open at once
+        started = time.monotonic()
+        await paused.click()
+        await expect(page.locator("#d-pause-reason")).to_have_text("PAUSED: shoe offline: link lost")
+        await expect(page.locator("#d-round-events li.round-paused")).to_have_count(1)
+        assert time.monotonic() - started < 2.0
+        await expect(page.locator("#btn-resume")).to_be_enabled()
+        assert errors == []
+
+
+async def test_tables_come_and_go_and_a_broker_restart_is_re_read(
+    mosquitto: MosquittoBroker, studio_of: StudioFactory
+) -> None:
+    studio = studio_of(30, 10.0)
+    async with running_console(mosquitto.url, STUDIO) as console, chromium() as browser:
+        page, errors = await open_console(browser, console.url, "supervisor-desk-1")
+        tiles = page.locator("#grid .tile")
+        await expect(tiles).to_have_count(30)
+
+        studio.remove("sim-005")  # its retained topics cleared: it leaves the grid
+        await expect(page.locator('#grid .tile[data-table="sim-005"]')).to_have_count(0)
+        studio.add("bac-new")
+        await expect(page.locator('#grid .tile[data-table="bac-new"]')).to_have_count(1)
+        await expect(tiles).to_have_count(30)
+        studio.pause("sim-010")
+        await expect(page.locator('#grid .tile[data-table="sim-010"]')).to_have_class(PAUSED)
+
+        # The broker restarts and comes back empty (no persistence): every table publishes its retained
+        # topics again when it reconnects, as a table does, but sim-007 went away meanwhile.
+        mosquitto.stop()
+        await expect(page.locator("#link-lost")).to_be_visible()
+        await expect(page.locator("#link-text")).to_contain_text("disconnected")
+        studio.forget("sim-007")
+        mosquitto.persistence = False
+        mosquitto.start()
+        await expect(page.locator("#link-lost")).to_be_hidden(timeout=15_000)
+        await expect(page.locator('#grid .tile[data-table="sim-007"]')).to_have_count(0, timeout=15_000)
+        await expect(tiles).to_have_count(29)
+        # what the tables said again is what is shown: the paused table is still paused and first
+        await expect(page.locator('#grid .tile[data-table="sim-010"]')).to_have_class(PAUSED)
+        assert (await tile_order(page))[0] == "sim-010"
+        # and the rounds go on: a table's sequence moves on the page
+        seq = await page.locator('#grid .tile[data-table="sim-001"]').get_attribute("data-seq")
+        await wait_until_async(
+            lambda: page.locator('#grid .tile[data-table="sim-001"]').get_attribute("data-seq"),
+            lambda value: value not in (None, "", seq),
+        )
+        assert errors == []
+
+
+async def wait_until_async(
+    read: Callable[[], Awaitable[Any]], check: Callable[[Any], bool], timeout: float = 20.0
+) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = await read()
+        if check(value):
+            return
+        assert time.monotonic() < deadline, f"timed out; last value {value!r}"
+        await asyncio.sleep(0.1)

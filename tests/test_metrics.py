@@ -1,0 +1,283 @@
+"""`/metrics`: a real TableService with a simulated shoe on a pty and a real Mosquitto, scraped over HTTP and
+read back with prometheus-client's own parser; `tablectl run` serving it; the example alert rules and
+Grafana dashboard naming only metrics the service exposes."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import re
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx
+import yaml
+from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.samples import Sample
+
+from controller.config import MetricsSettings, config_from_dict
+from controller.events import Envelope
+from controller.metrics import TableMetrics, pause_cause, serve_metrics, void_cause
+from controller.service import TableService
+from drivers.shoe.simulator import ShoeSimulator
+from tests.mosquitto import HOST, MosquittoBroker, free_port, wait_until
+
+ROOT = Path(__file__).resolve().parent.parent
+CARDS = ["9S", "8D", "KC", "5H", "2C", "3D", "4H", "TS", "AS", "QD"]
+LABELS = {"studio": "s1", "table": "bac-m"}
+
+
+class Scrape:
+    def __init__(self, text: str) -> None:
+        self.families = {family.name: family for family in text_string_to_metric_families(text)}
+        self.samples: list[Sample] = [
+            sample for family in self.families.values() for sample in family.samples
+        ]
+
+    def value(self, name: str, **labels: str) -> float:
+        found = [s.value for s in self.samples if s.name == name and s.labels == {**LABELS, **labels}]
+        assert len(found) == 1, (name, labels, [s for s in self.samples if s.name == name])
+        return found[0]
+
+
+async def scrape(url: str) -> Scrape:
+    async with httpx.AsyncClient() as client:
+        reply = await client.get(f"{url}/metrics")
+    assert reply.status_code == 200
+    assert reply.headers["content-type"].startswith("text/plain; version=")  # the text format
+    return Scrape(reply.text)
+
+
+@contextlib.asynccontextmanager
+async def table_with_metrics(
+    tmp_path: Path, broker: MosquittoBroker
+) -> AsyncIterator[tuple[TableService, ShoeSimulator, str]]:
+    shoe = ShoeSimulator(cards=CARDS * 5, cut_position=None)
+    port_path = await shoe.start_pty(str(tmp_path / "shoe.pty"))
+    config = config_from_dict(
+        {
+            "table": {
+                "studio_id": "s1",
+                "table_id": "bac-m",
+                "game": "baccarat",
+                "data_dir": str(tmp_path / "data"),
+            },
+            "broker": {"url": broker.url, "keepalive": 5, "reconnect_max_seconds": 1.0},
+            "devices": {"shoe": {"protocol": "shoe-line", "port": port_path}},
+            "game": {"betting_seconds": 0.5, "round_gap_seconds": 0.5, "decks": 8},
+        },
+        environ={},
+    )
+    service = TableService(config)
+    events: list[Envelope] = []
+    service.listeners.append(events.append)
+    settings = MetricsSettings(enabled=True, host=HOST, port=free_port(), loop_lag_interval_seconds=0.05)
+    metrics = TableMetrics(service)
+    running = asyncio.create_task(service.run())
+    serving = asyncio.create_task(serve_metrics(metrics, settings))
+    url = f"http://{HOST}:{settings.port}"
+    try:
+        await wait_until(lambda: service.bus.connected, timeout=10, what="the table on the broker")
+        yield service, shoe, url
+    finally:
+        serving.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await serving
+        service.stop()
+        await asyncio.wait_for(running, 10)
+        await shoe.stop()
+
+
+def events_of(service: TableService, type_: str) -> int:
+    return sum(1 for envelope in service.journal.read(1) if envelope.type == type_)
+
+
+async def test_metrics_follow_the_table_through_a_fault_and_a_broker_outage(
+    tmp_path: Path, mosquitto: MosquittoBroker
+) -> None:
+    async with table_with_metrics(tmp_path, mosquitto) as (service, shoe, url):
+        await wait_until(
+            lambda: events_of(service, "round.betting_closed") >= 1, timeout=15, what="betting closed"
+        )
+        await wait_until(shoe.draw, timeout=10, what="the gate to open")
+        await wait_until(lambda: events_of(service, "card.dealt") >= 1, timeout=10, what="the card dealt")
+        await wait_until(lambda: service.bus.stats.published >= service.journal.last_sequence, timeout=10)
+
+        first = await scrape(url)
+        (info,) = first.families["tablectl_info"].samples
+        assert info.value == 1 and info.labels == {
+            **LABELS,
+            "game": "baccarat",
+            "version": info.labels["version"],
+        }
+        assert first.value("tablectl_events_journaled_total", type="card.dealt") == 1
+        assert first.value("tablectl_events_journaled_total", type="device.online") == 1
+        assert first.value("tablectl_events_published_total") == service.journal.last_sequence
+        assert first.value("tablectl_journal_last_sequence") == service.journal.last_sequence
+        assert first.value("tablectl_outbox_events") == 0
+        assert first.value("tablectl_outbox_oldest_age_seconds") == 0
+        assert first.value("tablectl_broker_connected") == 1
+        assert first.value("tablectl_device_up", device="shoe") == 1
+        assert first.value("tablectl_device_state", device="shoe", state="online") == 1
+        assert first.value("tablectl_device_state", device="shoe", state="fault") == 0
+        assert first.value("tablectl_paused") == 0
+        assert first.value("tablectl_journal_bytes") > 0
+        assert first.value("tablectl_disk_free_bytes") > 0
+        assert first.value("tablectl_readings_rejected_total", device="shoe") == 0
+        assert first.value("tablectl_publish_refusals_total") == 0
+        assert first.value("tablectl_event_loop_lag_seconds_count") > 0
+        assert first.families["tablectl_event_loop_lag_seconds"].type == "histogram"
+        assert first.families["tablectl_events_published"].type == "counter"
+
+        # the shoe's cable is pulled mid-round: the table pauses
+        await shoe.unplug()
+        await wait_until(lambda: service.core.paused, timeout=10, what="the pause")
+        await asyncio.sleep(0.2)
+        paused = await scrape(url)
+        assert paused.value("tablectl_paused") == 1
+        assert paused.value("tablectl_pause_duration_seconds") > 0
+        assert paused.value("tablectl_pauses_total", cause="device_offline", device="shoe") == 1
+        assert paused.value("tablectl_device_up", device="shoe") == 0
+        assert paused.value("tablectl_device_state", device="shoe", state="offline") == 1
+
+        # the broker goes away: what the table journals meanwhile waits in the outbox, and says how long
+        mosquitto.stop()
+        await wait_until(lambda: not service.bus.connected, timeout=10, what="the table to lose the broker")
+        await shoe.replug()  # device.online: journaled, not published
+        await wait_until(
+            lambda: service.core.devices["shoe"].status == "online", timeout=15, what="the shoe back"
+        )
+        await asyncio.sleep(1.0)
+        outage = await scrape(url)
+        assert outage.value("tablectl_broker_connected") == 0
+        assert outage.value("tablectl_outbox_events") >= 1
+        assert outage.value("tablectl_outbox_oldest_age_seconds") >= 0.9
+        assert outage.value("tablectl_broker_reconnects_total") >= 1
+        assert outage.value("tablectl_held_readings") == 0
+
+        mosquitto.start()
+        await wait_until(lambda: service.bus.connected, timeout=15, what="the table back on the broker")
+        await wait_until(
+            lambda: service.journal.outbox_summary()[0] == 0, timeout=15, what="the outbox drained"
+        )
+        drained = await scrape(url)
+        assert drained.value("tablectl_outbox_events") == 0
+        assert drained.value("tablectl_outbox_oldest_age_seconds") == 0
+
+
+def test_pauses_and_voids_are_counted_by_cause_not_by_free_text() -> None:
+    assert pause_cause({"by": "device", "device": "shoe", "reason": "shoe fault: jam (E3)"}) == "device_fault"
+    assert (
+        pause_cause({"by": "device", "device": "shoe", "reason": "shoe offline: link lost"})
+        == "device_offline"
+    )
+    assert pause_cause({"by": "system", "reason": "controller restarted mid-round"}) == "restart"
+    assert pause_cause({"by": "system", "reason": "internal error in the game flow"}) == "flow_error"
+    assert pause_cause({"by": "dealer:d7", "reason": "called the supervisor"}) == "dealer"
+    assert pause_cause({"by": "supervisor-desk-2", "reason": "anything at all"}) == "supervisor"
+    assert void_cause({"by": "system", "reason": "shoe offline: link lost before the round started"}) == (
+        "fault_before_start"
+    )
+    assert void_cause({"by": "device", "reason": "miss-spin"}) == "device"
+    assert void_cause({"by": "supervisor-desk-1", "reason": "misdeal"}) == "supervisor"
+
+
+async def test_tablectl_run_serves_metrics_when_enabled(tmp_path: Path, mosquitto: MosquittoBroker) -> None:
+    shoe = ShoeSimulator(cards=CARDS, cut_position=None)
+    port_path = await shoe.start_pty(str(tmp_path / "shoe.pty"))
+    metrics_port = free_port()
+    config = tmp_path / "table.toml"
+    config.write_text(
+        f"""
+[table]
+studio_id = "s1"
+table_id = "bac-m"
+game = "baccarat"
+data_dir = "{tmp_path / "data"}"
+[broker]
+url = "{mosquitto.url}"
+[devices.shoe]
+protocol = "shoe-line"
+port = "{port_path}"
+[metrics]
+enabled = true
+port = {metrics_port}
+"""
+    )
+    log = tmp_path / "service.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "controller.cli", "run", "--config", str(config)],
+            cwd=ROOT,
+            stdout=out,
+            stderr=out,
+        )
+    try:
+        text = ""
+        async with httpx.AsyncClient() as client:
+            for _ in range(200):
+                with contextlib.suppress(httpx.TransportError):
+                    reply = await client.get(f"http://127.0.0.1:{metrics_port}/metrics")
+                    text = reply.text
+                    if "tablectl_device_up" in text and 'state="online"} 1.0' in text:
+                        break
+                await asyncio.sleep(0.05)
+        result = Scrape(text)
+        assert result.value("tablectl_device_up", device="shoe") == 1, log.read_text()
+        assert result.value("tablectl_boot") == 1
+    finally:
+        process.terminate()
+        assert process.wait(15) == 0, log.read_text()
+        await shoe.stop()
+
+
+# -- the examples: every metric they name is one the service exposes ---------------------------------------
+
+
+def exposed_names(tmp_path: Path) -> set[str]:
+    """Every sample name a scrape can hold (a full set of label values does not matter here)."""
+    config = config_from_dict(
+        {
+            "table": {"table_id": "t1", "game": "baccarat", "data_dir": str(tmp_path / "d")},
+            "devices": {"shoe": {"protocol": "shoe-line", "port": "/dev/null"}},
+        },
+        environ={},
+    )
+    service = TableService(config)
+    try:
+        metrics = TableMetrics(service)
+        # one of each counter that has no series until its first event
+        metrics.last_result = 1.0
+        metrics.free_bytes = 1
+        metrics.events["round.paused"] += 1
+        metrics.pauses[("device_offline", "shoe")] += 1
+        metrics.voids["supervisor"] += 1
+        scraped = Scrape(metrics.exposition().decode())
+    finally:
+        service.journal.close()
+    return {sample.name for sample in scraped.samples} | set(scraped.families)
+
+
+def test_example_alert_rules_and_dashboard_name_only_exposed_metrics(tmp_path: Path) -> None:
+    names = exposed_names(tmp_path)
+    rules = yaml.safe_load((ROOT / "examples" / "prometheus" / "tablectl-alerts.yml").read_text())
+    alerts = {rule["alert"]: rule for group in rules["groups"] for rule in group["rules"]}
+    assert {"TablePausedTooLong", "OutboxEventsWaiting", "DeviceOffline", "DiskLow"} <= set(alerts)
+    for rule in alerts.values():
+        assert {"expr", "for", "labels", "annotations"} <= set(rule), rule
+        used = set(re.findall(r"tablectl_[a-z_]+", rule["expr"]))
+        assert used or rule["expr"].startswith('up{job="tablectl"}'), rule
+        assert used <= names, (rule["alert"], used - names)
+    dashboard = json.loads((ROOT / "examples" / "grafana" / "tablectl-dashboard.json").read_text())
+    exprs = [target["expr"] for panel in dashboard["panels"] for target in panel.get("targets", [])]
+    assert len(exprs) >= 10
+    used = {name for expr in exprs for name in re.findall(r"tablectl_[a-z_]+", expr)}
+    assert used <= names, used - names
+    assert dashboard["title"] and dashboard["templating"]["list"], "a studio and table selector"
+
+
+def test_metrics_are_off_by_default() -> None:
+    assert MetricsSettings().enabled is False
