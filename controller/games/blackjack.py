@@ -538,6 +538,12 @@ class BoxedBlackjackFlow(BlackjackTable):
         self.awaiting_card = False
         self.dealer_completes = True
 
+    def restore_conflict(self, data: dict[str, Any]) -> str | None:
+        seats = {hand.get("seat") for hand in data.get("hands", [])}
+        if data.get("rounds", {}).get("round_id") is not None and seats and seats != set(self.seats):
+            return f"the round in play has boxes {sorted(seats)} but this table has {len(self.seats)} seats"
+        return super().restore_conflict(data)
+
     # -- rules of this table -------------------------------------------------------------------------
 
     @property
