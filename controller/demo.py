@@ -85,7 +85,7 @@ def make_simulator(game: str, seed: int, faults: bool) -> Any:
             else ShoeFaults()
         )
         # a pack that is replaced every round has no cut card
-        cut_position = None if spec.fresh_deck_each_round else DEFAULT_CUT_POSITION
+        cut_position = None if spec.fresh_deck_each_round else spec.demo_cut_position or DEFAULT_CUT_POSITION
         return cls(decks=spec.demo_decks, seed=seed, faults=shoe_faults, cut_position=cut_position)
     if protocol == "cammegh-ss2":
         return cls(seed=seed, speed=8.0)
@@ -102,11 +102,23 @@ class VirtualDealer:
         self.spec = game_spec(service.config.table.game)
         if self.spec.fresh_deck_each_round:
             service.listeners.append(self._fresh_deck_after_round)
+        else:
+            service.listeners.append(self._new_shoe_after_the_last_round)
 
     def _fresh_deck_after_round(self, envelope: Envelope) -> None:
         """Single-deck games: the used pack goes to the shuffler and a freshly shuffled one is loaded."""
         if envelope.type in ("round.closed", "round.voided"):
             self.simulator.load_new_deck(self.rng.randrange(2**32), decks=self.spec.demo_decks)
+
+    def _new_shoe_after_the_last_round(self, envelope: Envelope) -> None:
+        """A shoe game: after the cut-card round the decks are reshuffled into a new shoe."""
+        if envelope.type == "round.result" and envelope.data.get("last_round_of_shoe"):
+            from drivers.shoe.simulator import DEFAULT_CUT_POSITION
+
+            cut = self.spec.demo_cut_position or DEFAULT_CUT_POSITION
+            self.simulator.load_new_deck(
+                self.rng.randrange(2**32), decks=self.spec.demo_decks, cut_position=cut
+            )
 
     async def run(self) -> None:
         if "shoe" not in self.spec.devices:
@@ -164,7 +176,7 @@ async def run_demo(
                 "table": {"studio_id": "demo", "table_id": f"demo-{game}", "game": game, "data_dir": tmp},
                 "broker": {"url": mqtt_url, "protocol": "3.1.1" if broker is not None else "5"},
                 "devices": {device_name: {"protocol": spec.devices[device_name][0], "port": port_path}},
-                "game": DEMO_GAME_SETTINGS.get(game, {}),
+                "game": {**DEMO_GAME_SETTINGS.get(game, {}), **spec.demo_settings},
             },
             environ={},
             source="demo",

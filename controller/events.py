@@ -184,6 +184,125 @@ class StudResult(EventData):
     )
 
 
+# --- blackjack (Live, Infinite, Single-deck) ----------------------------------------------------------
+
+BlackjackOutcome = Literal["blackjack", "win", "push", "lose", "surrender"]
+
+
+class BlackjackDealer(EventData):
+    cards: list[str] = Field(description="in dealing order; a face-down card only once it was revealed")
+    total: int = Field(description="best total: an ace counts 11 unless that busts")
+    soft: bool = Field(description="an ace still counts 11 in `total`")
+    blackjack: bool = Field(description="21 in the first two cards")
+    bust: bool
+
+
+class BlackjackHand(EventData):
+    seat: int = Field(ge=1, description="the box, 1 = the dealer's left")
+    hand: int = Field(ge=1, le=2, description="1; 2 for the second hand of a split box")
+    cards: list[str] = Field(description="in dealing order")
+    total: int
+    soft: bool
+    blackjack: bool = Field(description="21 in two cards, not after a split")
+    bust: bool
+    doubled: bool
+    split: bool = Field(description="the hand was made by splitting a pair")
+    surrendered: bool
+    insured: bool = Field(description="the box took insurance (both hands of a split box say so)")
+    outcome: BlackjackOutcome = Field(description="against the dealer's hand; payouts are the rules engine's")
+
+
+class BoxedBlackjackResult(EventData):
+    """What Live and Single-deck Blackjack report: every box's hands against the dealer's."""
+
+    round_id: str
+    dealer: BlackjackDealer
+    hands: list[BlackjackHand] = Field(description="by seat, then hand; Bet Behind settles as its box")
+    round_in_shoe: int = Field(ge=1)
+    last_round_of_shoe: bool
+
+
+class BlackjackResult(BoxedBlackjackResult):
+    game: Literal["blackjack"] = "blackjack"
+
+
+class SingleDeckBlackjackResult(BoxedBlackjackResult):
+    """One box; a fresh deck every round, so `round_in_shoe` is always 1."""
+
+    game: Literal["single_deck_blackjack"] = "single_deck_blackjack"
+
+
+class InfiniteBlackjackResult(EventData):
+    game: Literal["infinite_blackjack"] = "infinite_blackjack"
+    round_id: str
+    shoe_id: str
+    initial: list[str] = Field(description="the two common initial player cards")
+    sequence: list[str] = Field(description="the common further player cards, in dealing order")
+    dealer_up: str
+    hole_card: str = Field(description="the dealer's face-down card, revealed")
+    dealer: BlackjackDealer = Field(description="cards include the revealed hole card")
+    dealer_bust_cards: int | None = Field(description="cards in the dealer's bust hand; null if no bust")
+    round_in_shoe: int = Field(ge=1, description="for side bets available up to a round of the shoe")
+    last_round_of_shoe: bool
+
+
+class CardFaceDown(EventData):
+    """A card was dealt face down (the dealer's hole card): its place only, never its identity. The same
+    card's `card.dealt` (same position and index) follows when it is revealed."""
+
+    round_id: str
+    position: str
+    index: int
+    rescan: bool = False
+
+
+class DealerPeek(EventData):
+    """The dealer checked the face-down card under an ace or a ten-valued up card."""
+
+    round_id: str
+    up_card: str
+    blackjack: bool = Field(description="the dealer has blackjack: the round ends")
+
+
+BlackjackAction = Literal[
+    "hit", "stand", "double", "split", "surrender", "insurance", "no_insurance", "deal_card", "players_done"
+]
+
+
+class BlackjackDecisionMade(EventData):
+    round_id: str
+    seat: int | None = Field(description="the box; null for Infinite's common hand")
+    hand: int | None
+    action: BlackjackAction
+    by: Literal["player", "policy"] = Field(
+        description="player: the rules engine's input; policy: no decision in time, the variant's "
+        "disconnect policy decided"
+    )
+    total: int | None = Field(None, description="the hand's total when it was decided")
+
+
+class BlackjackHandSettled(EventData):
+    """A hand whose outcome is certain before the dealer plays: bust, surrender, or a blackjack the dealer
+    cannot match."""
+
+    round_id: str
+    seat: int
+    hand: int
+    outcome: BlackjackOutcome
+    reason: str
+
+
+class ShoeBurn(EventData):
+    """Infinite Blackjack's burn after a shuffle: the shown card and the count of cards burned face down
+    (never their identity)."""
+
+    shoe_id: str
+    shown: str | None = Field(description="the card shown; its value is the number of cards to burn")
+    to_burn: int | None
+    burned: int
+    done: bool = Field(description="the burn is complete and its count right: play may begin")
+
+
 #: game -> its `round.result` data model (each has `game: Literal["<game>"]`, the union's discriminator)
 RESULT_MODELS: dict[str, type[EventData]] = {}
 
@@ -261,6 +380,11 @@ EVENT_MODELS: dict[str, Any] = {
     "card.unreadable": CardUnreadable,
     "shoe.started": ShoeStarted,
     "shoe.cut_card": CutCardSeen,
+    "shoe.burn": ShoeBurn,
+    "card.face_down": CardFaceDown,
+    "dealer.peek": DealerPeek,
+    "blackjack.decision": BlackjackDecisionMade,
+    "blackjack.hand_settled": BlackjackHandSettled,
     "round.result": RoundResult,
     "round.closed": RoundClosed,
     "round.paused": RoundPaused,

@@ -192,6 +192,11 @@ class GameFlow(ABC):
     def on_reading(self, reading: Reading, now: float) -> FlowOutput:
         """A device reading (cards, wheel states...). Must not raise on a bad reading: emit a rejection."""
 
+    def reading_is_secret(self, reading: Reading) -> bool:
+        """Whether `reading` may name a secret now (the card the game expects next is dealt face down). The
+        runtime then publishes it without its device text when it holds or rejects it. Default: never."""
+        return False
+
     def on_pause(self, now: float) -> FlowOutput:
         """The table was paused: e.g. lock the shoe's gate. Default: nothing."""
         return FlowOutput()

@@ -8,7 +8,9 @@ Fault policy (seeds 002 / 003, GAMES.md "Common to every game"):
 - a device fault or link loss pauses the table;
 - if the round had not started (no card dealt, no ball launched), it is voided at once and bets are refunded;
 - a started round stays paused until a supervisor resumes it (it then continues) or voids it (refund);
-- a resume is refused while any device is still offline or in fault.
+- a resume is refused while any device is still offline or in fault;
+- a fault the game itself finds in the procedure (`FlowOutput.fault`, e.g. Infinite Blackjack's wrong burn
+  count) pauses the table the same way, `by: "system"`, with the game's reason.
 Devices that have not yet come online since start-up do not pause anything: the table simply waits for them.
 
 While the table is paused, readings from healthy devices are held (and announced as `reading.held`), then
@@ -301,9 +303,15 @@ class TableCore:
         self._apply_reading(step, reading, now)
         return step
 
+    def _take(self, step: Step, out: FlowOutput, now: float) -> None:
+        """Add a flow step's output; a fault the game found in the procedure pauses the table."""
+        step.add(out)
+        if out.fault is not None and not self.paused:
+            self._pause(step, now, out.fault, by="system", device=None)
+
     def _apply_reading(self, step: Step, reading: Reading, now: float) -> None:
         try:
-            step.add(self.flow.on_reading(reading, now))
+            self._take(step, self.flow.on_reading(reading, now), now)
         except Exception:  # a bug must not stop the table silently nor crash it: pause and tell
             # the reading's type only: its content may be a secret (a face-down card)
             log.exception("game flow failed on a %s from %s", type(reading).__name__, reading.device)
@@ -315,7 +323,7 @@ class TableCore:
         if self.paused or not self.devices_ready:
             return step
         try:
-            step.add(self.flow.on_tick(now))
+            self._take(step, self.flow.on_tick(now), now)
         except Exception:
             log.exception("game flow failed on tick")
             self._pause(step, now, "internal error in the game flow", by="system", device=None)
@@ -360,9 +368,10 @@ class TableCore:
                 raise CommandError("the table is paused")
             payload = command.model_dump(exclude={"transaction", "by"})
             try:
-                step.add(self.flow.on_input(name, payload, now))
+                out = self.flow.on_input(name, payload, now)
             except InputRejected as exc:
                 raise CommandError(str(exc)) from None
+            self._take(step, out, now)
         return step, {"state": self.state()}
 
     def recovered(self, now: float) -> Step:
@@ -393,7 +402,7 @@ class TableCore:
         # the round's clock stood still while paused: its betting or decision window is not eaten by it
         self.flow.shift_deadlines(paused_for)
         step.events.append(make_event("round.resumed", RoundResumed(round_id=round_id, by=by), now))
-        step.add(self.flow.on_resume(now))
+        self._take(step, self.flow.on_resume(now), now)
         held, self.held = self.held, []
         for reading in held:
             if self.paused:  # a held reading may itself trip a pause (flow error): keep the rest held
@@ -460,9 +469,16 @@ class TableCore:
             return
         self.held.append(reading)
         held = ReadingHeld(
-            device=reading.device, reading=type(reading).__name__, raw=reading.raw, held=len(self.held)
+            device=reading.device,
+            reading=type(reading).__name__,
+            raw=self._public_raw(reading),
+            held=len(self.held),
         )
         step.events.append(make_event("reading.held", held, now, subject=self.flow.rounds.round_id))
+
+    def _public_raw(self, reading: Reading) -> str:
+        """The device text an event may carry: none while the game expects a face-down card (it names it)."""
+        return "" if self.flow.reading_is_secret(reading) else reading.raw
 
     def _reject(self, step: Step, reading: Reading, reason: str, now: float, kind: str) -> None:
         """Never silently: counted by kind (in the retained state) and published with the raw device text."""
@@ -470,7 +486,7 @@ class TableCore:
         step.events.append(
             make_event(
                 "reading.rejected",
-                RawRejected(device=reading.device, reason=reason, raw=reading.raw),
+                RawRejected(device=reading.device, reason=reason, raw=self._public_raw(reading)),
                 now,
                 subject=self.flow.rounds.round_id,
             )

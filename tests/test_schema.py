@@ -24,14 +24,22 @@ from controller.events import (
     BaccaratHand,
     BaccaratResult,
     BettingClosed,
+    BlackjackDealer,
+    BlackjackDecisionMade,
+    BlackjackHand,
+    BlackjackHandSettled,
+    BlackjackResult,
     CardDealt,
+    CardFaceDown,
     CardRejected,
     CardUnreadable,
     CutCardSeen,
+    DealerPeek,
     DeviceChanged,
     Envelope,
     Event,
     EventData,
+    InfiniteBlackjackResult,
     RawRejected,
     ReadingHeld,
     RouletteResult,
@@ -41,7 +49,9 @@ from controller.events import (
     RoundResult,
     RoundResumed,
     RoundVoided,
+    ShoeBurn,
     ShoeStarted,
+    SingleDeckBlackjackResult,
     StudHand,
     StudResult,
     format_sequence,
@@ -115,6 +125,47 @@ STUD = StudResult(
     outcomes=["win", "lose"],
 )
 
+BLACKJACK_HAND = BlackjackHand(
+    seat=3,
+    hand=1,
+    cards=["8S", "8D"],
+    total=16,
+    soft=False,
+    blackjack=False,
+    bust=False,
+    doubled=False,
+    split=True,
+    surrendered=False,
+    insured=False,
+    outcome="lose",
+)
+BLACKJACK = BlackjackResult(
+    round_id="t7-0000006",
+    dealer=BlackjackDealer(cards=["TH", "7C"], total=17, soft=False, blackjack=False, bust=False),
+    hands=[BLACKJACK_HAND, BLACKJACK_HAND.model_copy(update={"hand": 2, "outcome": "win", "total": 19})],
+    round_in_shoe=12,
+    last_round_of_shoe=False,
+)
+SINGLE_DECK_BLACKJACK = SingleDeckBlackjackResult(
+    round_id="t7-0000007",
+    dealer=BlackjackDealer(cards=["AS", "KD"], total=21, soft=True, blackjack=True, bust=False),
+    hands=[BLACKJACK_HAND.model_copy(update={"seat": 1, "split": False, "insured": True})],
+    round_in_shoe=1,
+    last_round_of_shoe=False,
+)
+INFINITE_BLACKJACK = InfiniteBlackjackResult(
+    round_id="t7-0000008",
+    shoe_id="t7-shoe0002",
+    initial=["5H", "4C"],
+    sequence=["2D"],
+    dealer_up="6S",
+    hole_card="TD",
+    dealer=BlackjackDealer(cards=["6S", "TD", "9C"], total=25, soft=False, blackjack=False, bust=True),
+    dealer_bust_cards=3,
+    round_in_shoe=41,
+    last_round_of_shoe=True,
+)
+
 # At least one real sample per event type: a new type without one fails test_every_event_type_has_a_sample.
 SAMPLES: dict[str, list[EventData]] = {
     "round.opened": [
@@ -134,7 +185,29 @@ SAMPLES: dict[str, list[EventData]] = {
     "card.unreadable": [CardUnreadable(round_id="t7-0000001", ref="nr-1", prompt="re-scan the card")],
     "shoe.started": [ShoeStarted(shoe_id="shoe-0001", decks=8)],
     "shoe.cut_card": [CutCardSeen(round_id="t7-0000001", shoe_id="shoe-0001")],
-    "round.result": [BACCARAT, ROULETTE, ROULETTE_ZERO, ANDAR_BAHAR, STUD],
+    "round.result": [
+        BACCARAT,
+        ROULETTE,
+        ROULETTE_ZERO,
+        ANDAR_BAHAR,
+        STUD,
+        BLACKJACK,
+        SINGLE_DECK_BLACKJACK,
+        INFINITE_BLACKJACK,
+    ],
+    "shoe.burn": [
+        ShoeBurn(shoe_id="t7-shoe0002", shown="7H", to_burn=7, burned=3, done=False),
+        ShoeBurn(shoe_id="t7-shoe0002", shown=None, to_burn=None, burned=0, done=False),
+    ],
+    "card.face_down": [CardFaceDown(round_id="t7-0000007", position="dealer", index=1)],
+    "dealer.peek": [DealerPeek(round_id="t7-0000007", up_card="AS", blackjack=True)],
+    "blackjack.decision": [
+        BlackjackDecisionMade(round_id="t7-0000006", seat=3, hand=1, action="split", by="player", total=16),
+        BlackjackDecisionMade(round_id="t7-0000008", seat=None, hand=None, action="deal_card", by="policy"),
+    ],
+    "blackjack.hand_settled": [
+        BlackjackHandSettled(round_id="t7-0000006", seat=2, hand=1, outcome="lose", reason="bust with 24")
+    ],
     "round.closed": [RoundClosed(round_id="t7-0000001")],
     "round.paused": [
         RoundPaused(round_id="t7-0000001", reason="shoe offline", device="shoe", by="device"),
@@ -269,7 +342,27 @@ PAUSED_ENVELOPE = envelope(make_event("round.paused", SAMPLES["round.paused"][0]
 ANDAR_BAHAR_ENVELOPE = envelope(make_event("round.result", ANDAR_BAHAR, T0))
 STUD_ENVELOPE = envelope(make_event("round.result", STUD, T0))
 
+BLACKJACK_ENVELOPE = envelope(make_event("round.result", BLACKJACK, T0))
+INFINITE_ENVELOPE = envelope(make_event("round.result", INFINITE_BLACKJACK, T0))
+
 BROKEN_DATA = [
+    (
+        "blackjack outcome tie",
+        "round.result",
+        broken(BLACKJACK_ENVELOPE, hands=[{**BLACKJACK_ENVELOPE["data"]["hands"][0], "outcome": "tie"}]),
+    ),
+    ("blackjack missing round_in_shoe", "round.result", broken(BLACKJACK_ENVELOPE, round_in_shoe=...)),
+    (
+        "blackjack hand 3",
+        "round.result",
+        broken(BLACKJACK_ENVELOPE, hands=[{**BLACKJACK_ENVELOPE["data"]["hands"][0], "hand": 3}]),
+    ),
+    (
+        "infinite blackjack tagged single deck",
+        "round.result",
+        broken(INFINITE_ENVELOPE, game="single_deck_blackjack"),
+    ),
+    ("infinite blackjack missing hole card", "round.result", broken(INFINITE_ENVELOPE, hole_card=...)),
     ("andar bahar bucket out of range", "round.result", broken(ANDAR_BAHAR_ENVELOPE, bucket="50-52")),
     ("andar bahar 50 cards dealt", "round.result", broken(ANDAR_BAHAR_ENVELOPE, cards_dealt=50)),
     ("andar bahar winner tie", "round.result", broken(ANDAR_BAHAR_ENVELOPE, winner="tie")),
@@ -386,6 +479,20 @@ COMMAND_PAYLOADS: list[tuple[str, str, Any, bool]] = [
     ("inputs", "close_betting", {"seconds": 3}, False),
     ("inputs", "players_done", {"transaction": 9}, True),
     ("inputs", "players_done", {"hands": [1]}, False),
+    ("inputs", "hit", {"seat": 3, "hand": 1}, True),
+    ("inputs", "hit", {}, True),
+    ("inputs", "stand", {"seat": 3, "hand": 2, "transaction": "d-7"}, True),
+    ("inputs", "double", {"seat": 0}, False),
+    ("inputs", "split", {"seat": 10}, False),
+    ("inputs", "surrender", {"seat": 1, "hand": 3}, False),
+    ("inputs", "hit", {"seat": "3"}, False),
+    ("inputs", "hit", {"seat": 3, "card": "AS"}, False),
+    ("inputs", "insurance", {"seat": 2, "take": False}, True),
+    ("inputs", "insurance", {"seat": 2, "take": "yes"}, False),
+    ("inputs", "insurance", {"seat": 2, "hand": 1}, False),
+    ("inputs", "deal_card", {}, True),
+    ("inputs", "deal_card", {"count": 2}, False),
+    ("inputs", "burn_done", {"transaction": 5}, True),
 ]
 
 

@@ -83,6 +83,8 @@ def test_a_record_of_another_game_or_with_other_decks_mid_shoe_is_refused() -> N
         fresh_core("stud").restore_state(golden(1, "baccarat"))
     with pytest.raises(StateMismatch, match=r"holds 8 decks but game\.decks is now 6"):
         fresh_core("baccarat", decks=6).restore_state(golden(1, "baccarat"))
+    with pytest.raises(StateMismatch, match=r"has boxes \[1, 2, 3, 4, 5, 6, 7\] but this table has 3 seats"):
+        fresh_core("blackjack", seats=3).restore_state(golden(1, "blackjack"))
     with pytest.raises(StateMismatch, match=r"has 1 hands but game\.hands is now 3"):
         fresh_core("stud", hands=3).restore_state(golden(1, "stud"))
     broken = golden(1, "baccarat")

@@ -43,6 +43,11 @@ class GameSpec:
     #: the replay policy for a capture of device traffic only (it knows nothing of bets and decisions):
     #: game settings laid over the table's. None: such captures of this game cannot be replayed.
     replay_overrides: dict[str, Any] | None = None
+    #: the demo's game settings (short windows, so that rounds go by quickly)
+    demo_settings: dict[str, Any] = field(default_factory=dict)
+    #: where the demo's dealer puts the cut card: this many cards before the shoe's end (None: the
+    #: simulator's usual place); a shoe game's demo with an early cut card shows a whole shoe's end
+    demo_cut_position: int | None = None
 
     def flow_class(self) -> type[GameFlow]:
         cls: type[GameFlow] = _load(self.flow_path)
@@ -68,6 +73,33 @@ def _load(path: str) -> Any:
     module, _, attr = path.partition(":")
     return getattr(importlib.import_module(module), attr)
 
+
+_BOXED_INPUTS = {
+    name: f"controller.games.blackjack:{model}"
+    for name, model in (
+        ("hit", "Hit"),
+        ("stand", "Stand"),
+        ("double", "Double"),
+        ("split", "Split"),
+        ("surrender", "Surrender"),
+        ("insurance", "Insurance"),
+    )
+}
+#: blackjack captures of device traffic only know nothing of the players: the disconnect policy decides
+#: every hand at once (a decision window of 0 s on the capture's clock, so it is decided before the next
+#: card), insurance is declined, and a card closes betting
+_BLACKJACK_REPLAY: dict[str, Any] = {
+    "round_gap_seconds": 0.0,
+    "betting_closes_on_first_card": True,
+    "decision_seconds": 0.0,
+    "insurance_seconds": 0.0,
+}
+_BLACKJACK_DEMO: dict[str, Any] = {
+    "betting_seconds": 1.5,
+    "round_gap_seconds": 1.0,
+    "decision_seconds": 0.4,
+    "insurance_seconds": 0.4,
+}
 
 GAMES: dict[str, GameSpec] = {
     "baccarat": GameSpec(
@@ -121,6 +153,52 @@ GAMES: dict[str, GameSpec] = {
             "betting_closes_on_first_card": True,
             "decisions_end_on_dealer_card": True,
         },
+    ),
+    "blackjack": GameSpec(
+        "controller.games.blackjack:LiveBlackjackFlow",
+        "controller.games.blackjack:LiveBlackjackSettings",
+        "controller.events:BlackjackResult",
+        "controller.games.blackjack:describe_result",
+        {"shoe": ("shoe-line",)},
+        inputs=_BOXED_INPUTS,
+        title="Live Blackjack",
+        usual_cards=3,
+        usual_cards_at={"dealer": 5},
+        replay_overrides={**_BLACKJACK_REPLAY, "auto_new_shoe": True},
+        demo_settings={**_BLACKJACK_DEMO, "seats": 3},
+    ),
+    "infinite_blackjack": GameSpec(
+        "controller.games.infinite_blackjack:InfiniteBlackjackFlow",
+        "controller.games.infinite_blackjack:InfiniteBlackjackSettings",
+        "controller.events:InfiniteBlackjackResult",
+        "controller.games.infinite_blackjack:describe_result",
+        {"shoe": ("shoe-line",)},
+        inputs={
+            "deal_card": "controller.games.blackjack:DealCard",
+            "burn_done": "controller.games.blackjack:BurnDone",
+        },
+        title="Infinite Blackjack",
+        usual_cards=5,
+        usual_cards_at={"burn": 1},
+        replay_overrides={**_BLACKJACK_REPLAY, "auto_new_shoe": True, "burn_confirmation": False},
+        demo_settings={**_BLACKJACK_DEMO, "auto_new_shoe": True, "burn_confirmation": False},
+        # 8 decks are 416 cards: the cut card some 30 cards in shows the shoe's end, the reshuffle and the
+        # burn within a few rounds
+        demo_cut_position=386,
+    ),
+    "single_deck_blackjack": GameSpec(
+        "controller.games.blackjack:SingleDeckBlackjackFlow",
+        "controller.games.blackjack:SingleDeckBlackjackSettings",
+        "controller.events:SingleDeckBlackjackResult",
+        "controller.games.blackjack:describe_result",
+        {"shoe": ("shoe-line",)},
+        inputs=_BOXED_INPUTS,
+        title="Single-deck Blackjack",
+        usual_cards=4,
+        demo_decks=1,
+        fresh_deck_each_round=True,
+        replay_overrides=_BLACKJACK_REPLAY,
+        demo_settings=_BLACKJACK_DEMO,
     ),
 }
 

@@ -1,0 +1,499 @@
+"""Infinite ("Ilimitado") Blackjack (seed 002): one common hand for any number of players.
+
+- Shoe: 8 decks. After every shuffle the burn: the dealer shows the first card; its value (A=1, 2-9, T/J/Q/K
+  10) is the number of cards then burned face down. The flow counts them (their identity is never published)
+  and checks the count: a card beyond it, or the dealer's `burn_done` on a wrong count, is a fault in the
+  procedure, and the flow asks the runtime to pause the table (`FlowOutput.pause_table`): a supervisor then
+  resumes (the dealer burns the missing cards and confirms again) or has the decks reshuffled (`new_shoe`).
+  With `burn_confirmation` off (replay, demo) the burn ends with the last card the shown value asks for.
+- The cut card makes the round it comes out in (between rounds: the next one) the shoe's last; then the
+  decks are reshuffled (`new_shoe`, or by itself with `auto_new_shoe`). `round_in_shoe` is in every
+  `round.opened` and result: side bets close after a round of the shoe.
+- Round: player card up, dealer card up, player card up, dealer card FACE DOWN. With an ace up, insurance is
+  offered first (until `players_done` or `insurance_seconds`). Under an ace or a ten-valued card the dealer
+  peeks (`dealer.peek`: has / has not blackjack; nothing else); a dealer blackjack ends the round. Otherwise
+  ONE common sequence of further player cards is dealt while the rules engine says some player hand still
+  wants one (`deal_card`), until it says `players_done`. With no answer within `decision_seconds` the
+  disconnect policy decides for the common hand: a card while its total is 11 or less, then done. Then the
+  dealer reveals the hole card and completes the hand, standing on all 17s — always (the bust bonus is
+  settled on the dealer's bust hand).
+
+The face-down card is handled as in every blackjack flow (`controller.games.blackjack.BlackjackTable`): a
+SECRET field of the record until its reveal.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from pydantic import Field
+
+from controller.cards import Card, CardCode
+from controller.events import DealerPeek, InfiniteBlackjackResult, ShoeBurn, iso_ms
+from controller.flow import FlowOutput, FlowRecord, InputRejected, Phase
+from controller.games.blackjack import (
+    DECISION,
+    INSURANCE,
+    PROMPT_VOIDED,
+    BlackjackTable,
+    BlackjackTableRecord,
+    dealer_result,
+)
+from controller.games.blackjack_rules import (
+    card_value,
+    dealer_draws,
+    dealer_may_have_blackjack,
+    hand_total,
+    hit_to_twelve,
+    is_ace,
+    is_blackjack,
+)
+from controller.games.card_flow import CardGameSettings, position_view
+from controller.lifecycle import NEXT_ROUND
+
+#: the initial deal, in order ("hole": the dealer's card dealt face down)
+INITIAL = ("player", "dealer", "player", "hole")
+
+
+class InfiniteBlackjackSettings(CardGameSettings):
+    decks: int = Field(default=8, ge=1, le=8)
+    decision_seconds: float = Field(
+        default=15.0, ge=0, description="time for the rules engine's deal_card / players_done"
+    )
+    insurance_seconds: float = Field(default=8.0, ge=0, description="insurance window under a dealer ace")
+    auto_new_shoe: bool = Field(
+        default=False,
+        description="after the cut-card round, reshuffle by itself (the burn follows); "
+        "else wait for new_shoe",
+    )
+    burn_confirmation: bool = Field(
+        default=True,
+        description="the dealer confirms the burn (input burn_done); off: the burn ends with the last "
+        "card the shown value asks for",
+    )
+
+
+class InfiniteBlackjackRecord(BlackjackTableRecord):
+    player: list[CardCode] = Field(default_factory=list)
+    initial_dealt: int = 0
+    awaiting_card: bool = False
+    burn_shown: CardCode | None = None
+    burn_to: int | None = None
+    burned: int = 0
+
+
+def describe_result(data: dict[str, Any]) -> str:
+    """One line for the demo."""
+    dealer = data["dealer"]
+    said = "blackjack" if dealer["blackjack"] else ("bust" if dealer["bust"] else str(dealer["total"]))
+    sequence = " ".join(data["sequence"]) or "-"
+    last = " (last of the shoe)" if data["last_round_of_shoe"] else ""
+    return (
+        f"round {data['round_in_shoe']}{last}: player {' '.join(data['initial'])} + {sequence} | "
+        f"dealer {' '.join(dealer['cards'])} ({said})"
+    )
+
+
+class InfiniteBlackjackFlow(BlackjackTable):
+    game = "infinite_blackjack"
+    record_model: ClassVar[type[FlowRecord]] = InfiniteBlackjackRecord
+    dealer_hits_soft_17: ClassVar[bool] = False
+    inputs: ClassVar[dict[str, str]] = {
+        "manual_card": "_manual_card_input",
+        "deal_card": "_deal_card",
+        "players_done": "_players_done",
+        "burn_done": "_burn_done",
+        "new_shoe": "_new_shoe_input",
+    }
+    settings: InfiniteBlackjackSettings
+
+    def __init__(self, table_id: str, settings: InfiniteBlackjackSettings) -> None:
+        super().__init__(table_id, settings, decks=settings.decks)
+        self.player: list[Card] = []
+        self.initial_dealt = 0
+        self.awaiting_card = False
+        self.burn_shown: Card | None = None
+        self.burn_to: int | None = None
+        self.burned = 0
+
+    # -- the shoe and its burn ------------------------------------------------------------------------------
+
+    def _start_shoe(self, now: float, out: FlowOutput) -> None:
+        super()._start_shoe(now, out)
+        self.stage = "burn"
+        self.burn_shown, self.burn_to, self.burned = None, None, 0
+        self.prompt = "New shoe: show the first card"
+
+    def _shoe_loaded(self, now: float, out: FlowOutput) -> None:
+        self.prompt = "New shoe: show the first card"
+
+    def next_round_due(self, now: float, out: FlowOutput) -> None:
+        if self.shoe_id is None:
+            self._start_shoe(now, out)
+            return
+        if self.shoe_finished:
+            if self.settings.auto_new_shoe:
+                self._start_shoe(now, out)
+            else:
+                self.stage = "shuffle"
+                self.prompt = "Shoe finished: shuffle the decks and load the shoe (new_shoe)"
+            return
+        if self.stage == "burn":
+            return  # the burn's end opens the next round
+        self._open_round(now, out)
+
+    def _burn_event(self, now: float, out: FlowOutput, done: bool) -> None:
+        assert self.shoe_id is not None
+        burn = ShoeBurn(
+            shoe_id=self.shoe_id,
+            shown=self.burn_shown.code if self.burn_shown is not None else None,
+            to_burn=self.burn_to,
+            burned=self.burned,
+            done=done,
+        )
+        out.emit("shoe.burn", burn, now)
+
+    def _burn_card(self, card: Card, now: float, out: FlowOutput) -> None:
+        self.composition.take(card)
+        if self.burn_shown is None:
+            self.burn_shown, self.burn_to = card, card_value(card)
+            self._burn_event(now, out, done=False)
+            self.prompt = f"Burn {self.burn_to} card{'s' if self.burn_to != 1 else ''} face down"
+            return
+        assert self.burn_to is not None
+        self.burned += 1
+        if self.burned > self.burn_to:
+            self._burn_event(now, out, done=False)
+            self._wrong_burn(out)
+            return
+        if self.burned == self.burn_to and not self.settings.burn_confirmation:
+            self._burn_complete(now, out)
+            return
+        self._burn_event(now, out, done=False)
+        if self.burned == self.burn_to:
+            self.prompt = f"{self.burned} cards burned — confirm the burn"
+        else:
+            self.prompt = f"Burned {self.burned} of {self.burn_to} — burn face down"
+
+    def _wrong_burn(self, out: FlowOutput) -> None:
+        assert self.burn_shown is not None
+        reason = (
+            f"burn count wrong: {self.burned} card(s) burned, the shown {self.burn_shown.code} asks for "
+            f"{self.burn_to}"
+        )
+        out.pause_table(reason)
+        if self.burned < (self.burn_to or 0):
+            self.prompt = f"{reason} — burn the missing cards, then confirm"
+        else:
+            self.prompt = f"{reason} — reshuffle the decks (new_shoe)"
+
+    def _burn_complete(self, now: float, out: FlowOutput) -> None:
+        self._burn_event(now, out, done=True)
+        self.stage = "waiting"
+        self.idle_reason = "the burn is complete: no card is expected until the next round's betting closes"
+        self.prompt = "Burn complete — wait for betting to open"
+        self.rounds.set_timer(NEXT_ROUND, now)
+
+    def _burn_done(self, payload: dict[str, Any], now: float) -> FlowOutput:
+        if self.stage != "burn":
+            raise InputRejected("no burn is in progress")
+        if self.burn_shown is None:
+            raise InputRejected("show the first card of the shoe first: its value says how many to burn")
+        out = FlowOutput()
+        if self.burned != self.burn_to:
+            self._burn_event(now, out, done=False)
+            self._wrong_burn(out)
+            return out
+        self._burn_complete(now, out)
+        return out
+
+    def _face_down_expected(self) -> bool:
+        # the burned cards go face down and are never shown: as secret as a hole card
+        return (self.stage == "burn" and self.burn_shown is not None) or super()._face_down_expected()
+
+    # -- time ------------------------------------------------------------------------------------------
+
+    def on_timer(self, name: str, now: float, out: FlowOutput) -> None:
+        if name == DECISION:
+            self._policy_decides(now, out)
+        elif name == INSURANCE:
+            self._end_insurance(now, out)
+        else:
+            super().on_timer(name, now, out)
+
+    # -- the round -------------------------------------------------------------------------------------
+
+    def _open_round(self, now: float, out: FlowOutput) -> None:
+        self.player, self.dealer = [], []
+        self.hole, self.hole_raw, self.hole_rescan = None, "", False
+        self.initial_dealt, self.awaiting_card = 0, False
+        self.last_decision = ""
+        self._clear_unread()
+        self._open_betting(now, out)
+
+    def betting_closed(self, now: float, out: FlowOutput, reason: str) -> None:
+        self.stage = "initial"
+        self.prompt = self._prompt()
+
+    def _unread_card_out(self, now: float, out: FlowOutput) -> None:
+        if self.stage == "burn":
+            return  # not a round's card: nothing starts
+        if self.rounds.phase == Phase.BETTING_OPEN:
+            self.close_betting(now, out, "first_card")
+        super()._unread_card_out(now, out)
+
+    def _next_target(self) -> str | None:
+        if self.stage == "burn":
+            return "burn"
+        if not self.rounds.in_round:
+            return None
+        if self.stage in ("betting", "initial"):
+            return INITIAL[self.initial_dealt] if self.initial_dealt < len(INITIAL) else None
+        if self.stage == "decisions":
+            return "player" if self.awaiting_card else None
+        if self.stage == "dealer":
+            return "dealer" if dealer_draws(self.dealer, self.dealer_hits_soft_17) else None
+        return None
+
+    def _why_no_card_now(self) -> str | None:
+        if self.stage == "burn":
+            return None  # the shown card, then the burned ones (one too many is counted, and pauses)
+        if self.stage == "shuffle":
+            return "the shoe is finished: shuffle the decks and load the shoe"
+        if not self.rounds.in_round:
+            return self.idle_reason
+        if self.rounds.phase == Phase.BETTING_OPEN and not self.settings.betting_closes_on_first_card:
+            return "betting is still open: deal only after betting closes"
+        if self._next_target() is not None:
+            return None
+        if self.stage == "insurance":
+            return "insurance is offered: deal only when the players have answered"
+        if self.stage == "decisions":
+            return "the players are deciding: deal only when a card is asked for"
+        return "no card is expected now"
+
+    def _deal(self, card: Card, now: float, out: FlowOutput, raw: str, rescan: bool) -> None:
+        if self.stage == "burn":
+            self._burn_card(card, now, out)
+            return
+        if self.rounds.phase == Phase.BETTING_OPEN:
+            self.close_betting(now, out, "first_card")
+        target = self._next_target()
+        assert target is not None, "a card nobody expects was dealt"
+        if target == "hole":
+            self._deal_face_down(card, now, out, raw, rescan)
+        elif target == "dealer":
+            self._place_card(card, self.dealer, "dealer", now, out, raw, rescan)
+        else:
+            self._place_card(card, self.player, "player", now, out, raw, rescan)
+        if self.stage == "initial":
+            self.initial_dealt += 1
+            if self.initial_dealt == len(INITIAL):
+                self._initial_deal_done(now, out)
+        elif self.stage == "decisions":
+            self.awaiting_card = False
+            self._open_decision(now)
+        elif not dealer_draws(self.dealer, self.dealer_hits_soft_17):
+            self._finish(now, out)
+        self.prompt = self._prompt()
+
+    @property
+    def up_card(self) -> Card:
+        return self.dealer[0]
+
+    def _initial_deal_done(self, now: float, out: FlowOutput) -> None:
+        if is_ace(self.up_card):
+            self.stage = "insurance"
+            self.rounds.set_timer(INSURANCE, now + self.settings.insurance_seconds)
+            return
+        self._peek(now, out)
+
+    def _end_insurance(self, now: float, out: FlowOutput) -> None:
+        self.rounds.cancel_timer(INSURANCE)
+        self._peek(now, out)
+        self.prompt = self._prompt()
+
+    def _peek(self, now: float, out: FlowOutput) -> None:
+        if dealer_may_have_blackjack(self.up_card):
+            assert self.rounds.round_id is not None
+            dealer_blackjack = is_blackjack(self._dealer_with_hole())
+            peek = DealerPeek(
+                round_id=self.rounds.round_id, up_card=self.up_card.code, blackjack=dealer_blackjack
+            )
+            out.emit("dealer.peek", peek, now)
+            if dealer_blackjack:
+                self.stage = "dealer"
+                self._reveal(now, out)
+                self._finish(now, out)
+                return
+        self.stage = "decisions"
+        self._open_decision(now)
+
+    def _open_decision(self, now: float) -> None:
+        self.rounds.set_timer(DECISION, now + self.settings.decision_seconds)
+
+    # -- decisions -----------------------------------------------------------------------------------------
+
+    def _deciding(self, name: str) -> None:
+        if not self.rounds.in_round or self.stage != "decisions":
+            raise InputRejected(f"{name}: the players are not deciding now ({self._stage_words()})")
+        if self.awaiting_card:
+            raise InputRejected(f"{name}: a card was asked for and is not dealt yet")
+
+    def _stage_words(self) -> str:
+        if not self.rounds.in_round:
+            return "no round is in play" if self.stage != "burn" else "the burn is in progress"
+        return {
+            "betting": "betting is open",
+            "initial": "the initial cards are being dealt",
+            "insurance": "insurance is offered",
+            "dealer": "the dealer is completing the hand",
+        }.get(self.stage, self.stage)
+
+    def _deal_card(self, payload: dict[str, Any], now: float) -> FlowOutput:
+        self._deciding("deal_card")
+        out = FlowOutput()
+        self._more_cards(now, out, by="player")
+        return out
+
+    def _players_done(self, payload: dict[str, Any], now: float) -> FlowOutput:
+        out = FlowOutput()
+        if self.rounds.in_round and self.stage == "insurance":
+            self._end_insurance(now, out)
+            return out
+        self._deciding("players_done")
+        self._no_more_cards(now, out, by="player")
+        return out
+
+    def _policy_decides(self, now: float, out: FlowOutput) -> None:
+        if self.stage != "decisions" or self.awaiting_card:
+            return
+        if hit_to_twelve(self.player) == "hit":
+            self._more_cards(now, out, by="policy")
+        else:
+            self._no_more_cards(now, out, by="policy")
+
+    def _more_cards(self, now: float, out: FlowOutput, by: str) -> None:
+        self.rounds.cancel_timer(DECISION)
+        self._decision(now, out, "deal_card", by, None, None, hand_total(self.player).total)
+        self.last_decision = (
+            "A card is asked for" if by == "player" else "No answer: a card (total 11 or less)"
+        )
+        self.awaiting_card = True
+        self.prompt = self._prompt()
+
+    def _no_more_cards(self, now: float, out: FlowOutput, by: str) -> None:
+        self.rounds.cancel_timer(DECISION)
+        self._decision(now, out, "players_done", by, None, None, hand_total(self.player).total)
+        self.last_decision = "Players done" if by == "player" else "No answer: players done"
+        self.stage = "dealer"
+        self._reveal(now, out)
+        if not dealer_draws(self.dealer, self.dealer_hits_soft_17):
+            self._finish(now, out)
+        self.prompt = self._prompt()
+
+    # -- the result --------------------------------------------------------------------------------------
+
+    def _finish(self, now: float, out: FlowOutput) -> None:
+        assert self.rounds.round_id is not None and self.shoe_id is not None
+        self.rounds.cancel_timer(DECISION)
+        self.rounds.cancel_timer(INSURANCE)
+        dealer = dealer_result(self.dealer)
+        last = self.rounds.last_of_shoe
+        result = InfiniteBlackjackResult(
+            round_id=self.rounds.round_id,
+            shoe_id=self.shoe_id,
+            initial=[card.code for card in self.player[:2]],
+            sequence=[card.code for card in self.player[2:]],
+            dealer_up=self.dealer[0].code,
+            hole_card=self.dealer[1].code,
+            dealer=dealer,
+            dealer_bust_cards=len(self.dealer) if dealer.bust else None,
+            round_in_shoe=self.rounds.number_in_shoe,
+            last_round_of_shoe=last,
+        )
+        self.stage = "waiting"
+        self.finish_round(now, out, result)
+        self._finish_shoe_round(last, now, out)
+        self.idle_reason = "the round is over: no card is expected until the next round's betting closes"
+        said = "blackjack" if dealer.blackjack else ("bust" if dealer.bust else str(dealer.total))
+        self.last_decision = ""
+        self.prompt = f"Dealer {said}" + (" — last round of the shoe: reshuffle" if last else "")
+
+    def round_over(self, now: float, out: FlowOutput) -> None:
+        self._clear_unread()
+        self.rounds.cancel_timer(DECISION)
+        self.rounds.cancel_timer(INSURANCE)
+        self.stage = "waiting"
+        self.awaiting_card = False
+
+    def round_voided(self, now: float, out: FlowOutput) -> None:
+        self.hole, self.hole_raw, self.hole_rescan = None, "", False
+        self.player, self.dealer = [], []
+        self.prompt = PROMPT_VOIDED
+        self.idle_reason = "the round was voided: no card is expected until the next round's betting closes"
+
+    # -- the dealer's cue and the state ----------------------------------------------------------------------
+
+    def _prompt(self) -> str:
+        if self.stage == "burn" or not self.rounds.in_round:
+            return self.prompt
+        if self.rounds.phase == Phase.BETTING_OPEN and not self.settings.betting_closes_on_first_card:
+            return "Betting open — do not deal yet"
+        target = self._next_target()
+        now_what = {
+            "hole": "Deal the dealer's card FACE DOWN",
+            "dealer": "Deal to Dealer",
+            "player": "Deal to Player",
+        }.get(target or "", "")
+        if not now_what and self.stage == "insurance":
+            now_what = "Insurance offered — wait for the players"
+        elif not now_what and self.stage == "decisions":
+            total = hand_total(self.player)
+            now_what = f"Players decide on {'soft ' if total.soft else ''}{total.total} — wait"
+        return f"{self.last_decision} — {now_what}" if self.last_decision and now_what else now_what
+
+    def _next_position(self) -> str | None:
+        if self._why_no_card_now() is not None:
+            return None
+        target = self._next_target()
+        return "dealer" if target == "hole" else target
+
+    def positions(self) -> list[dict[str, Any]]:
+        target = self._next_target() if self._why_no_card_now() is None else None
+        if self.stage == "burn":
+            shown = [self.burn_shown] if self.burn_shown is not None else []
+            view = position_view("burn", "Burn", shown, target, self.burn_to)
+            return [view]
+        total = hand_total(self.player).total if self.player else None
+        return [position_view("player", "Player", self.player, target, total), self._dealer_view(target)]
+
+    def public_state(self) -> dict[str, Any]:
+        betting = self.rounds.betting_deadline
+        decision = self.rounds.timers.get(DECISION) or self.rounds.timers.get(INSURANCE)
+        return {
+            "game": self.game,
+            "positions": self.positions(),
+            "phase": str(self.rounds.phase),
+            "stage": self.stage,
+            "round_id": self.rounds.round_id,
+            **self._public_shoe(),
+            "burn": {
+                "shown": self.burn_shown.code if self.burn_shown is not None else None,
+                "to_burn": self.burn_to,
+                "burned": self.burned,
+            }
+            if self.stage == "burn"
+            else None,
+            "betting_closes_at": iso_ms(betting) if betting is not None else None,
+            "decision_closes_at": iso_ms(decision) if decision is not None else None,
+            "initial": [card.code for card in self.player[:2]],
+            "sequence": [card.code for card in self.player[2:]],
+            "player_total": hand_total(self.player).total if self.player else None,
+            "dealer": [card.code for card in self.dealer],
+            "dealer_face_down": self.hole is not None,
+            "waiting_for_card": self.awaiting_card,
+            "next_position": self._next_position(),
+            "awaiting_rescan": self.unread_ref is not None,
+            "prompt": self.prompt,
+        }

@@ -1,0 +1,95 @@
+"""`tablectl demo` for the three blackjack variants: rounds to completion as published (the disconnect policy
+plays, as no rules engine is there), every envelope valid against its schema; Infinite's demo shows the burn,
+the cut card, the reshuffle and the next shoe's burn."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from controller.schema import event_schema
+from tests.blackjack_reference import names_card
+
+ROOT = Path(__file__).resolve().parent.parent
+ROUNDS = {"blackjack": 2, "single_deck_blackjack": 3, "infinite_blackjack": 6}
+
+
+@pytest.fixture(scope="module")
+def published() -> dict[str, list[dict[str, Any]]]:
+    running = {
+        game: subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "controller.cli",
+                "demo",
+                "--game",
+                game,
+                "--rounds",
+                str(rounds),
+                "--json",
+            ],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for game, rounds in ROUNDS.items()
+    }
+    found: dict[str, list[dict[str, Any]]] = {}
+    with ThreadPoolExecutor(len(running)) as pool:
+        outputs = {game: pool.submit(p.communicate, timeout=240) for game, p in running.items()}
+    for game, process in running.items():
+        stdout, stderr = outputs[game].result()
+        assert process.returncode == 0, stderr
+        found[game] = [json.loads(line) for line in stdout.splitlines()]
+    return found
+
+
+@pytest.mark.parametrize("game", sorted(ROUNDS))
+def test_the_demo_plays_whole_rounds(game: str, published: dict[str, list[dict[str, Any]]]) -> None:
+    envelopes = published[game]
+    for envelope in envelopes:
+        jsonschema.validate(envelope, event_schema(envelope["type"]))
+    results = [e["data"] for e in envelopes if e["type"] == "round.result"]
+    assert len(results) >= ROUNDS[game] and all(r["game"] == game for r in results)
+    types = [e["type"] for e in envelopes]
+    assert "round.paused" not in types and "round.voided" not in types and "card.rejected" not in types
+    assert "blackjack.decision" in types
+    hole: str | None = None
+    for envelope in envelopes:
+        data = envelope["data"]
+        if envelope["type"] == "card.face_down":
+            revealed = [
+                e["data"]["card"]
+                for e in envelopes
+                if e["type"] == "card.dealt"
+                and e["subject"] == envelope["subject"]
+                and e["data"]["index"] == 1
+                if e["data"]["position"] == "dealer"
+            ]
+            hole = revealed[0]
+        elif envelope["type"] == "card.dealt" and data["position"] == "dealer" and data["index"] == 1:
+            hole = None
+        elif hole is not None and not (envelope["type"] == "card.dealt" and data["card"] == hole):
+            assert not names_card(json.dumps(envelope), hole)
+
+
+def test_the_infinite_demo_burns_cuts_and_reshuffles(published: dict[str, list[dict[str, Any]]]) -> None:
+    envelopes = published["infinite_blackjack"]
+    types = [e["type"] for e in envelopes]
+    burns = [e["data"] for e in envelopes if e["type"] == "shoe.burn" and e["data"]["done"]]
+    assert len(burns) == 2 and all(b["burned"] == b["to_burn"] for b in burns)
+    assert types.count("shoe.started") == 2 and types.count("shoe.cut_card") == 1
+    results = [e["data"] for e in envelopes if e["type"] == "round.result"]
+    last = [r for r in results if r["last_round_of_shoe"]]
+    assert len(last) == 1
+    after = results[results.index(last[0]) + 1 :]
+    assert after and after[0]["round_in_shoe"] == 1 and after[0]["shoe_id"] != last[0]["shoe_id"]
