@@ -1,4 +1,4 @@
-"""What a step of a game flow produces: events to journal and requests to devices."""
+"""What a step of a game flow produces: events to journal, requests to devices, and maybe a pause."""
 
 from __future__ import annotations
 
@@ -16,15 +16,34 @@ class DeviceRequest:
     command: DeviceCommand
 
 
+@dataclass(frozen=True, slots=True)
+class PauseRequest:
+    """The flow cannot go on without a supervisor (e.g. the dice stayed unreadable after every re-shake).
+
+    The runtime pauses the table exactly as for a device fault (`round.paused`, by "system", with this
+    reason and device), unless it is paused already. The flow keeps its own state of what it waits for; the
+    supervisor's resume, void or game command (see `GameFlow.commands_while_paused`) ends the pause."""
+
+    reason: str
+    device: str | None = None
+
+
 @dataclass(slots=True)
 class FlowOutput:
     events: list[Event] = field(default_factory=list)
     requests: list[DeviceRequest] = field(default_factory=list)
+    pause: PauseRequest | None = None
 
     def extend(self, other: FlowOutput) -> FlowOutput:
         self.events += other.events
         self.requests += other.requests
+        self.pause = self.pause or other.pause
         return self
 
     def emit(self, type_: str, data: EventData, time: float, subject: str | None = None) -> None:
         self.events.append(make_event(type_, data, time, subject))
+
+    def request_pause(self, reason: str, device: str | None = None) -> None:
+        """Ask the runtime to pause the table (the first request of a step wins)."""
+        if self.pause is None:
+            self.pause = PauseRequest(reason, device)

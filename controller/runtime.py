@@ -20,6 +20,13 @@ A supervisor's void of a paused round also lifts the pause when every device is 
 two); a void the runtime made itself (a fault before the round started) keeps the table paused until a
 supervisor resumes it.
 
+A flow asks for a pause the same way a device fault causes one: its output carries a `PauseRequest`
+(`FlowOutput.request_pause`, e.g. sic bo's dice unreadable after every re-shake) and the runtime pauses the
+table with that reason, by "system", unless it is paused already. The flow keeps what it waits for in its own
+state. While paused the runtime passes the flow only the commands it names in `commands_while_paused` (a
+supervisor's decision that settles what the pause was for, e.g. `manual_dice`); one that the flow accepts
+lifts the pause as a supervisor's void does (when every device is healthy).
+
 Time: `next_deadline()` is when the core must be called (`on_tick`) even if nothing arrives; a pause
 stops the clock of the round (on resume every running window is extended by the pause's length).
 
@@ -301,9 +308,15 @@ class TableCore:
         self._apply_reading(step, reading, now)
         return step
 
+    def _take(self, step: Step, out: FlowOutput, now: float) -> None:
+        """Add a flow's output to the step, and pause the table if the flow asked for it."""
+        step.add(out)
+        if out.pause is not None and not self.paused:
+            self._pause(step, now, out.pause.reason, by="system", device=out.pause.device)
+
     def _apply_reading(self, step: Step, reading: Reading, now: float) -> None:
         try:
-            step.add(self.flow.on_reading(reading, now))
+            self._take(step, self.flow.on_reading(reading, now), now)
         except Exception:  # a bug must not stop the table silently nor crash it: pause and tell
             # the reading's type only: its content may be a secret (a face-down card)
             log.exception("game flow failed on a %s from %s", type(reading).__name__, reading.device)
@@ -315,7 +328,7 @@ class TableCore:
         if self.paused or not self.devices_ready:
             return step
         try:
-            step.add(self.flow.on_tick(now))
+            self._take(step, self.flow.on_tick(now), now)
         except Exception:
             log.exception("game flow failed on tick")
             self._pause(step, now, "internal error in the game flow", by="system", device=None)
@@ -356,13 +369,19 @@ class TableCore:
             name = command_name(command)
             if name in BUS_COMMANDS:
                 raise CommandError(f"{type(command).__name__} is not a table command")
-            if self.paused:
+            settles_pause = self.paused and name in self.flow.commands_while_paused
+            if self.paused and not settles_pause:
                 raise CommandError("the table is paused")
-            payload = command.model_dump(exclude={"transaction", "by"})
+            # `by` is the authenticated sender: a flow records it (e.g. who entered the dice by hand)
+            payload = command.model_dump(exclude={"transaction"})
+            round_id = self.flow.rounds.round_id
             try:
-                step.add(self.flow.on_input(name, payload, now))
+                self._take(step, self.flow.on_input(name, payload, now), now)
             except InputRejected as exc:
                 raise CommandError(str(exc)) from None
+            if settles_pause and self.paused and not self._unhealthy_devices():
+                # the supervisor's decision ends the interruption, as a void does: one action, not two
+                self._lift_pause(step, now, by, round_id)
         return step, {"state": self.state()}
 
     def recovered(self, now: float) -> Step:
@@ -393,7 +412,7 @@ class TableCore:
         # the round's clock stood still while paused: its betting or decision window is not eaten by it
         self.flow.shift_deadlines(paused_for)
         step.events.append(make_event("round.resumed", RoundResumed(round_id=round_id, by=by), now))
-        step.add(self.flow.on_resume(now))
+        self._take(step, self.flow.on_resume(now), now)
         held, self.held = self.held, []
         for reading in held:
             if self.paused:  # a held reading may itself trip a pause (flow error): keep the rest held

@@ -29,6 +29,7 @@ from controller.events import (
     CardUnreadable,
     CutCardSeen,
     DeviceChanged,
+    DiceReading,
     Envelope,
     Event,
     EventData,
@@ -42,6 +43,7 @@ from controller.events import (
     RoundResumed,
     RoundVoided,
     ShoeStarted,
+    SicBoResult,
     StudHand,
     StudResult,
     format_sequence,
@@ -114,6 +116,22 @@ STUD = StudResult(
     dealer_qualifies=True,
     outcomes=["win", "lose"],
 )
+SICBO = SicBoResult(
+    round_id="t7-0000006",
+    dice=[2, 5, 5],
+    total=12,
+    size="big",
+    parity="even",
+    triple=None,
+    double=5,
+    reshakes=1,
+    frame="camera-frames/00000042-20261201T053130.120Z.png",
+    frame_sha256="ab" * 32,
+    source="camera",
+    cycle_id="6.2",
+    dice_in_frame=[5, 2, 5],
+    raw="AT_REST 0007 6.2*31",
+)
 
 # At least one real sample per event type: a new type without one fails test_every_event_type_has_a_sample.
 SAMPLES: dict[str, list[EventData]] = {
@@ -134,7 +152,7 @@ SAMPLES: dict[str, list[EventData]] = {
     "card.unreadable": [CardUnreadable(round_id="t7-0000001", ref="nr-1", prompt="re-scan the card")],
     "shoe.started": [ShoeStarted(shoe_id="shoe-0001", decks=8)],
     "shoe.cut_card": [CutCardSeen(round_id="t7-0000001", shoe_id="shoe-0001")],
-    "round.result": [BACCARAT, ROULETTE, ROULETTE_ZERO, ANDAR_BAHAR, STUD],
+    "round.result": [BACCARAT, ROULETTE, ROULETTE_ZERO, ANDAR_BAHAR, STUD, SICBO],
     "round.closed": [RoundClosed(round_id="t7-0000001")],
     "round.paused": [
         RoundPaused(round_id="t7-0000001", reason="shoe offline", device="shoe", by="device"),
@@ -147,6 +165,20 @@ SAMPLES: dict[str, list[EventData]] = {
     "device.fault": [DeviceChanged(device="wheel", status="fault", detail="ball sensor", code="E12")],
     "reading.rejected": [RawRejected(device="wheel", reason="bad checksum", raw="*X;9")],
     "reading.held": [ReadingHeld(device="shoe", reading="CardSeen", raw="RESCAN 0012 9H*33", held=1)],
+    "dice.read": [
+        DiceReading(
+            round_id="t7-0000006",
+            cycle_id="6.1",
+            attempt=1,
+            values=None,
+            reason="die 2: face tilted: cocked",
+            frame="camera-frames/00000041-20261201T053120.020Z.png",
+            frame_sha256="cd" * 32,
+            dice=[
+                {"value": None, "confidence": 0.0, "box": [300, 200, 61, 50], "reason": "face tilted: cocked"}
+            ],
+        )
+    ],
 }
 
 

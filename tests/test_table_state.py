@@ -24,7 +24,7 @@ from controller.table_state import decode_state, encode_state, migrate
 from drivers.readings import CardSeen, DeviceOnline
 
 GOLDEN = Path(__file__).parent / "golden_state"
-DEVICE = {"baccarat": "shoe", "andar_bahar": "shoe", "stud": "shoe", "roulette": "wheel"}
+DEVICE = {"baccarat": "shoe", "andar_bahar": "shoe", "stud": "shoe", "roulette": "wheel", "sicbo": "shaker"}
 
 
 def fresh_core(game: str, **settings: Any) -> TableCore:
