@@ -110,10 +110,9 @@ def draw(layout: Layout, width: int, height: int, seed: int = 0) -> NDArray[np.u
     t = math.radians(layout.light_angle)
     along = ((xs - width / 2) * math.cos(t) + (ys - height / 2) * math.sin(t)) / max(width, height)
     light = layout.gain * (1.0 - layout.light_spread * (along + 0.5))
-    image *= light[..., None]
-    image = cv2.GaussianBlur(image, (0, 0), layout.blur)
-    noise = np.random.default_rng(seed).normal(0, 2.0, image.shape)
-    return np.clip(image + noise, 0, 255).astype(np.uint8)
+    lit: NDArray[Any] = cv2.GaussianBlur(image * light[..., None], (0, 0), layout.blur)
+    noise = np.random.default_rng(seed).normal(0, 2.0, lit.shape)
+    return np.clip(lit + noise, 0, 255).astype(np.uint8)
 
 
 def _place(
