@@ -61,7 +61,7 @@ class Layout:
     light_angle: float  # where the light comes from (degrees)
     light_spread: float  # how much darker the far side of the tray is (0..1)
     blur: float  # Gaussian sigma, px
-    kind: str  # "flat" | "cocked" | "touching" | "stacked": what a reader must see
+    kind: str  # "flat" | "cocked" | "touching" | "stacked" | "moving": what a reader must see
 
 
 def _rotation(angle: float) -> NDArray[np.float64]:
@@ -200,9 +200,10 @@ class ShakerScene:
     def __call__(self, index: int, t: float) -> NDArray[np.uint8]:
         cycle, values = self.truth()
         if values is None:
-            # moving: a different scatter every frame, never a rest a reader could take
+            # moving: a different scatter every frame, smeared by the motion (a reader must refuse it)
             rng = np.random.default_rng(_seed(self.seed, "moving", index))
             moving = layout_for((1, 2, 3), rng, self.width, self.height)
+            moving = Layout(moving.dice, moving.gain, moving.light_angle, moving.light_spread, 6.0, "moving")
             return draw(moving, self.width, self.height, seed=index)
         key = f"{cycle}:{','.join(map(str, values))}"
         frame = self._frames.get(key)
