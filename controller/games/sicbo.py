@@ -200,7 +200,7 @@ class SicBoFlow(GameFlow):
         self.cycle_id = None
         self.shakes = self.refusals = self.refusals_allowed = self.silent_shakes = 0
         self.at_rest_raw = ""
-        self.last_read = None
+        # `last_read` stays: the panel shows the frame of the last result until the next round reads
 
     def round_voided(self, now: float, out: FlowOutput) -> None:
         self.prompt = "Round voided: bets are refunded"
