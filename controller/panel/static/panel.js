@@ -364,7 +364,6 @@
 
   // Sic bo: the frame the camera read (served by the panel from the camera's capture), each die's box in
   // green (read) or red (refused), and the values. The frame is an <img>: no pixels pass through the state.
-  const SVG_NS = "http://www.w3.org/2000/svg";
   const STAGES = {
     idle: "betting",
     shaking: "shaking",
@@ -393,10 +392,10 @@
       svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
       for (const die of read.dice || []) {
         const [x, y, w, h] = die.box || [0, 0, 0, 0];
-        const rect = document.createElementNS(SVG_NS, "rect");
+        const rect = document.createElementNS(svg.namespaceURI, "rect");
         rect.setAttribute("class", die.value ? "read" : "refused");
         for (const [name, value] of Object.entries({ x, y, width: w, height: h })) rect.setAttribute(name, value);
-        const label = document.createElementNS(SVG_NS, "text");
+        const label = document.createElementNS(svg.namespaceURI, "text");
         label.setAttribute("x", x);
         label.setAttribute("y", Math.max(24, y - 6));
         label.textContent = die.value ? String(die.value) : "?";
