@@ -232,13 +232,27 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from drivers.capture import CaptureError
 
     base = load_config(args.config) if args.config else None
+    reread = None
+    if args.reread_with:
+        from drivers.dice.adapter import DiceReading
+
+        try:
+            reread = DiceReading.from_file(args.reread_with).read
+        except ValueError as exc:
+            raise OperatorError(str(exc)) from None
     try:
         for envelope in replay_file(
-            args.game, args.protocol, args.capture, base, auto_resume=args.auto_resume
+            args.game,
+            args.protocol,
+            args.capture,
+            base,
+            auto_resume=args.auto_resume,
+            camera_capture=args.camera,
+            reread=reread,
         ):
             print(envelope.model_dump_json(), flush=True)
-    except FileNotFoundError:
-        raise OperatorError(f"capture {args.capture} not found") from None
+    except FileNotFoundError as exc:
+        raise OperatorError(f"capture {exc.filename or args.capture} not found") from None
     except CaptureError as exc:
         raise OperatorError(f"capture {args.capture}: {exc}") from None
     return 0
@@ -320,6 +334,17 @@ def build_parser() -> argparse.ArgumentParser:
         "--auto-resume",
         action="store_true",
         help="a capture without supervisors: resume a paused round as soon as every device is healthy",
+    )
+    p.add_argument(
+        "--camera",
+        metavar="CAPTURE",
+        help="sic bo: the camera's capture (its .jsonl; every frame is checked against its sha256)",
+    )
+    p.add_argument(
+        "--reread-with",
+        metavar="CALIBRATION",
+        help="read the dice again from the saved frames with this reader calibration, instead of using "
+        "the readings the table recorded",
     )
     p.add_argument("capture", help="raw device bytes, or JSON Lines {t, dir, data}")
     p.set_defaults(func=cmd_replay)

@@ -134,6 +134,14 @@ def register_input(name: str, model: type[Command]) -> None:
     INPUTS[name] = model
 
 
+def register_command(name: str, model: type[Command]) -> None:
+    """A game's own supervisor command (e.g. sic bo's `manual_dice`): a table command the flow handles."""
+    known = TABLE_COMMANDS.get(name) or BUS_COMMANDS.get(name)
+    if known is not None and known is not model:
+        raise ValueError(f"command {name!r} is already {known.__name__}")
+    TABLE_COMMANDS[name] = model
+
+
 Kind = Literal["commands", "inputs"]
 
 

@@ -324,6 +324,15 @@ class TableConfig(Strict):
                         f"use one of: {', '.join(protocols)}"
                     )
                 )
+        for name in spec.captured_devices:
+            device = self.devices.get(name)
+            if device is not None and device.capture is None:
+                problems.append(
+                    _problem(
+                        f"devices.{name}.capture is missing: a {self.table.game} table keeps what its "
+                        f'results are read from (e.g. capture = "/var/lib/tablectl/captures/{name}.jsonl")'
+                    )
+                )
         # validate the game section now, so a typo fails at start-up, not mid-shoe
         try:
             spec.settings_class().model_validate(self.game)

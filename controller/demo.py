@@ -35,7 +35,13 @@ DEMO_GAME_SETTINGS: dict[str, dict[str, Any]] = {
     "roulette": {"betting_seconds": 2.0, "round_gap_seconds": 1.0},
     "andar_bahar": {"betting_seconds": 2.0, "round_gap_seconds": 1.0},
     "stud": {"hands": 3, "betting_seconds": 2.0, "decision_seconds": 2.0, "round_gap_seconds": 1.0},
+    "sicbo": {"betting_seconds": 2.0, "round_gap_seconds": 1.0},
 }
+#: the demo's camera: a synthetic source drawing the dice the simulated shaker rolled, read with the
+#: calibration fitted to that drawing; it skips a frame after AT_REST (one exposed before it is not the rest)
+DEMO_CAMERA_OPTIONS: dict[str, Any] = {"fps": 15, "grab_skip_frames": 1}
+#: how often the demo's dice come to rest cocked, touching or stacked (then they are shaken again)
+DEMO_ANOMALY_RATE = 0.35
 
 
 def free_port() -> int:
@@ -89,7 +95,52 @@ def make_simulator(game: str, seed: int, faults: bool) -> Any:
         return cls(decks=spec.demo_decks, seed=seed, faults=shoe_faults, cut_position=cut_position)
     if protocol == "cammegh-ss2":
         return cls(seed=seed, speed=8.0)
+    if protocol == "shaker-line":
+        from drivers.shaker.simulator import ShakerFaults
+
+        shaker_faults = ShakerFaults(noise_rate=0.02, bad_checksum_rate=0.02, seed=seed) if faults else None
+        return cls(seed=seed, speed=2.0, faults=shaker_faults)
     raise ValueError(f"no demo simulator for {protocol}")
+
+
+def demo_cameras(game: str, data_dir: Path) -> dict[str, dict[str, Any]]:
+    """The camera devices of a game's demo table (sic bo's dice camera), as config entries."""
+    from drivers.dice.shaker_scene import CALIBRATION_FILE
+    from drivers.registry import is_camera
+
+    spec = game_spec(game)
+    return {
+        name: {
+            "protocol": protocols[0],
+            "port": "synthetic",
+            "capture": str(data_dir / "captures" / f"{name}.jsonl"),
+            "options": {**DEMO_CAMERA_OPTIONS, "dice_calibration": str(CALIBRATION_FILE)},
+        }
+        for name, protocols in spec.devices.items()
+        if is_camera(protocols[0])
+    }
+
+
+def attach_dice_scene(service: TableService, shaker: Any, seed: int) -> None:
+    """Point the demo's cameras at the dice the simulated shaker rolled (random layouts, now and then a
+    cocked, touching or stacked die, so that re-shakes happen)."""
+    from drivers.camera import SyntheticSource
+    from drivers.dice.shaker_scene import ShakerScene
+
+    def truth() -> tuple[str, tuple[int, ...] | None]:
+        cycles = shaker.cycles
+        if not cycles:
+            return "none", None
+        last = cycles[-1]
+        return last.cycle_id, last.dice if last.outcome == "at_rest" else None
+
+    for camera in service.cameras.values():
+        source = SyntheticSource(
+            renderer=ShakerScene(truth, seed=seed, anomaly_rate=DEMO_ANOMALY_RATE),
+            fps=DEMO_CAMERA_OPTIONS["fps"],
+            seed=seed,
+        )
+        camera.source_factory = lambda source=source: source
 
 
 class VirtualDealer:
@@ -143,6 +194,9 @@ def describe(envelope: dict[str, Any]) -> str:
     kind = envelope["type"]
     if kind == "round.result" and data.get("game") in GAMES:
         return GAMES[data["game"]].describe(data)
+    if kind == "dice.read":
+        read = " ".join(map(str, data["values"])) if data["values"] else f"refused: {data['reason']}"
+        return f"shake {data['cycle_id']}: {read} (frame {data['frame'].rsplit('/', 1)[-1] or 'none'})"
     if kind == "card.dealt":
         return f"{data['card']} to {data['position']}{' (re-scan)' if data.get('rescan') else ''}"
     skip = {"round_id"}
@@ -175,13 +229,17 @@ async def run_demo(
             {
                 "table": {"studio_id": "demo", "table_id": f"demo-{game}", "game": game, "data_dir": tmp},
                 "broker": {"url": mqtt_url, "protocol": "3.1.1" if broker is not None else "5"},
-                "devices": {device_name: {"protocol": spec.devices[device_name][0], "port": port_path}},
+                "devices": {
+                    device_name: {"protocol": spec.devices[device_name][0], "port": port_path},
+                    **demo_cameras(game, Path(tmp)),
+                },
                 "game": {**DEMO_GAME_SETTINGS.get(game, {}), **spec.demo_settings},
             },
             environ={},
             source="demo",
         )
         service = TableService(config)
+        attach_dice_scene(service, simulator, seed)
         if on_ready is not None:
             on_ready(service)
         dealer = VirtualDealer(service, simulator, seed)

@@ -10,6 +10,9 @@ a game says only what its procedure needs.
 Time is deadline-driven, as in sans-IO protocol libraries (aioquic's `get_timer()`): `next_deadline()` says
 when the flow must be called even if nothing arrives, and `on_tick(now)` handles whatever is due by `now`.
 
+A flow that cannot go on without a supervisor says so in its output (`FlowOutput.request_pause(reason)`):
+the runtime pauses the table as it does for a device fault. See `controller.runtime`.
+
 State is explicit: each flow names its state in a typed record (`record_model`, a `FlowRecord`) that
 serialises to JSON. `export_state()` / `restore_state()` move the flow's attributes to and from that record;
 everything else a flow holds comes from the configuration. Fields marked `secret` (a face-down card) are kept
@@ -23,7 +26,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
-from controller.flow_output import DeviceRequest, FlowOutput
+from controller.flow_output import DeviceRequest, FlowOutput, PauseRequest
 from controller.lifecycle import BETTING, NEXT_ROUND, Move, Phase, Refused, RoundBook
 from drivers.readings import Reading
 
@@ -34,6 +37,7 @@ __all__ = [
     "FlowRecord",
     "GameFlow",
     "InputRejected",
+    "PauseRequest",
     "Phase",
     "RoundBook",
     "secret_fields",
@@ -72,6 +76,9 @@ class GameFlow(ABC):
     record_model: ClassVar[type[FlowRecord]]
     #: input name -> method name, besides the lifecycle's own `close_betting`
     inputs: ClassVar[dict[str, str]] = {}
+    #: inputs the runtime passes on while the table is paused: a supervisor's decision that settles what the
+    #: flow paused for (`FlowOutput.request_pause`); once accepted the runtime lifts the pause
+    commands_while_paused: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, table_id: str, settings: Any) -> None:
         self.settings = settings

@@ -1,4 +1,4 @@
-"""What a step of a game flow produces: events to journal and requests to devices."""
+"""What a step of a game flow produces: events to journal, requests to devices, and maybe a pause."""
 
 from __future__ import annotations
 
@@ -16,27 +16,34 @@ class DeviceRequest:
     command: DeviceCommand
 
 
+@dataclass(frozen=True, slots=True)
+class PauseRequest:
+    """The flow cannot go on without a supervisor (e.g. the dice stayed unreadable after every re-shake).
+
+    The runtime pauses the table exactly as for a device fault (`round.paused`, by "system", with this
+    reason and device), unless it is paused already. The flow keeps its own state of what it waits for; the
+    supervisor's resume, void or game command (see `GameFlow.commands_while_paused`) ends the pause."""
+
+    reason: str
+    device: str | None = None
+
+
 @dataclass(slots=True)
 class FlowOutput:
     events: list[Event] = field(default_factory=list)
     requests: list[DeviceRequest] = field(default_factory=list)
-    #: the game found a fault in the table's procedure (e.g. a wrong burn count): the runtime pauses the table
-    #: with this reason (`by: "system"`) after the step's events, as it does for a device fault; a supervisor
-    #: resumes or voids. A flow cannot pause the table itself: pausing is the runtime's (held readings, the
-    #: clock of the round, the shoe's gate).
-    fault: str | None = None
+    pause: PauseRequest | None = None
 
     def extend(self, other: FlowOutput) -> FlowOutput:
         self.events += other.events
         self.requests += other.requests
-        if other.fault is not None and self.fault is None:
-            self.fault = other.fault
+        self.pause = self.pause or other.pause
         return self
-
-    def pause_table(self, reason: str) -> None:
-        """Ask the runtime to pause the table (the first reason in a step wins)."""
-        if self.fault is None:
-            self.fault = reason
 
     def emit(self, type_: str, data: EventData, time: float, subject: str | None = None) -> None:
         self.events.append(make_event(type_, data, time, subject))
+
+    def request_pause(self, reason: str, device: str | None = None) -> None:
+        """Ask the runtime to pause the table (the first request of a step wins)."""
+        if self.pause is None:
+            self.pause = PauseRequest(reason, device)

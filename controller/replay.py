@@ -15,14 +15,23 @@ Two kinds of capture:
   or supervisors, so the game's replay policy (`GameSpec.replay_overrides`, README "Replay") decides when
   betting closes, and a round paused by a fault stays paused unless `auto_resume` is set: the replay then
   resumes it as soon as every device is healthy again, as a supervisor at the desk would, `by: "replay"`.
+
+A game with a camera (sic bo) also needs the camera's capture (`drivers.camera.capture`): its health records
+and the readings it delivered (`DiceRead`: values or refusal, frame file, sha256) join the byte capture's
+timeline by time and go to the core as they did on the table. With a reader (`reread`), each recorded dice
+reading is replaced by a new reading of its saved frame, which is first checked against its sha256: the audit
+of "would this reader, on these very frames, give the same rounds?". Differences are counted and logged.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
 
 from controller.commands import CommandError, Resume, parse_command
 from controller.config import ConfigError, TableConfig, config_from_dict
@@ -30,8 +39,10 @@ from controller.events import Envelope
 from controller.journal import Journal
 from controller.runtime import Step, TableCore
 from controller.service import build_core, build_session
-from drivers.capture import CaptureRecord, read_capture
-from drivers.readings import Reading
+from drivers import readings as reading_types
+from drivers.capture import CaptureError, CaptureRecord, read_capture
+from drivers.readings import DiceRead, Reading
+from drivers.registry import is_camera
 
 log = logging.getLogger(__name__)
 
@@ -50,10 +61,15 @@ def _capture_meta(records: list[CaptureRecord]) -> dict[str, Any] | None:
 
 
 def replay_config(
-    game: str, protocol: str, base: TableConfig | None = None, meta: dict[str, Any] | None = None
+    game: str,
+    protocol: str,
+    base: TableConfig | None = None,
+    meta: dict[str, Any] | None = None,
+    camera_capture: str | Path | None = None,
 ) -> TableConfig:
     """The configuration a replay runs with: the table's own (from `base`, else the capture's `meta`), and,
-    for a device-only capture (no `meta`), the game's replay policy on top."""
+    for a device-only capture (no `meta`), the game's replay policy on top. A game with a camera gets it,
+    with `camera_capture` as its capture (ConfigError without one)."""
     from controller.games import game_spec  # local: keeps the module import light for the CLI's --help
 
     spec = game_spec(game)
@@ -70,6 +86,11 @@ def replay_config(
     raw["table"]["game"] = game
     device_name = next(iter(spec.devices))
     raw["devices"] = {device_name: {"protocol": protocol, "port": "replay://capture"}}
+    for name, protocols in spec.devices.items():
+        if name != device_name and any(is_camera(p) for p in protocols):
+            if camera_capture is None:
+                raise ConfigError(f"replay: a {game} round needs the {name}'s capture too (--camera)")
+            raw["devices"][name] = {"protocol": "camera", "port": "replay", "capture": str(camera_capture)}
     if meta is None:
         raw["game"] = {**raw.get("game", {}), **(spec.replay_overrides or {})}
     return config_from_dict(raw, environ={}, source="replay")
@@ -84,6 +105,50 @@ def _games() -> dict[str, Any]:
 def _split_raw(record: CaptureRecord) -> list[CaptureRecord]:
     lines = record.data.splitlines(keepends=True)
     return [CaptureRecord(t=None, direction=record.direction, data=line) for line in lines]
+
+
+def camera_timeline(
+    name: str, records: list[Any], reread: Callable[[Any, int], Any] | None = None
+) -> list[tuple[float, Reading]]:
+    """A camera capture's readings, as the table received them: health, and what its frames were read as
+    (with `reread`, a `drivers.dice.adapter` reader: read again from the saved frame, verified first)."""
+    from drivers.camera.capture import FrameRecord, HealthRecord, ReadingRecord
+
+    frames = {record.file: record for record in records if isinstance(record, FrameRecord)}
+    timeline: list[tuple[float, Reading]] = []
+    for record in records:
+        if not isinstance(record, HealthRecord | ReadingRecord):
+            continue
+        cls = getattr(reading_types, record.kind, None)
+        if not (isinstance(cls, type) and issubclass(cls, Reading)):
+            raise CaptureError(f"camera capture: a {record.kind!r} is not a reading this tablectl knows")
+        try:
+            reading = TypeAdapter(cls).validate_python({**record.fields, "device": name, "time": record.t})
+        except ValidationError as exc:
+            raise CaptureError(
+                f"camera capture: a {record.kind} record at {record.t} does not fit: {exc}"
+            ) from None
+        if reread is not None and isinstance(reading, DiceRead) and reading.frame:
+            frame = frames.get(reading.frame)
+            if frame is None:
+                raise CaptureError(
+                    f"camera capture: frame {reading.frame} of cycle {reading.cycle_id} is not in it"
+                )
+            readout = reread(frame.load(), 3)
+            if readout.values != reading.values:
+                log.warning(
+                    "replay: cycle %s re-read as %s (%s); the table read %s (%s)",
+                    reading.cycle_id,
+                    readout.values,
+                    readout.reason,
+                    reading.values,
+                    reading.reason,
+                )
+            reading = dataclasses.replace(
+                reading, values=readout.values, reason=readout.reason, dice=readout.dice
+            )
+        timeline.append((record.t, reading))
+    return timeline
 
 
 class _Replayer:
@@ -156,20 +221,31 @@ class _Replayer:
 
 
 def replay(
-    config: TableConfig, records: list[CaptureRecord], *, auto_resume: bool = False
+    config: TableConfig,
+    records: list[CaptureRecord],
+    *,
+    auto_resume: bool = False,
+    camera: list[tuple[float, Reading]] | None = None,
 ) -> Iterator[Envelope]:
-    """Yield every envelope the live service would have journaled for this capture, in order."""
+    """Yield every envelope the live service would have journaled for this capture, in order.
+
+    `camera`: the camera's readings with their times (`camera_timeline`), merged in by time."""
     replayer = _Replayer(config, auto_resume)
     expanded: list[CaptureRecord] = []
     for record in records:
         expanded.extend(_split_raw(record) if record.t is None else [record])
     # tx is regenerated by the session; meta was read by replay_config
-    timeline = [record for record in expanded if record.direction in ("rx", "link", "cmd")]
-    links_recorded = any(record.direction == "link" for record in timeline)
+    timeline: list[CaptureRecord | tuple[float, Reading]] = [
+        record for record in expanded if record.direction in ("rx", "link", "cmd")
+    ]
+    links_recorded = any(isinstance(r, CaptureRecord) and r.direction == "link" for r in timeline)
+    if camera:
+        # by time; at equal times the device bytes first (sorted() is stable)
+        timeline = sorted([*timeline, *camera], key=lambda item: _time(item, 0.0))
 
     started = False
-    for record in timeline:
-        t = record.t if record.t is not None else replayer.now + RAW_LINE_SPACING
+    for item in timeline:
+        t = _time(item, replayer.now + RAW_LINE_SPACING)
         if not started:
             started = True
             replayer.now = t
@@ -177,6 +253,12 @@ def replay(
                 replayer.feed(replayer.session.connection_made(t))
         replayer.advance(t)
         replayer.now = max(replayer.now, t)
+        if isinstance(item, tuple):
+            replayer.feed([item[1]])
+            yield from replayer.pending
+            replayer.pending.clear()
+            continue
+        record = item
         if record.direction == "rx":
             replayer.feed(replayer.session.data_received(record.data, replayer.now))
         elif record.direction == "link":
@@ -194,6 +276,12 @@ def replay(
     replayer.journal.close()
 
 
+def _time(item: CaptureRecord | tuple[float, Reading], default: float) -> float:
+    if isinstance(item, tuple):
+        return item[0]
+    return item.t if item.t is not None else default
+
+
 def replay_file(
     game: str,
     protocol: str,
@@ -201,7 +289,17 @@ def replay_file(
     base: TableConfig | None = None,
     *,
     auto_resume: bool = False,
+    camera_capture: str | Path | None = None,
+    reread: Callable[[Any, int], Any] | None = None,
 ) -> Iterator[Envelope]:
+    """Replay a byte capture (and, for a game with a camera, the camera's capture: every frame it kept is
+    checked against its sha256 first; `reread` reads the dice again from those frames)."""
     records = read_capture(capture)
-    config = replay_config(game, protocol, base, _capture_meta(records))
-    yield from replay(config, records, auto_resume=auto_resume)
+    config = replay_config(game, protocol, base, _capture_meta(records), camera_capture)
+    camera = None
+    if camera_capture is not None:
+        from drivers.camera.capture import read_camera_capture
+
+        name = next(n for n, d in config.devices.items() if is_camera(d.protocol))
+        camera = camera_timeline(name, read_camera_capture(camera_capture), reread)
+    yield from replay(config, records, auto_resume=auto_resume, camera=camera)

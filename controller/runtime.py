@@ -9,8 +9,9 @@ Fault policy (seeds 002 / 003, GAMES.md "Common to every game"):
 - if the round had not started (no card dealt, no ball launched), it is voided at once and bets are refunded;
 - a started round stays paused until a supervisor resumes it (it then continues) or voids it (refund);
 - a resume is refused while any device is still offline or in fault;
-- a fault the game itself finds in the procedure (`FlowOutput.fault`, e.g. Infinite Blackjack's wrong burn
-  count) pauses the table the same way, `by: "system"`, with the game's reason.
+- a fault the game itself finds in the procedure (`FlowOutput.request_pause`: Infinite Blackjack's wrong
+  burn count, sic bo dice that stay unreadable) pauses the table the same way, `by: "system"`, with the
+  game's reason.
 Devices that have not yet come online since start-up do not pause anything: the table simply waits for them.
 
 While the table is paused, readings from healthy devices are held (and announced as `reading.held`), then
@@ -21,6 +22,13 @@ After a crash, a round that was in progress is paused ("controller restarted") u
 A supervisor's void of a paused round also lifts the pause when every device is healthy (one action, not
 two); a void the runtime made itself (a fault before the round started) keeps the table paused until a
 supervisor resumes it.
+
+A flow asks for a pause the same way a device fault causes one: its output carries a `PauseRequest`
+(`FlowOutput.request_pause`, e.g. sic bo's dice unreadable after every re-shake) and the runtime pauses the
+table with that reason, by "system", unless it is paused already. The flow keeps what it waits for in its own
+state. While paused the runtime passes the flow only the commands it names in `commands_while_paused` (a
+supervisor's decision that settles what the pause was for, e.g. `manual_dice`); one that the flow accepts
+lifts the pause as a supervisor's void does (when every device is healthy).
 
 Time: `next_deadline()` is when the core must be called (`on_tick`) even if nothing arrives; a pause
 stops the clock of the round (on resume every running window is extended by the pause's length).
@@ -304,10 +312,10 @@ class TableCore:
         return step
 
     def _take(self, step: Step, out: FlowOutput, now: float) -> None:
-        """Add a flow step's output; a fault the game found in the procedure pauses the table."""
+        """Add a flow's output to the step, and pause the table if the flow asked for it."""
         step.add(out)
-        if out.fault is not None and not self.paused:
-            self._pause(step, now, out.fault, by="system", device=None)
+        if out.pause is not None and not self.paused:
+            self._pause(step, now, out.pause.reason, by="system", device=out.pause.device)
 
     def _apply_reading(self, step: Step, reading: Reading, now: float) -> None:
         try:
@@ -364,14 +372,19 @@ class TableCore:
             name = command_name(command)
             if name in BUS_COMMANDS:
                 raise CommandError(f"{type(command).__name__} is not a table command")
-            if self.paused:
+            settles_pause = self.paused and name in self.flow.commands_while_paused
+            if self.paused and not settles_pause:
                 raise CommandError("the table is paused")
-            payload = command.model_dump(exclude={"transaction", "by"})
+            # `by` is the authenticated sender: a flow records it (e.g. who entered the dice by hand)
+            payload = command.model_dump(exclude={"transaction"})
+            round_id = self.flow.rounds.round_id
             try:
-                out = self.flow.on_input(name, payload, now)
+                self._take(step, self.flow.on_input(name, payload, now), now)
             except InputRejected as exc:
                 raise CommandError(str(exc)) from None
-            self._take(step, out, now)
+            if settles_pause and self.paused and not self._unhealthy_devices():
+                # the supervisor's decision ends the interruption, as a void does: one action, not two
+                self._lift_pause(step, now, by, round_id)
         return step, {"state": self.state()}
 
     def recovered(self, now: float) -> Step:

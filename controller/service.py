@@ -26,7 +26,7 @@ from typing import Any
 
 from controller.bus import TableBus
 from controller.commands import INPUTS, Command, CommandError, command_name
-from controller.config import TableConfig
+from controller.config import ConfigError, TableConfig
 from controller.events import Envelope
 from controller.files import private_dir
 from controller.flow import DeviceRequest
@@ -122,6 +122,8 @@ class TableService:
         self.runners: dict[str, DeviceRunner] = {}
         #: camera devices (frames, not bytes): their health goes the same way as every device's
         self.cameras: dict[str, Any] = {}
+        #: what serves a camera's device requests (`drivers.dice.station`: grab, keep, read, deliver)
+        self.dice_stations: dict[str, Any] = {}
         meta = {
             "game": config.table.game,
             "table_id": config.table.table_id,
@@ -202,7 +204,11 @@ class TableService:
             try:
                 runner = self.runners.get(request.device)
                 if request.device in self.cameras:
-                    raise UnknownDeviceCommand(f"camera {request.device!r} takes no commands")
+                    # a camera's work (sic bo: read the dice) runs in its own task: the queue goes on
+                    self.dice_stations[request.device].request(request.command)
+                    if future is not None:
+                        future.set_result(None)
+                    continue
                 if runner is None:
                     raise UnknownDeviceCommand(f"the table has no device {request.device!r}")
                 await runner.send(request.command)
@@ -288,9 +294,10 @@ class TableService:
         from functools import partial
 
         from drivers.camera import CameraCaptureWriter, CameraOptions, CameraRunner, make_source
+        from drivers.dice.station import DiceStation
 
         camera_options = CameraOptions.model_validate(options)
-        return CameraRunner(
+        camera = CameraRunner(
             name,
             partial(make_source, source, camera_options),
             options=camera_options,
@@ -298,6 +305,16 @@ class TableService:
             clock=self.clock,
             capture=CameraCaptureWriter(capture) if capture else None,
         )
+        reader = None
+        if camera_options.dice_calibration:
+            from drivers.dice.adapter import DiceReading
+
+            try:
+                reader = DiceReading.from_file(camera_options.dice_calibration).read
+            except ValueError as exc:
+                raise ConfigError(f"devices.{name}.options.dice_calibration: {exc}") from None
+        self.dice_stations[name] = DiceStation(camera, reader, clock=self.clock)
+        return camera
 
     def _record_command(self, command: Command, now: float) -> None:
         """An accepted command goes into the first device's capture: a replay applies it at its time."""

@@ -8,7 +8,8 @@ event can be traced back to the bytes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -194,6 +195,18 @@ class FrameCaptured(Reading):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DiceRead(Reading):
-    values: tuple[int, ...]
-    frame_ref: str = ""
-    extra: dict[str, object] = field(default_factory=dict)
+    """The camera's reading of the dice of shake cycle `cycle_id`: the values, or a refusal and why.
+
+    `values` are the dice left to right in the frame (None: refused; the dice are never guessed). `reason`
+    says why a reading was refused (count, cocked, stacked, unclear, no frame...). `frame` is the frame's
+    image file relative to the camera capture's JSON Lines file and `sha256` the hash of that file (both empty
+    when no frame could be grabbed). `dice` is the reader's evidence, one entry per die found:
+    `{"value": int | None, "confidence": float, "box": [x, y, w, h], "reason": str}`.
+    """
+
+    cycle_id: str
+    values: tuple[int, ...] | None
+    reason: str = ""
+    frame: str = ""
+    sha256: str = ""
+    dice: tuple[dict[str, Any], ...] = ()

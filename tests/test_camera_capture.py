@@ -126,7 +126,7 @@ def test_writing_after_close_is_an_error(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("record", "message"),
     [
-        ('{"t": 1, "dir": "rx", "data": "x"}', "'dir' must be 'frame' or 'health'"),
+        ('{"t": 1, "dir": "rx", "data": "x"}', "'dir' must be 'frame', 'health' or 'reading'"),
         ("not json", "not a JSON record"),
         ("[1]", "expected a JSON object"),
         (

@@ -36,6 +36,7 @@ from controller.events import (
     CutCardSeen,
     DealerPeek,
     DeviceChanged,
+    DiceReading,
     Envelope,
     Event,
     EventData,
@@ -51,6 +52,7 @@ from controller.events import (
     RoundVoided,
     ShoeBurn,
     ShoeStarted,
+    SicBoResult,
     SingleDeckBlackjackResult,
     StudHand,
     StudResult,
@@ -124,6 +126,22 @@ STUD = StudResult(
     dealer_qualifies=True,
     outcomes=["win", "lose"],
 )
+SICBO = SicBoResult(
+    round_id="t7-0000006",
+    dice=[2, 5, 5],
+    total=12,
+    size="big",
+    parity="even",
+    triple=None,
+    double=5,
+    reshakes=1,
+    frame="camera-frames/00000042-20261201T053130.120Z.png",
+    frame_sha256="ab" * 32,
+    source="camera",
+    cycle_id="6.2",
+    dice_in_frame=[5, 2, 5],
+    raw="AT_REST 0007 6.2*31",
+)
 
 BLACKJACK_HAND = BlackjackHand(
     seat=3,
@@ -194,6 +212,7 @@ SAMPLES: dict[str, list[EventData]] = {
         BLACKJACK,
         SINGLE_DECK_BLACKJACK,
         INFINITE_BLACKJACK,
+        SICBO,
     ],
     "shoe.burn": [
         ShoeBurn(shoe_id="t7-shoe0002", shown="7H", to_burn=7, burned=3, done=False),
@@ -220,6 +239,20 @@ SAMPLES: dict[str, list[EventData]] = {
     "device.fault": [DeviceChanged(device="wheel", status="fault", detail="ball sensor", code="E12")],
     "reading.rejected": [RawRejected(device="wheel", reason="bad checksum", raw="*X;9")],
     "reading.held": [ReadingHeld(device="shoe", reading="CardSeen", raw="RESCAN 0012 9H*33", held=1)],
+    "dice.read": [
+        DiceReading(
+            round_id="t7-0000006",
+            cycle_id="6.1",
+            attempt=1,
+            values=None,
+            reason="die 2: face tilted: cocked",
+            frame="camera-frames/00000041-20261201T053120.020Z.png",
+            frame_sha256="cd" * 32,
+            dice=[
+                {"value": None, "confidence": 0.0, "box": [300, 200, 61, 50], "reason": "face tilted: cocked"}
+            ],
+        )
+    ],
 }
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from controller.commands import Command, register_input
+from controller.commands import Command, register_command, register_input
 from controller.events import EventData, register_result_model
 from controller.flow import GameFlow
 
@@ -31,6 +31,10 @@ class GameSpec:
     devices: dict[str, tuple[str, ...]]
     #: the game's own inputs: name -> payload model ("module:Class", a `controller.commands.Command`)
     inputs: dict[str, str] = field(default_factory=dict)
+    #: the game's own supervisor commands (MQTT `commands/<name>`), handled by the flow like its inputs
+    commands: dict[str, str] = field(default_factory=dict)
+    #: devices whose capture the game's results point at (sic bo's camera frames): the config must set it
+    captured_devices: tuple[str, ...] = ()
     #: the dealer's panel: the game's name, and how many cards a place usually holds (its cards are sized
     #: for that many from the first card on); `usual_cards_at` per place name
     title: str = ""
@@ -200,6 +204,19 @@ GAMES: dict[str, GameSpec] = {
         replay_overrides=_BLACKJACK_REPLAY,
         demo_settings=_BLACKJACK_DEMO,
     ),
+    "sicbo": GameSpec(
+        "controller.games.sicbo:SicBoFlow",
+        "controller.games.sicbo:SicBoSettings",
+        "controller.events:SicBoResult",
+        "controller.games.sicbo:describe_result",
+        {"shaker": ("shaker-line",), "camera": ("camera",)},
+        commands={"manual_dice": "controller.games.sicbo:ManualDice"},
+        captured_devices=("camera",),
+        title="Sic Bo",
+        # a device-only capture (the shaker's bytes and the camera's readings) replays with betting closing
+        # at once: the dice are only ever shaken after betting closed
+        replay_overrides={"round_gap_seconds": 0.0, "betting_seconds": 0.001},
+    ),
 }
 
 
@@ -210,6 +227,9 @@ def _register() -> None:
         for name, path in spec.inputs.items():
             model: type[Command] = _load(path)
             register_input(name, model)
+        for name, path in spec.commands.items():
+            command: type[Command] = _load(path)
+            register_command(name, command)
 
 
 _register()

@@ -3,7 +3,7 @@
 - Shoe: 8 decks. After every shuffle the burn: the dealer shows the first card; its value (A=1, 2-9, T/J/Q/K
   10) is the number of cards then burned face down. The flow counts them (their identity is never published)
   and checks the count: a card beyond it, or the dealer's `burn_done` on a wrong count, is a fault in the
-  procedure, and the flow asks the runtime to pause the table (`FlowOutput.pause_table`): a supervisor then
+  procedure, and the flow asks the runtime to pause the table (`FlowOutput.request_pause`): a supervisor then
   resumes (the dealer burns the missing cards and confirms again) or has the decks reshuffled (`new_shoe`).
   With `burn_confirmation` off (replay, demo) the burn ends with the last card the shown value asks for.
 - The cut card makes the round it comes out in (between rounds: the next one) the shoe's last; then the
@@ -181,7 +181,7 @@ class InfiniteBlackjackFlow(BlackjackTable):
             f"burn count wrong: {self.burned} card(s) burned, the shown {self.burn_shown.code} asks for "
             f"{self.burn_to}"
         )
-        out.pause_table(reason)
+        out.request_pause(reason)
         if self.burned < (self.burn_to or 0):
             self.prompt = f"{reason} — burn the missing cards, then confirm"
         else:

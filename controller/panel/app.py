@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -31,7 +32,7 @@ import uvicorn
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -267,6 +268,25 @@ async def _command(request: Request, service: TableService, auth: PanelAuth, kin
     return JSONResponse({"status": "ok", "transaction": command.transaction, "data": reply})
 
 
+# -- camera frames ---------------------------------------------------------------------------------------
+
+#: a frame file as the camera capture names it (`drivers.camera.capture`): no path, PNG only
+_FRAME_NAME = re.compile(r"[0-9]{8}-[0-9TZ.]+\.png")
+
+
+def _camera_frame(service: TableService, device: str, name: str) -> Response:
+    """A frame a camera kept (sic bo: the one the dice were read from), from that camera's capture folder."""
+    camera = service.cameras.get(device)
+    capture = getattr(camera, "capture", None)
+    if capture is None or not _FRAME_NAME.fullmatch(name):
+        return _error(404, "no such frame")
+    path = capture.frames_dir / name
+    if not path.is_file():
+        return _error(404, "no such frame")
+    # a kept frame never changes (its sha256 is in the result): it may be cached
+    return FileResponse(path, media_type="image/png", headers={"cache-control": "private, max-age=3600"})
+
+
 # -- dealer sign-in --------------------------------------------------------------------------------------
 
 
@@ -417,6 +437,9 @@ def create_app(
             return _sign_out(request, auth)
         return await _sign_in(request, auth, settings)
 
+    async def frame(request: Request) -> Response:
+        return _camera_frame(service, request.path_params["device"], request.path_params["name"])
+
     async def command(request: Request) -> Response:
         return await _command(request, service, auth, "commands")
 
@@ -429,6 +452,7 @@ def create_app(
             Route("/api/state", state, methods=["GET"]),
             Route("/api/stream", stream, methods=["GET"]),
             Route("/api/session", session, methods=["GET", "POST", "DELETE"]),
+            Route("/api/frames/{device}/{name}", frame, methods=["GET"]),
             Route("/api/commands/{name}", command, methods=["POST"]),
             Route("/api/inputs/{name}", table_input, methods=["POST"]),
             Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),

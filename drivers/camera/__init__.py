@@ -16,6 +16,7 @@ from drivers.camera.capture import (
     FrameIntegrityError,
     FrameRecord,
     HealthRecord,
+    ReadingRecord,
     captured_frames,
     read_camera_capture,
 )
@@ -51,6 +52,7 @@ __all__ = [
     "FrameSource",
     "FrameStats",
     "HealthRecord",
+    "ReadingRecord",
     "Renderer",
     "SourceEnded",
     "SourceFactory",

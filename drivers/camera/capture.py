@@ -6,6 +6,10 @@ a result). The JSON Lines records share the envelope of byte captures (`drivers.
     {"t": 1764567890.12, "dir": "frame", "file": "camera-frames/00000042-20261201T053130.120Z.png",
      "sha256": "<hex of the file>", "width": 1280, "height": 720, "seq": 42}
     {"t": 1764567891.50, "dir": "health", "kind": "DeviceFault", "code": "COVERED", "reason": "..."}
+    {"t": 1764567890.31, "dir": "reading", "kind": "DiceRead", "cycle_id": "12.1", "values": [2, 5, 5], ...}
+
+A `reading` record is a reading the camera side delivered to the table besides its health (sic bo: the dice
+read from a frame, with the frame's file and sha256): a replay feeds it back as it was delivered.
 
 `file` is relative to the JSON Lines file's folder, so a capture can be moved or archived as a whole.
 `read_camera_capture` loads it back and checks every frame's sha256: a frame that was changed, replaced or
@@ -32,6 +36,7 @@ from drivers.readings import Reading
 
 FRAME_DIR = "frame"
 HEALTH_DIR = "health"
+READING_DIR = "reading"
 
 
 class FrameIntegrityError(CaptureError):
@@ -66,7 +71,14 @@ class HealthRecord:
     fields: dict[str, Any] = field(default_factory=dict)
 
 
-CameraCaptureRecord = FrameRecord | HealthRecord
+@dataclass(frozen=True, slots=True)
+class ReadingRecord:
+    t: float
+    kind: str  # the reading's type in drivers.readings, e.g. DiceRead
+    fields: dict[str, Any] = field(default_factory=dict)  # every field but device and time
+
+
+CameraCaptureRecord = FrameRecord | HealthRecord | ReadingRecord
 
 
 def _frame_name(seq: int, t: float) -> str:
@@ -127,6 +139,13 @@ class CameraCaptureWriter:
         with self._lock:
             self._check_open()
             self._write({"t": reading.time, "dir": HEALTH_DIR, "kind": type(reading).__name__, **fields})
+
+    def write_reading(self, reading: Reading) -> None:
+        """Record a reading delivered besides health (e.g. `DiceRead`), every field but device and time."""
+        fields = {k: v for k, v in asdict(reading).items() if k not in ("device", "time")}
+        with self._lock:
+            self._check_open()
+            self._write({"t": reading.time, "dir": READING_DIR, "kind": type(reading).__name__, **fields})
 
     def close(self) -> None:
         with self._lock:
@@ -235,9 +254,16 @@ def read_camera_capture(path: str | Path, *, verify: bool = True) -> list[Camera
                 raise CaptureError(f"{where}: 'kind' must name the health reading, got {kind!r}")
             extra = {k: v for k, v in obj.items() if k not in ("t", "dir", "kind")}
             records.append(HealthRecord(_number(where, obj, "t"), kind, extra))
+        elif direction == READING_DIR:
+            kind = obj.get("kind")
+            if not isinstance(kind, str) or not kind:
+                raise CaptureError(f"{where}: 'kind' must name the reading, got {kind!r}")
+            extra = {k: v for k, v in obj.items() if k not in ("t", "dir", "kind")}
+            records.append(ReadingRecord(_number(where, obj, "t"), kind, extra))
         else:
             raise CaptureError(
-                f"{where}: 'dir' must be 'frame' or 'health' in a camera capture, got {direction!r}"
+                f"{where}: 'dir' must be 'frame', 'health' or 'reading' in a camera capture, "
+                f"got {direction!r}"
             )
     return records
 

@@ -65,6 +65,12 @@ class CameraOptions(BaseModel):
     grab_skip_frames: int = Field(
         default=0, ge=0, description="frames to let pass after a grab() request before taking one"
     )
+    # -- what the camera reads -----------------------------------------------------------------------
+    dice_calibration: str | None = Field(
+        default=None,
+        description="sic bo: the dice reader's calibration file (`tablectl calibrate dice`); without it "
+        "every reading of the dice is refused",
+    )
     # -- folder and synthetic sources ----------------------------------------------------------------
     fps: float | None = Field(
         default=None,

@@ -28,12 +28,14 @@ from drivers.camera.frame import CameraError, Frame, FrameStats, measure
 from drivers.camera.monitor import CameraMonitor
 from drivers.camera.options import CameraOptions
 from drivers.camera.sources import FrameSource
-from drivers.readings import Reading
+from drivers.readings import DeviceFault, DeviceFaultCleared, DeviceOffline, DeviceOnline, Reading
 from drivers.waiting import with_timeout
 
 log = logging.getLogger(__name__)
 
 SourceFactory = Callable[[], FrameSource]
+#: what the monitor reports; anything else a camera delivers is recorded as a reading
+HEALTH_READINGS = (DeviceOnline, DeviceOffline, DeviceFault, DeviceFaultCleared)
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +142,13 @@ class CameraRunner:
                 ) from exc
             frame = dataclasses.replace(frame, file=record.file, sha256=record.sha256)
         return frame
+
+    async def deliver(self, readings: list[Reading]) -> None:
+        """Deliver readings made from this camera's frames (sic bo's dice), in order with its health readings,
+        and keep them in the capture. Raises what `on_readings` raises: the caller must know."""
+        async with self._lock:
+            self._record(readings)
+            await self.on_readings(readings)
 
     # -- internals ---------------------------------------------------------------------------------
     async def _serve(self, stop: threading.Event, backoff: Backoff) -> str:
@@ -254,6 +263,9 @@ class CameraRunner:
             return
         try:
             for reading in readings:
-                self.capture.write_health(reading)
+                if isinstance(reading, HEALTH_READINGS):
+                    self.capture.write_health(reading)
+                else:
+                    self.capture.write_reading(reading)
         except Exception:
             log.exception("%s: writing the camera capture failed", self.name)

@@ -141,8 +141,10 @@
     const positions = Array.isArray(game.positions) ? game.positions : null;
     show($("cards-view"), !!positions);
     show($("roulette-view"), !positions && state.game === "roulette");
+    show($("dice-view"), !positions && state.game === "sicbo");
     if (positions) renderPositions(game, positions);
     else if (state.game === "roulette") renderRoulette(game);
+    else if (state.game === "sicbo") renderDice(game);
 
     renderActions(game);
     guardPicker();
@@ -358,6 +360,60 @@
     setText("spin", game.spin === null || game.spin === undefined ? "—" : game.spin);
     setText("direction", game.wheel_direction || "—");
     setText("ball", game.ball_launched ? "launched" : "not launched");
+  }
+
+  // Sic bo: the frame the camera read (served by the panel from the camera's capture), each die's box in
+  // green (read) or red (refused), and the values. The frame is an <img>: no pixels pass through the state.
+  const STAGES = {
+    idle: "betting",
+    shaking: "shaking",
+    reading: "reading",
+    supervisor: "waiting for the supervisor",
+  };
+
+  function renderDice(game) {
+    const read = game.last_read;
+    const img = $("dice-frame-img");
+    const frame = read && read.frame ? read.frame.split("/").pop() : "";
+    const src = frame ? `/api/frames/${encodeURIComponent(game.camera)}/${encodeURIComponent(frame)}` : "";
+    if (img.dataset.src !== src) {
+      img.dataset.src = src;
+      if (src) img.src = src;
+      else img.removeAttribute("src");
+    }
+    show(img, !!src);
+    show($("dice-no-frame"), !src);
+    const svg = $("dice-boxes");
+    const boxes = [];
+    if (read) {
+      // the reader's boxes are in frame pixels: the view box is the frame's own size
+      const width = img.naturalWidth || 640;
+      const height = img.naturalHeight || 480;
+      svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
+      for (const die of read.dice || []) {
+        const [x, y, w, h] = die.box || [0, 0, 0, 0];
+        const rect = document.createElementNS(svg.namespaceURI, "rect");
+        rect.setAttribute("class", die.value ? "read" : "refused");
+        for (const [name, value] of Object.entries({ x, y, width: w, height: h })) rect.setAttribute(name, value);
+        const label = document.createElementNS(svg.namespaceURI, "text");
+        label.setAttribute("x", x);
+        label.setAttribute("y", Math.max(24, y - 6));
+        label.textContent = die.value ? String(die.value) : "?";
+        boxes.push(rect, label);
+      }
+    }
+    svg.replaceChildren(...boxes);
+    if (!img.dataset.sized) {
+      img.dataset.sized = "1";
+      img.addEventListener("load", () => state && renderDice(state.game_state || {}));
+    }
+    setText("dice-values", read && read.values ? read.values.join(" ") : "—");
+    setText("dice-read-reason", read && !read.values ? read.reason : "");
+    setText("dice-stage", STAGES[game.stage] || game.stage || "—");
+    setText("dice-cycle", game.cycle_id || "—");
+    setText("dice-reshakes", game.reshakes === undefined ? "—" : game.reshakes);
+    const last = game.last_result;
+    setText("dice-last-result", last ? `${last.dice.join(" ")} = ${last.total} ${last.size || "triple"}` : "—");
   }
 
   function renderActions(game) {

@@ -1,0 +1,57 @@
+"""`tablectl demo --game sicbo`: the simulated shaker, a synthetic camera drawing its dice, whole rounds as
+published; and the panel's frame route, which shows the dealer the frame the dice were read from."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import jsonschema
+
+from controller.events import SicBoResult
+from controller.panel.app import _camera_frame
+from controller.schema import event_schema
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_the_sicbo_demo_plays_rounds_read_by_the_camera() -> None:
+    command = [sys.executable, "-m", "controller.cli", "demo", "--game", "sicbo", "--rounds", "2", "--json"]
+    process = subprocess.run(
+        [*command, "--panel-port", "0", "--seed", "3"], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert process.returncode == 0, process.stderr
+    envelopes: list[dict[str, Any]] = [json.loads(line) for line in process.stdout.splitlines()]
+    for envelope in envelopes:
+        jsonschema.validate(envelope, event_schema(envelope["type"]))
+    results = [SicBoResult.model_validate(e["data"]) for e in envelopes if e["type"] == "round.result"]
+    assert len(results) == 2
+    reads = [e["data"] for e in envelopes if e["type"] == "dice.read"]
+    for result in results:
+        read = next(r for r in reads if r["cycle_id"] == result.cycle_id)
+        assert read["values"] == result.dice_in_frame and read["frame"] == result.frame
+        assert result.frame.startswith("camera-frames/") and len(result.frame_sha256) == 64
+
+
+def test_the_panel_serves_a_kept_frame_and_nothing_else(tmp_path: Path) -> None:
+    frames = tmp_path / "camera-frames"
+    frames.mkdir()
+    name = "00000042-20270115T080000.000Z.png"
+    (frames / name).write_bytes(b"\x89PNG fake")
+    (tmp_path / "secret.png").write_bytes(b"no")
+    service: Any = SimpleNamespace(
+        cameras={"camera": SimpleNamespace(capture=SimpleNamespace(frames_dir=frames))}
+    )
+    served = _camera_frame(service, "camera", name)
+    assert served.status_code == 200 and served.media_type == "image/png"
+    for device, wanted in (
+        ("camera", "../secret.png"),
+        ("camera", "secret.png"),
+        ("camera", "00000043-20270115T080000.000Z.png"),  # not kept
+        ("shaker", name),
+    ):
+        assert _camera_frame(service, device, wanted).status_code == 404, wanted

@@ -1,0 +1,146 @@
+"""Every sic bo bet of the seed ("Regras de Sic Bo": Big/Small, Odd/Even, totals, specific and any triple,
+doubles, two-dice combinations, single numbers) settles from the `round.result` data alone.
+
+The settlement functions below read nothing but the published result (a JSON object); they are checked
+against the three dice themselves for all 216 outcomes, each one played through the flow to its result.
+Payouts are the rules engine's; what is settled here is win or lose (and, for single numbers, how many dice
+match, which sets the payout)."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from controller.events import SicBoResult
+from tests.test_sicbo_flow import Table
+
+Result = dict[str, Any]
+OUTCOMES = list(itertools.product(range(1, 7), repeat=3))
+
+# --- settlement, from the result data only --------------------------------------------------------------
+
+
+def big(result: Result) -> bool:
+    """Big: total 11-17; a triple loses."""
+    return result["size"] == "big"
+
+
+def small(result: Result) -> bool:
+    """Small: total 4-10; a triple loses."""
+    return result["size"] == "small"
+
+
+def odd(result: Result) -> bool:
+    """Odd (where offered): an odd total; a triple loses, as Big/Small."""
+    return result["parity"] == "odd" and result["triple"] is None
+
+
+def even(result: Result) -> bool:
+    return result["parity"] == "even" and result["triple"] is None
+
+
+def total(n: int) -> Callable[[Result], bool]:
+    """Total 4 to 17."""
+    return lambda result: result["total"] == n
+
+
+def specific_triple(n: int) -> Callable[[Result], bool]:
+    return lambda result: result["triple"] == n
+
+
+def any_triple(result: Result) -> bool:
+    return result["triple"] is not None
+
+
+def specific_double(n: int) -> Callable[[Result], bool]:
+    """At least two dice show n (a triple of n wins too)."""
+    return lambda result: result["double"] == n
+
+
+def combination(a: int, b: int) -> Callable[[Result], bool]:
+    """Two-dice combination a-b (a != b): both values among the dice."""
+    return lambda result: a in result["dice"] and b in result["dice"]
+
+
+def single(n: int) -> Callable[[Result], int]:
+    """Single number n: how many dice show it (0 loses; 1, 2 or 3 set the payout)."""
+    return lambda result: result["dice"].count(n)
+
+
+# --- the same bets, decided on the dice themselves ------------------------------------------------------
+
+
+def truth(dice: tuple[int, int, int]) -> dict[str, Any]:
+    s = sum(dice)
+    is_triple = dice[0] == dice[1] == dice[2]
+    bets: dict[str, Any] = {
+        "big": 11 <= s <= 17 and not is_triple,
+        "small": 4 <= s <= 10 and not is_triple,
+        "odd": s % 2 == 1 and not is_triple,
+        "even": s % 2 == 0 and not is_triple,
+        "any triple": is_triple,
+    }
+    for n in range(4, 18):
+        bets[f"total {n}"] = s == n
+    for n in range(1, 7):
+        bets[f"triple {n}"] = is_triple and dice[0] == n
+        bets[f"double {n}"] = sum(1 for d in dice if d == n) >= 2
+        bets[f"single {n}"] = sum(1 for d in dice if d == n)
+    for a, b in itertools.combinations(range(1, 7), 2):
+        bets[f"combination {a}-{b}"] = a in dice and b in dice
+    return bets
+
+
+def settle(result: Result) -> dict[str, Any]:
+    bets: dict[str, Any] = {
+        "big": big(result),
+        "small": small(result),
+        "odd": odd(result),
+        "even": even(result),
+        "any triple": any_triple(result),
+    }
+    for n in range(4, 18):
+        bets[f"total {n}"] = total(n)(result)
+    for n in range(1, 7):
+        bets[f"triple {n}"] = specific_triple(n)(result)
+        bets[f"double {n}"] = specific_double(n)(result)
+        bets[f"single {n}"] = single(n)(result)
+    for a, b in itertools.combinations(range(1, 7), 2):
+        bets[f"combination {a}-{b}"] = combination(a, b)(result)
+    return bets
+
+
+def played(dice: tuple[int, int, int]) -> Result:
+    """The result the table publishes for these dice (through the flow and the runtime)."""
+    table = Table()
+    table.open_and_close()
+    table.at_rest()
+    table.read(dice)
+    return table.result()
+
+
+@pytest.fixture(scope="module")
+def results() -> dict[tuple[int, int, int], Result]:
+    return {dice: played(dice) for dice in OUTCOMES}
+
+
+def test_every_bet_settles_from_the_result_alone(results: dict[tuple[int, int, int], Result]) -> None:
+    for dice, result in results.items():
+        SicBoResult.model_validate(result)  # the published contract
+        assert settle(result) == truth(dice), dice
+
+
+def test_the_bets_cover_the_table(results: dict[tuple[int, int, int], Result]) -> None:
+    # 4 even-money bets, 14 totals, 6 specific triples + any triple, 6 doubles, 15 combinations, 6 singles
+    assert len(settle(results[(1, 2, 3)])) == 4 + 14 + 7 + 6 + 15 + 6
+    # every bet can win: no settlement function is stuck at "lose"
+    for bet in settle(results[(1, 2, 3)]):
+        assert any(settle(result)[bet] for result in results.values()), bet
+
+
+def test_the_result_order_is_stable() -> None:
+    assert played((6, 1, 4))["dice"] == played((4, 6, 1))["dice"] == [1, 4, 6]
+    assert played((6, 1, 4))["dice_in_frame"] == [6, 1, 4]
