@@ -25,7 +25,14 @@ def _v1_to_v2(record: dict[str, Any]) -> dict[str, Any]:
 
 
 #: version N -> a function turning a version-N record into a version-(N+1) record
-MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _v1_to_v2}
+def _v2_to_v3(record: dict[str, Any]) -> dict[str, Any]:
+    """Version 3: the core keeps each device's recent numbered readings (`recent_refs`), so that one the
+    device repeats after a restart is known; a version-2 record kept none."""
+    record.setdefault("recent_refs", {})
+    return record
+
+
+MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _v1_to_v2, 2: _v2_to_v3}
 
 DISCARD_HINT = (
     "fix the configuration, or start once with --discard-state to drop the stored state "
