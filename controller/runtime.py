@@ -76,13 +76,15 @@ DEVICE_ACTIONS: dict[str, DeviceCommand] = {
     "power_off": DeviceCommand("power", {"on": False}),
     "self_test": DeviceCommand("self_test"),
     "status": DeviceCommand("status"),
+    "reset": DeviceCommand("reset"),
 }
 
 #: a pause holds at most this many readings (a wheel makes a few per minute; a shoe is locked while paused)
 MAX_HELD_READINGS = 500
 
-#: the version of `TableRecord`; bump it with a migration in `controller.state_migrations`
-STATE_VERSION = 1
+#: the version of `TableRecord`; bump it with a migration in `controller.table_state.MIGRATIONS`
+#: 2: card games keep the shuffle their next round waits for (`CardFlowRecord.shuffle`)
+STATE_VERSION = 2
 
 
 class StateMismatch(ValueError):

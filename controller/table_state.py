@@ -14,8 +14,25 @@ from typing import Any
 
 from controller.runtime import STATE_VERSION, StateMismatch
 
+
+def _v1_card_games_shuffle(record: dict[str, Any]) -> dict[str, Any]:
+    """v1 -> v2: a card game's flow keeps the shuffle its next round waits for. A v1 table asked nothing of
+    a shuffler that it waits for: none is pending (the next need comes at the end of a round, as ever)."""
+    flow = record.get("flow")
+    if isinstance(flow, dict) and "composition" in flow and "shuffle" not in flow:
+        flow["shuffle"] = {
+            "wanted": False,
+            "reason": "",
+            "ids": [],
+            "requested": 0,
+            "failure": None,
+            "round_waits": False,
+        }
+    return record
+
+
 #: version N -> a function turning a version-N record into a version-(N+1) record
-MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
+MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _v1_card_games_shuffle}
 
 DISCARD_HINT = (
     "fix the configuration, or start once with --discard-state to drop the stored state "

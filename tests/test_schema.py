@@ -42,6 +42,9 @@ from controller.events import (
     RoundResumed,
     RoundVoided,
     ShoeStarted,
+    ShuffleCompleted,
+    ShuffleFailure,
+    ShuffleStarted,
     StudHand,
     StudResult,
     format_sequence,
@@ -134,6 +137,30 @@ SAMPLES: dict[str, list[EventData]] = {
     "card.unreadable": [CardUnreadable(round_id="t7-0000001", ref="nr-1", prompt="re-scan the card")],
     "shoe.started": [ShoeStarted(shoe_id="shoe-0001", decks=8)],
     "shoe.cut_card": [CutCardSeen(round_id="t7-0000001", shoe_id="shoe-0001")],
+    "shuffle.started": [
+        ShuffleStarted(shuffle_id="1700000000000-1", device="shuffler", decks=1, reason="round over")
+    ],
+    "shuffle.done": [
+        ShuffleCompleted(
+            shuffle_id="1700000000000-1",
+            device="shuffler",
+            decks=1,
+            cards=52,
+            raw="DONE 0004 1700000000000-1 1 52*3A",
+        )
+    ],
+    "shuffle.failed": [
+        ShuffleFailure(
+            shuffle_id="1700000000000-2",
+            device="shuffler",
+            code="COUNT_MISMATCH",
+            reason="shuffle 1700000000000-2 counted 51 cards, expected 52 (1 x 52)",
+            expected=52,
+            actual=51,
+            raw="DONE 0005 1700000000000-2 1 51*3B",
+        ),
+        ShuffleFailure(shuffle_id="", device="shuffler", code="E01", reason="JAM", raw="ERR 0006 E01 JAM*12"),
+    ],
     "round.result": [BACCARAT, ROULETTE, ROULETTE_ZERO, ANDAR_BAHAR, STUD],
     "round.closed": [RoundClosed(round_id="t7-0000001")],
     "round.paused": [

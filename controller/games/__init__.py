@@ -40,6 +40,10 @@ class GameSpec:
     demo_decks: int = 8
     #: a freshly shuffled pack for every round (no cut card): the demo's dealer reloads the shoe after each
     fresh_deck_each_round: bool = False
+    #: devices the game can use but does not need: role -> protocols that can serve it. The game setting
+    #: `<role>_device` names the configured device that plays the role (None: the table has none), e.g.
+    #: `shuffler_device = "shuffler"` with `[devices.shuffler] protocol = "shuffler-line"`.
+    optional_devices: dict[str, tuple[str, ...]] = field(default_factory=dict)
     #: the replay policy for a capture of device traffic only (it knows nothing of bets and decisions):
     #: game settings laid over the table's. None: such captures of this game cannot be replayed.
     replay_overrides: dict[str, Any] | None = None
@@ -60,6 +64,19 @@ class GameSpec:
         describe: Any = _load(self.describe_path)
         return str(describe(data))
 
+    def optional_device_setting(self, role: str) -> str:
+        """The name of the game setting that names the device playing the optional `role`."""
+        return f"{role}_device"
+
+    def optional_devices_in_use(self, settings: BaseModel) -> dict[str, str]:
+        """Role -> configured device name, for the optional devices these settings use."""
+        in_use = {}
+        for role in self.optional_devices:
+            name = getattr(settings, self.optional_device_setting(role), None)
+            if isinstance(name, str):
+                in_use[role] = name
+        return in_use
+
     def panel_view(self) -> dict[str, Any]:
         return {"title": self.title, "usual_cards": self.usual_cards, "usual_cards_at": self.usual_cards_at}
 
@@ -69,6 +86,9 @@ def _load(path: str) -> Any:
     return getattr(importlib.import_module(module), attr)
 
 
+#: a card game's optional shuffler (`CardGameSettings.shuffler_device`)
+SHUFFLER: dict[str, tuple[str, ...]] = {"shuffler": ("shuffler-line",)}
+
 GAMES: dict[str, GameSpec] = {
     "baccarat": GameSpec(
         "controller.games.baccarat:BaccaratFlow",
@@ -76,6 +96,7 @@ GAMES: dict[str, GameSpec] = {
         "controller.events:BaccaratResult",
         "controller.games.baccarat:describe_result",
         {"shoe": ("shoe-line",)},
+        optional_devices=SHUFFLER,
         title="Baccarat",
         usual_cards=3,
         replay_overrides={
@@ -99,6 +120,7 @@ GAMES: dict[str, GameSpec] = {
         "controller.events:AndarBaharResult",
         "controller.games.andar_bahar:describe_result",
         {"shoe": ("shoe-line",)},
+        optional_devices=SHUFFLER,
         title="Andar Bahar",
         usual_cards=6,
         usual_cards_at={"game": 1},  # the game card: one card, as big as it gets
@@ -112,6 +134,7 @@ GAMES: dict[str, GameSpec] = {
         "controller.events:StudResult",
         "controller.games.stud:describe_result",
         {"shoe": ("shoe-line",)},
+        optional_devices=SHUFFLER,
         title="5 Card Stud",
         usual_cards=5,
         demo_decks=1,

@@ -24,11 +24,10 @@ from pydantic import Field
 
 from controller.cards import Card, CardCode
 from controller.events import AndarBaharBucket, AndarBaharResult, CardDealt, iso_ms
-from controller.flow import DeviceRequest, FlowOutput, FlowRecord, InputRejected, Phase
+from controller.flow import FlowOutput, FlowRecord, InputRejected, Phase
 from controller.games.card_flow import PROMPT_RESCAN as PROMPT_RESCAN  # re-exported: it used to live here
 from controller.games.card_flow import CardFlow, CardFlowRecord, CardGameSettings, position_view
 from drivers.readings import CutCardSeen
-from drivers.session import DeviceCommand
 
 Side = Literal["andar", "bahar"]
 Position = Literal["game", "andar", "bahar"]
@@ -45,13 +44,8 @@ _SIDE_NAME = {"andar": "Andar", "bahar": "Bahar"}
 
 class AndarBaharSettings(CardGameSettings):
     """`betting_seconds` is the countdown that starts when the game card is shown; `round_gap_seconds` the
-    pause before the next game card is asked for."""
-
-    shuffler_device: str | None = Field(
-        default=None,
-        min_length=1,
-        description="if set, this device is asked to shuffle one deck after every round",
-    )
+    pause before the next game card is asked for (with a shuffler: before the deck is shuffled, and the game
+    card is asked for once the shuffler counted it)."""
 
 
 # --- the rules of Andar Bahar -----------------------------------------------------------------------------
@@ -151,7 +145,7 @@ class AndarBaharFlow(CardFlow):
 
     game = "andar_bahar"
     record_model: ClassVar[type[FlowRecord]] = AndarBaharRecord
-    inputs: ClassVar[dict[str, str]] = {"manual_card": "_manual_card"}
+    inputs: ClassVar[dict[str, str]] = {"manual_card": "_manual_card", "shuffle": "_shuffle_input"}
     settings: AndarBaharSettings
 
     def __init__(self, table_id: str, settings: AndarBaharSettings) -> None:
@@ -165,7 +159,7 @@ class AndarBaharFlow(CardFlow):
 
     # -- time ------------------------------------------------------------------------------------------
 
-    def next_round_due(self, now: float, out: FlowOutput) -> None:
+    def _next_round_due(self, now: float, out: FlowOutput) -> None:
         if not self.awaiting_game_card:
             self._await_game_card(out)
 
@@ -310,7 +304,5 @@ class AndarBaharFlow(CardFlow):
     def round_over(self, now: float, out: FlowOutput) -> None:
         self._clear_unread()
         self._request_shoe(out, "lock")
-        if self.settings.shuffler_device is not None:
-            # The used deck goes into the shuffler while the other one is dealt (seed 003).
-            command = DeviceCommand("shuffle", {"decks": DECKS})
-            out.requests.append(DeviceRequest(self.settings.shuffler_device, command))
+        # Every round is dealt from a freshly shuffled deck (seed 003), a voided one's too.
+        self._want_shuffle("round over")
