@@ -102,6 +102,17 @@ class _Refusal:
     backoff: float = 0.0
 
 
+def _raise_if_cancelled() -> None:
+    """Re-raise a cancellation that Python 3.11's `asyncio.wait_for` swallowed.
+
+    When the awaited publish completes in the same loop step as the task is cancelled, 3.11's `wait_for`
+    returns the result and drops the CancelledError (fixed in 3.12). A publishing loop would then wait on
+    forever, and the service could not stop; the task still counts the request in `cancelling()`."""
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError
+
+
 class _Client(aiomqtt.Client):
     """aiomqtt's client plus what aiomqtt drops: the reason code of the broker's PUBACK.
 
@@ -416,6 +427,7 @@ class TableBus:
 
     async def _publish_retained(self, client: aiomqtt.Client, topic: str, payload: bytes) -> None:
         await client.publish(topic, payload, qos=1, retain=True)
+        _raise_if_cancelled()
 
     # --- events ------------------------------------------------------------------------------------
 
@@ -443,9 +455,11 @@ class TableBus:
         if historical:
             envelope = envelope.model_copy(update={"historical": True})
         # One at a time, waiting for PUBACK: strict order, and nothing acknowledged that the broker lacks.
-        return await client.publish_acknowledged(
+        code = await client.publish_acknowledged(
             self._topic("events", envelope.type), envelope.model_dump_json()
         )
+        _raise_if_cancelled()
+        return code
 
     async def _delivery_refused(self, client: _Client, envelope: Envelope, code: ReasonCode) -> None:
         """The broker refused an event: say so (once per episode), then wait before trying it again."""
