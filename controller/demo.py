@@ -192,19 +192,19 @@ async def run_demo(
         device_name = next(iter(spec.devices))
         port_path = await simulator.start_pty(str(Path(tmp) / f"{device_name}.pty"))
         devices = {device_name: {"protocol": spec.devices[device_name][0], "port": port_path}}
-        settings = dict(DEMO_GAME_SETTINGS.get(game, {}))
+        game_settings = dict(DEMO_GAME_SETTINGS.get(game, {}))
         shuffler = None
         if demo_uses_shuffler(game):
             shuffler = make_shuffler()
             shuffler_port = await shuffler.start_pty(str(Path(tmp) / "shuffler.pty"))
             devices["shuffler"] = {"protocol": "shuffler-line", "port": shuffler_port}
-            settings["shuffler_device"] = "shuffler"
+            game_settings["shuffler_device"] = "shuffler"
         config: TableConfig = config_from_dict(
             {
                 "table": {"studio_id": "demo", "table_id": f"demo-{game}", "game": game, "data_dir": tmp},
                 "broker": {"url": mqtt_url, "protocol": "3.1.1" if broker is not None else "5"},
                 "devices": devices,
-                "game": settings,
+                "game": game_settings,
             },
             environ={},
             source="demo",
