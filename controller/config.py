@@ -64,7 +64,8 @@ class TableSettings(Strict):
 class DeviceSettings(Strict):
     protocol: str
     port: str = Field(
-        description="serial device path, or a pyserial URL: socket://host:port, rfc2217://host:port"
+        description="serial device path, or a pyserial URL: socket://host:port, rfc2217://host:port; "
+        "a USB barcode scanner (hid-barcode): usb:<vendor>:<product>[:<serial>]"
     )
     baudrate: int | None = Field(
         None, gt=0, description="default: the protocol's (115200 line devices, 9600 SS2)"

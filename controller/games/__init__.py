@@ -86,6 +86,8 @@ def _load(path: str) -> Any:
     return getattr(importlib.import_module(module), attr)
 
 
+#: what can read a card game's cards: a scanning shoe, or a USB barcode scanner and barcoded cards
+CARD_READERS: tuple[str, ...] = ("shoe-line", "hid-barcode")
 #: a card game's optional shuffler (`CardGameSettings.shuffler_device`)
 SHUFFLER: dict[str, tuple[str, ...]] = {"shuffler": ("shuffler-line",)}
 
@@ -95,7 +97,7 @@ GAMES: dict[str, GameSpec] = {
         "controller.games.baccarat:BaccaratSettings",
         "controller.events:BaccaratResult",
         "controller.games.baccarat:describe_result",
-        {"shoe": ("shoe-line",)},
+        {"shoe": CARD_READERS},
         optional_devices=SHUFFLER,
         title="Baccarat",
         usual_cards=3,
@@ -119,7 +121,7 @@ GAMES: dict[str, GameSpec] = {
         "controller.games.andar_bahar:AndarBaharSettings",
         "controller.events:AndarBaharResult",
         "controller.games.andar_bahar:describe_result",
-        {"shoe": ("shoe-line",)},
+        {"shoe": CARD_READERS},
         optional_devices=SHUFFLER,
         title="Andar Bahar",
         usual_cards=6,
@@ -133,7 +135,7 @@ GAMES: dict[str, GameSpec] = {
         "controller.games.stud:StudSettings",
         "controller.events:StudResult",
         "controller.games.stud:describe_result",
-        {"shoe": ("shoe-line",)},
+        {"shoe": CARD_READERS},
         optional_devices=SHUFFLER,
         title="5 Card Stud",
         usual_cards=5,
