@@ -11,7 +11,9 @@ the next round then starts again from a new deck and a new game card.
 After betting closes cards alternate Andar, Bahar, Andar, ... until one has the game card's rank; that side
 wins. Cards that break the procedure (between rounds, during betting, after the match, or a second copy of a
 card of the one deck) are rejected and reported, never guessed. The shoe's gate is locked while no card is
-expected. Time only comes in as `now`: replays are exact and a restored state record resumes where it was.
+expected. With a shuffler (`shuffler_device`), every game card waits for the deck to be shuffled and
+counted (`CardFlow`'s shuffle, wanted at the end of every round). Time only comes in as `now`: replays are
+exact and a restored state record resumes where it was.
 """
 
 from __future__ import annotations
