@@ -473,9 +473,11 @@ class TableBus:
         if historical:
             envelope = envelope.model_copy(update={"historical": True})
         # One at a time, waiting for PUBACK: strict order, and nothing acknowledged that the broker lacks.
-        return await client.publish_acknowledged(
+        code = await client.publish_acknowledged(
             self._topic("events", envelope.type), envelope.model_dump_json()
         )
+        _stop_if_cancelled()
+        return code
 
     async def _delivery_refused(self, client: _Client, envelope: Envelope, code: ReasonCode) -> None:
         """The broker refused an event: say so (once per episode), then wait before trying it again."""

@@ -14,7 +14,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from controller.config import TableConfig, config_problems
-from drivers.registry import is_camera, session_class
+from drivers.registry import is_camera, is_usb, session_class
 
 #: pyserial URL schemes (`serial_for_url`); the network ones need `host:port`.
 _NETWORK_SCHEMES = frozenset({"socket", "rfc2217"})
@@ -103,7 +103,12 @@ def runtime_problems(config: TableConfig) -> list[str]:
             session_class(device.protocol)(name, **device.options)
         except (TypeError, ValueError) as exc:
             problems.append(f"devices.{name}.options: the {device.protocol} session refuses them: {exc}")
-        problem = port_problem(device.port)
+        if is_usb(device.protocol):
+            from drivers.hid.usb import usb_address_problem
+
+            problem = usb_address_problem(device.port)
+        else:
+            problem = port_problem(device.port)
         if problem is not None:
             problems.append(f"devices.{name}.port: {problem}")
         if device.capture is not None:

@@ -80,6 +80,12 @@ class NewShoe(Command):
     """The dealer loaded a freshly shuffled shoe (between rounds)."""
 
 
+class Shuffle(Command):
+    """Ask the table's shuffler again for the shuffle the next round waits for (one that never finished).
+
+    A failed shuffle needs no command: resuming the paused table shuffles again."""
+
+
 class DeviceAction(Command):
     """Maintenance on one device, e.g. power the wheel up again after a technician fixed a fault.
 
@@ -87,7 +93,8 @@ class DeviceAction(Command):
     """
 
     device: str = Field(min_length=1, max_length=64)
-    action: Literal["power_on", "power_off", "self_test", "status"]
+    #: `reset`: clear a shuffler's error once the dealer fixed its cause (a jam, the door, a miscount)
+    action: Literal["power_on", "power_off", "self_test", "status", "reset"]
 
 
 class Rebirth(Command):
@@ -114,6 +121,7 @@ TABLE_COMMANDS: dict[str, type[Command]] = {
     "void_round": VoidRound,
     "manual_card": ManualCard,
     "new_shoe": NewShoe,
+    "shuffle": Shuffle,
     "device_action": DeviceAction,
 }
 BUS_COMMANDS: dict[str, type[Command]] = {

@@ -64,7 +64,8 @@ class TableSettings(Strict):
 class DeviceSettings(Strict):
     protocol: str
     port: str = Field(
-        description="serial device path, or a pyserial URL: socket://host:port, rfc2217://host:port"
+        description="serial device path, or a pyserial URL: socket://host:port, rfc2217://host:port; "
+        "a USB barcode scanner (hid-barcode): usb:<vendor>:<product>[:<serial>]"
     )
     baudrate: int | None = Field(
         None, gt=0, description="default: the protocol's (115200 line devices, 9600 SS2)"
@@ -335,12 +336,45 @@ class TableConfig(Strict):
                 )
         # validate the game section now, so a typo fails at start-up, not mid-shoe
         try:
-            spec.settings_class().model_validate(self.game)
+            settings = spec.settings_class().model_validate(self.game)
         except ValidationError as exc:
             problems += _located(("game",), exc)
+        else:
+            problems += self._optional_device_problems(settings)
         if problems:
             raise ValidationError.from_exception_data(type(self).__name__, problems)
         return self
+
+    def _optional_device_problems(self, settings: BaseModel) -> list[InitErrorDetails]:
+        """An optional device (a card game's shuffler) is used when its game setting names it: the device
+        must then be configured with a protocol that can play the role, and a device configured under the
+        role's name must not be left unused (it would be waited for, yet never asked for anything)."""
+        spec = game_spec(self.table.game)
+        in_use = spec.optional_devices_in_use(settings)
+        problems = []
+        for role, protocols in spec.optional_devices.items():
+            setting = spec.optional_device_setting(role)
+            name = in_use.get(role)
+            if name is None:
+                if role in self.devices:
+                    problems.append(
+                        _problem(
+                            f"devices.{role} is configured but game.{setting} is not set: "
+                            f'set game.{setting} = "{role}" to use it, or remove the device'
+                        )
+                    )
+                continue
+            device = self.devices.get(name)
+            if device is None:
+                problems.append(_problem(f"game.{setting} names devices.{name}, which is not configured"))
+            elif device.protocol not in protocols:
+                problems.append(
+                    _problem(
+                        f"devices.{name}.protocol {device.protocol!r} cannot be the {role} of a "
+                        f"{self.table.game} table; use one of: {', '.join(protocols)}"
+                    )
+                )
+        return problems
 
     @property
     def topic_root(self) -> str:

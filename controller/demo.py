@@ -78,6 +78,20 @@ async def start_embedded_broker(port: int) -> Any:
     return broker
 
 
+#: the demo's simulated shuffler: a one-deck shuffle takes (4 s + 6 s) / 8, about a second
+DEMO_SHUFFLER_SPEED = 8.0
+
+
+def demo_uses_shuffler(game: str) -> bool:
+    """The fresh-deck games (a deck per round) play with the simulated shuffler, as their tables do."""
+    spec = game_spec(game)
+    return spec.fresh_deck_each_round and "shuffler" in spec.optional_devices
+
+
+def make_shuffler() -> Any:
+    return simulator_class("shuffler-line")(speed=DEMO_SHUFFLER_SPEED)
+
+
 def make_simulator(game: str, seed: int, faults: bool) -> Any:
     spec = game_spec(game)
     protocol = next(iter(spec.devices.values()))[0]
@@ -144,14 +158,20 @@ def attach_dice_scene(service: TableService, shaker: Any, seed: int) -> None:
 
 
 class VirtualDealer:
-    """Follows the table's prompts like a dealer at the table would: draws when a card is wanted."""
+    """Follows the table's prompts like a dealer at the table would: draws when a card is wanted, and moves
+    the cards between the table, the shuffler and the shoe."""
 
-    def __init__(self, service: TableService, simulator: Any, seed: int) -> None:
+    def __init__(self, service: TableService, simulator: Any, seed: int, shuffler: Any = None) -> None:
         self.service = service
         self.simulator = simulator
+        self.shuffler = shuffler
         self.rng = random.Random(seed)
         self.spec = game_spec(service.config.table.game)
-        if self.spec.fresh_deck_each_round:
+        if shuffler is not None:
+            # the first deck goes through the shuffler too: the table counts every deck it deals
+            shuffler.load_decks(self.spec.demo_decks)
+            service.listeners.append(self._through_the_shuffler)
+        elif self.spec.fresh_deck_each_round:
             service.listeners.append(self._fresh_deck_after_round)
         else:
             service.listeners.append(self._new_shoe_after_the_last_round)
@@ -159,7 +179,19 @@ class VirtualDealer:
     def _fresh_deck_after_round(self, envelope: Envelope) -> None:
         """Single-deck games: the used pack goes to the shuffler and a freshly shuffled one is loaded."""
         if envelope.type in ("round.closed", "round.voided"):
-            self.simulator.load_new_deck(self.rng.randrange(2**32), decks=self.spec.demo_decks)
+            self._load_the_shoe()
+
+    def _through_the_shuffler(self, envelope: Envelope) -> None:
+        """With a shuffler: the used cards go into it as the round ends (before the table asks for the
+        shuffle, after the round gap), and the shuffled deck goes from its output tray into the shoe."""
+        if envelope.type in ("round.closed", "round.voided"):
+            self.shuffler.load_decks(self.spec.demo_decks)
+        elif envelope.type == "shuffle.done":
+            self.shuffler.take_output()
+            self._load_the_shoe()
+
+    def _load_the_shoe(self) -> None:
+        self.simulator.load_new_deck(self.rng.randrange(2**32), decks=self.spec.demo_decks)
 
     def _new_shoe_after_the_last_round(self, envelope: Envelope) -> None:
         """A shoe game: after the cut-card round the decks are reshuffled into a new shoe."""
@@ -225,15 +257,23 @@ async def run_demo(
         simulator = make_simulator(game, seed, faults)
         device_name = next(iter(spec.devices))
         port_path = await simulator.start_pty(str(Path(tmp) / f"{device_name}.pty"))
+        devices = {
+            device_name: {"protocol": spec.devices[device_name][0], "port": port_path},
+            **demo_cameras(game, Path(tmp)),
+        }
+        game_settings = {**DEMO_GAME_SETTINGS.get(game, {}), **spec.demo_settings}
+        shuffler = None
+        if demo_uses_shuffler(game):
+            shuffler = make_shuffler()
+            shuffler_port = await shuffler.start_pty(str(Path(tmp) / "shuffler.pty"))
+            devices["shuffler"] = {"protocol": "shuffler-line", "port": shuffler_port}
+            game_settings["shuffler_device"] = "shuffler"
         config: TableConfig = config_from_dict(
             {
                 "table": {"studio_id": "demo", "table_id": f"demo-{game}", "game": game, "data_dir": tmp},
                 "broker": {"url": mqtt_url, "protocol": "3.1.1" if broker is not None else "5"},
-                "devices": {
-                    device_name: {"protocol": spec.devices[device_name][0], "port": port_path},
-                    **demo_cameras(game, Path(tmp)),
-                },
-                "game": {**DEMO_GAME_SETTINGS.get(game, {}), **spec.demo_settings},
+                "devices": devices,
+                "game": game_settings,
             },
             environ={},
             source="demo",
@@ -242,7 +282,7 @@ async def run_demo(
         attach_dice_scene(service, simulator, seed)
         if on_ready is not None:
             on_ready(service)
-        dealer = VirtualDealer(service, simulator, seed)
+        dealer = VirtualDealer(service, simulator, seed, shuffler)
         panel: asyncio.Task[None] | None = None
         if panel_port is not None:
             from controller.panel import serve_panel
@@ -314,6 +354,8 @@ async def run_demo(
                     with contextlib.suppress(asyncio.CancelledError, Exception):
                         await task
             await simulator.stop()
+            if shuffler is not None:
+                await shuffler.stop()
             if broker is not None:
                 with contextlib.suppress(Exception):
                     await broker.shutdown()

@@ -81,6 +81,38 @@ class ShoeStarted(EventData):
     decks: int
 
 
+class ShuffleStarted(EventData):
+    """The table asked its shuffler to shuffle; no round opens until that shuffle is done."""
+
+    shuffle_id: str = Field(description="the id the shuffler reports back with the shuffle's count")
+    device: str = Field(description="the shuffler's name in the table config")
+    decks: int = Field(ge=1, description="the number of decks asked for: the count must be decks x 52")
+    reason: str = Field(description="why now: 'table start', 'round over', 'shoe finished', 'again'")
+
+
+class ShuffleCompleted(EventData):
+    """The shuffler finished and counted exactly decks x 52 cards: this deck may be dealt."""
+
+    shuffle_id: str
+    device: str
+    decks: int = Field(ge=1)
+    cards: int = Field(ge=1, description="the cards the machine counted")
+    raw: str = Field("", description="the shuffler line this came from")
+
+
+class ShuffleFailure(EventData):
+    """A shuffle did not give a deck that may be dealt (a wrong count, a jam, the door...): its cards must
+    not be dealt. The shuffler's fault pauses the table; it shuffles again when the table resumes."""
+
+    shuffle_id: str = Field(description="the failed shuffle's id; empty when the shuffler did not say")
+    device: str
+    code: str = Field(description="COUNT_MISMATCH (the host's count check) or the shuffler's E01..E05")
+    reason: str
+    expected: int | None = Field(None, description="cards expected, when the count was wrong")
+    actual: int | None = Field(None, description="cards counted, when the count was wrong")
+    raw: str = ""
+
+
 class BaccaratHand(EventData):
     cards: list[str]
     total: int
@@ -441,6 +473,9 @@ EVENT_MODELS: dict[str, Any] = {
     "dealer.peek": DealerPeek,
     "blackjack.decision": BlackjackDecisionMade,
     "blackjack.hand_settled": BlackjackHandSettled,
+    "shuffle.started": ShuffleStarted,
+    "shuffle.done": ShuffleCompleted,
+    "shuffle.failed": ShuffleFailure,
     "round.result": RoundResult,
     "round.closed": RoundClosed,
     "round.paused": RoundPaused,

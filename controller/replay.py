@@ -93,6 +93,10 @@ def replay_config(
             raw["devices"][name] = {"protocol": "camera", "port": "replay", "capture": str(camera_capture)}
     if meta is None:
         raw["game"] = {**raw.get("game", {}), **(spec.replay_overrides or {})}
+    # One device's capture is replayed: the game's optional devices (a shuffler) are not there, and nothing
+    # waits for them (the rounds are the capture's; the shuffles were the shuffler's capture).
+    for role in spec.optional_devices:
+        raw.setdefault("game", {})[spec.optional_device_setting(role)] = None
     return config_from_dict(raw, environ={}, source="replay")
 
 

@@ -86,13 +86,16 @@ DEVICE_ACTIONS: dict[str, DeviceCommand] = {
     "power_off": DeviceCommand("power", {"on": False}),
     "self_test": DeviceCommand("self_test"),
     "status": DeviceCommand("status"),
+    "reset": DeviceCommand("reset"),
 }
 
 #: a pause holds at most this many readings (a wheel makes a few per minute; a shoe is locked while paused)
 MAX_HELD_READINGS = 500
 
 #: the version of `TableRecord`; bump it with a migration in `controller.table_state.MIGRATIONS`
-STATE_VERSION = 3
+#: 2: hand-entered cards kept with the round; 3: each device's recent numbered readings (`recent_refs`);
+#: 4: card games keep the shuffle their next round waits for (`CardFlowRecord.shuffle`)
+STATE_VERSION = 4
 #: per device, how many of its last numbered readings are journaled, to know a repeat after a restart
 RECENT_REFS = 16
 

@@ -37,7 +37,7 @@ from controller.runtime import Step, TableCore
 from controller.table_state import decode_state, encode_state
 from drivers.capture import CaptureWriter
 from drivers.readings import Reading
-from drivers.registry import is_camera, session_class
+from drivers.registry import is_camera, link_opener, session_class
 from drivers.runner import DeviceRunner
 from drivers.session import DeviceSession, UnknownDeviceCommand
 from drivers.waiting import wait_event
@@ -145,6 +145,7 @@ class TableService:
                 on_readings=self.on_readings,
                 clock=clock,
                 capture=capture,
+                open_link=link_opener(device.protocol),
             )
         # Device requests leave through one queue, in order, sent by `_dispatch_loop`. Never sent from inside
         # `_apply`: a runner delivering readings holds its own lock, and a request sent back to that runner

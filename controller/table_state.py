@@ -24,7 +24,6 @@ def _v1_to_v2(record: dict[str, Any]) -> dict[str, Any]:
     return record
 
 
-#: version N -> a function turning a version-N record into a version-(N+1) record
 def _v2_to_v3(record: dict[str, Any]) -> dict[str, Any]:
     """Version 3: the core keeps each device's recent numbered readings (`recent_refs`), so that one the
     device repeats after a restart is known; a version-2 record kept none."""
@@ -32,7 +31,28 @@ def _v2_to_v3(record: dict[str, Any]) -> dict[str, Any]:
     return record
 
 
-MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _v1_to_v2, 2: _v2_to_v3}
+def _v3_to_v4(record: dict[str, Any]) -> dict[str, Any]:
+    """Version 4: a card game's flow keeps the shuffle its next round waits for. A version-3 table asked
+    nothing of a shuffler that it waits for: none is pending (the next need comes at the end of a round)."""
+    flow = record.get("flow")
+    if isinstance(flow, dict) and "composition" in flow and "shuffle" not in flow:
+        flow["shuffle"] = {
+            "wanted": False,
+            "reason": "",
+            "ids": [],
+            "requested": 0,
+            "failure": None,
+            "round_waits": False,
+        }
+    return record
+
+
+#: version N -> a function turning a version-N record into a version-(N+1) record
+MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    1: _v1_to_v2,
+    2: _v2_to_v3,
+    3: _v3_to_v4,
+}
 
 DISCARD_HINT = (
     "fix the configuration, or start once with --discard-state to drop the stored state "

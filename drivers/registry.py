@@ -26,6 +26,8 @@ PROTOCOLS: dict[str, tuple[str, str]] = {
         "drivers.shuffler.simulator:ShufflerSimulator",
     ),
     "shaker-line": ("drivers.shaker.session:ShakerSession", "drivers.shaker.simulator:ShakerSimulator"),
+    # a USB HID barcode scanner: a byte session like the others, its link opened with pyusb (LINKS)
+    "hid-barcode": ("drivers.hid.session:HidBarcodeSession", "drivers.hid.simulator:SimulatedScanner"),
     # a camera: (its options model, its simulated source); it has no byte session
     "camera": ("drivers.camera.options:CameraOptions", "drivers.camera.sources:SyntheticSource"),
 }
@@ -33,8 +35,28 @@ PROTOCOLS: dict[str, tuple[str, str]] = {
 CAMERA_PROTOCOLS = frozenset({"camera"})
 
 
+#: protocols whose link is not a serial port or URL: protocol -> the function that opens it, with the shape of
+#: `drivers.transport.open_serial` (the runner takes it as `open_link`); `port` is then its address
+LINKS: dict[str, str] = {"hid-barcode": "drivers.hid.usb:open_usb_hid"}
+
+
 def is_camera(protocol: str) -> bool:
     return protocol in CAMERA_PROTOCOLS
+
+
+def is_usb(protocol: str) -> bool:
+    """Its `port` is a USB address (`usb:VVVV:PPPP[:SERIAL]`), opened with pyusb."""
+    return protocol in LINKS
+
+
+def link_opener(protocol: str) -> Any:
+    """How a runner opens this protocol's link: `drivers.transport.open_serial` unless LINKS says."""
+    path = LINKS.get(protocol)
+    if path is None:
+        from drivers.transport import open_serial
+
+        return open_serial
+    return _load(path)
 
 
 class UnknownProtocol(KeyError):

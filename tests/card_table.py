@@ -4,7 +4,7 @@ says so. Each test module's `Table` dataclass holds `flow`, `now` and `seq` and 
 from __future__ import annotations
 
 from controller.flow import FlowOutput, GameFlow
-from drivers.readings import CardSeen, CardUnread, Reading
+from drivers.readings import CardSeen, CardUnread, Reading, ShuffleDone, ShuffleFailed
 
 
 class DrivesCardFlow:
@@ -37,3 +37,35 @@ class DrivesCardFlow:
     def noread(self, ref: str | None = None) -> FlowOutput:
         ref = ref or self.next_ref()
         return self.read(CardUnread(device="shoe", time=self.now, raw=f"NOREAD {ref}", ref=ref))
+
+    # -- the shuffler (a card flow with `shuffler_device = "shuffler"`) ------------------------------------
+
+    def awaited_shuffle(self) -> str:
+        """The id of the last SHUFFLE the flow asked for and still waits for."""
+        ids: list[str] = self.flow.shuffle.ids  # type: ignore[attr-defined]
+        assert ids, "the flow waits for no shuffle"
+        return ids[-1]
+
+    def shuffle_done(self, cards: int | None = None, shuffle_id: str | None = None) -> FlowOutput:
+        """The shuffler's DONE for the awaited shuffle (a whole deck per deck, unless `cards` says)."""
+        decks = self.flow.composition.decks  # type: ignore[attr-defined]
+        shuffle_id = shuffle_id or self.awaited_shuffle()
+        counted = decks * 52 if cards is None else cards
+        raw = f"DONE 0001 {shuffle_id} {decks} {counted}"
+        done = ShuffleDone(
+            device="shuffler", time=self.now, raw=raw, shuffle_id=shuffle_id, decks=decks, cards=counted
+        )
+        return self.read(done)
+
+    def shuffle_failed(self, code: str = "E01", reason: str = "JAM", **counts: int) -> FlowOutput:
+        failed = ShuffleFailed(
+            device="shuffler",
+            time=self.now,
+            raw=f"ERR 0002 {code} {reason}",
+            code=code,
+            reason=reason,
+            shuffle_id=self.awaited_shuffle(),
+            expected=counts.get("expected"),
+            actual=counts.get("actual"),
+        )
+        return self.read(failed)

@@ -34,7 +34,12 @@ TABLE = "ab1"
 T0 = 1_700_000_000.0
 LOCK = DeviceRequest("shoe", DeviceCommand("lock"))
 UNLOCK = DeviceRequest("shoe", DeviceCommand("unlock"))
-SHUFFLE = DeviceRequest("shuffler", DeviceCommand("shuffle", {"decks": 1}))
+
+
+def shuffle_request(shuffle_id: str) -> DeviceRequest:
+    return DeviceRequest("shuffler", DeviceCommand("shuffle", {"shuffle_id": shuffle_id, "decks": 1}))
+
+
 ALL_CODES = [card.code for card in full_deck()]
 GARBAGE = ["", "1X", "ZZ", "10H", "as", "A", "AS ", "XX"]
 
@@ -78,8 +83,13 @@ class Table(DrivesCardFlow):
         return self.flow.on_input("manual_card", {"card": code, "by": "panel"}, self.now)
 
     def ask_for_game_card(self) -> FlowOutput:
-        """Tick until the flow asks for the game card (the first tick, or after the round gap)."""
+        """Tick until the flow asks for the game card (the first tick, or after the round gap; with a
+        shuffler, once it has shuffled the deck)."""
         out = self.tick_to_deadline()
+        if self.settings.shuffler_device is not None:
+            assert event_types(out) == ["shuffle.started"], event_types(out)
+            assert self.flow.public_state()["next_position"] is None
+            out.extend(self.shuffle_done())
         assert self.flow.public_state()["next_position"] == "game", event_types(out)
         return out
 
@@ -516,20 +526,33 @@ def test_a_hand_entered_card_needs_an_unread_card_even_the_game_card() -> None:
 
 def test_void_during_betting_then_a_new_deck_and_a_new_game_card() -> None:
     table = Table(AndarBaharSettings(shuffler_device="shuffler", round_gap_seconds=2))
-    table.tick()
+    table.ask_for_game_card()
     with pytest.raises(InputRejected, match="no round to void"):
         table.flow.void_round(table.now, "no game card yet", "supervisor")
     table.card("KS")
     out = table.flow.void_round(table.now, "shoe offline before the round started", "system")
     assert event_types(out) == ["round.voided"]
     assert only(out, "round.voided")["round_id"] == "ab1-0000001"
-    assert out.requests == [LOCK, SHUFFLE]
+    assert out.requests == [LOCK]
     state = table.flow.public_state()
     assert (state["round_id"], state["game_card"], state["next_position"]) == (None, None, None)
     assert table.flow.prompt == "Round voided — collect the cards and take the shuffled deck"
     assert "voided" in only(table.card("KS"), "card.rejected")["reason"]
     assert table.tick(1.9).requests == []
-    assert table.tick(0.1).requests == [UNLOCK]
+    # The gap is the dealer's time to load the shuffler; then the deck is shuffled, then the game card.
+    asked = table.tick(0.1)
+    shuffle_id = table.awaited_shuffle()
+    assert asked.requests == [shuffle_request(shuffle_id)]
+    assert only(asked, "shuffle.started") == {
+        "shuffle_id": shuffle_id,
+        "device": "shuffler",
+        "decks": 1,
+        "reason": "round over",
+    }
+    assert "shuffled" in only(table.card("KS"), "card.rejected")["reason"]
+    done = table.shuffle_done()
+    assert event_types(done) == ["shuffle.done"]
+    assert done.requests == [UNLOCK]
     opened = table.card("KS")  # the same card again: it is a new deck
     assert only(opened, "round.opened")["round_id"] == "ab1-0000002"
     assert table.flow.composition.cards_dealt == 1
@@ -539,9 +562,12 @@ def test_every_round_starts_from_a_full_deck_and_asks_the_shuffler() -> None:
     table = Table(AndarBaharSettings(shuffler_device="shuffler"))
     table.game_card_and_bets("KS")
     out = table.deal("AC", "QS", "8D", "7C", "JH", "2H", "KD")
-    assert out.requests[-2:] == [LOCK, SHUFFLE]
+    assert out.requests[-1:] == [LOCK]
     assert table.flow.composition.cards_left == 44  # the used deck, until the next one is in
-    table.ask_for_game_card()
+    asked = table.tick_to_deadline()
+    assert asked.requests == [shuffle_request(table.awaited_shuffle())]
+    assert table.flow.composition.cards_left == 44  # not shuffled yet
+    table.shuffle_done()
     assert table.flow.composition.cards_left == 52
     table.card("KD")
     table.tick(15)

@@ -97,6 +97,27 @@ def test_andar_bahar_demo_plays_whole_rounds_from_a_fresh_deck(
         assert kinds.index("round.betting_closed") < kinds.index("card.dealt", 2)
 
 
+@pytest.mark.parametrize("game", ["andar_bahar", "stud"])
+def test_every_demo_round_is_dealt_from_a_deck_the_simulated_shuffler_counted(
+    published: dict[str, list[dict[str, Any]]], game: str
+) -> None:
+    envelopes = published[game]
+    kinds = [e["type"] for e in envelopes]
+    opened = [i for i, kind in enumerate(kinds) if kind == "round.opened"]
+    assert len(opened) == ROUNDS
+    started = [e["data"] for e in envelopes if e["type"] == "shuffle.started"]
+    assert [s["reason"] for s in started] == ["table start"] + ["round over"] * (ROUNDS - 1)
+    for index in opened:
+        # the deck of every round: asked for, shuffled and counted before the round opened
+        before = [e for e in envelopes[:index] if e["type"].startswith(("shuffle.", "round."))]
+        *_, asked, done = before
+        assert (asked["type"], done["type"]) == ("shuffle.started", "shuffle.done")
+        assert done["data"]["shuffle_id"] == asked["data"]["shuffle_id"]
+        assert (done["data"]["decks"], done["data"]["cards"]) == (1, 52)
+        assert done["data"]["raw"].startswith("DONE ")
+    assert "shuffle.failed" not in kinds
+
+
 def test_stud_demo_plays_whole_rounds_with_the_decision_window_timing_out(
     published: dict[str, list[dict[str, Any]]],
 ) -> None:

@@ -52,6 +52,9 @@ from controller.events import (
     RoundVoided,
     ShoeBurn,
     ShoeStarted,
+    ShuffleCompleted,
+    ShuffleFailure,
+    ShuffleStarted,
     SicBoResult,
     SingleDeckBlackjackResult,
     StudHand,
@@ -226,6 +229,30 @@ SAMPLES: dict[str, list[EventData]] = {
     ],
     "blackjack.hand_settled": [
         BlackjackHandSettled(round_id="t7-0000006", seat=2, hand=1, outcome="lose", reason="bust with 24")
+    ],
+    "shuffle.started": [
+        ShuffleStarted(shuffle_id="1700000000000-1", device="shuffler", decks=1, reason="round over")
+    ],
+    "shuffle.done": [
+        ShuffleCompleted(
+            shuffle_id="1700000000000-1",
+            device="shuffler",
+            decks=1,
+            cards=52,
+            raw="DONE 0004 1700000000000-1 1 52*3A",
+        )
+    ],
+    "shuffle.failed": [
+        ShuffleFailure(
+            shuffle_id="1700000000000-2",
+            device="shuffler",
+            code="COUNT_MISMATCH",
+            reason="shuffle 1700000000000-2 counted 51 cards, expected 52 (1 x 52)",
+            expected=52,
+            actual=51,
+            raw="DONE 0005 1700000000000-2 1 51*3B",
+        ),
+        ShuffleFailure(shuffle_id="", device="shuffler", code="E01", reason="JAM", raw="ERR 0006 E01 JAM*12"),
     ],
     "round.closed": [RoundClosed(round_id="t7-0000001")],
     "round.paused": [

@@ -44,6 +44,10 @@ class GameSpec:
     demo_decks: int = 8
     #: a freshly shuffled pack for every round (no cut card): the demo's dealer reloads the shoe after each
     fresh_deck_each_round: bool = False
+    #: devices the game can use but does not need: role -> protocols that can serve it. The game setting
+    #: `<role>_device` names the configured device that plays the role (None: the table has none), e.g.
+    #: `shuffler_device = "shuffler"` with `[devices.shuffler] protocol = "shuffler-line"`.
+    optional_devices: dict[str, tuple[str, ...]] = field(default_factory=dict)
     #: the replay policy for a capture of device traffic only (it knows nothing of bets and decisions):
     #: game settings laid over the table's. None: such captures of this game cannot be replayed.
     replay_overrides: dict[str, Any] | None = None
@@ -68,6 +72,19 @@ class GameSpec:
     def describe(self, data: dict[str, Any]) -> str:
         describe: Any = _load(self.describe_path)
         return str(describe(data))
+
+    def optional_device_setting(self, role: str) -> str:
+        """The name of the game setting that names the device playing the optional `role`."""
+        return f"{role}_device"
+
+    def optional_devices_in_use(self, settings: BaseModel) -> dict[str, str]:
+        """Role -> configured device name, for the optional devices these settings use."""
+        in_use = {}
+        for role in self.optional_devices:
+            name = getattr(settings, self.optional_device_setting(role), None)
+            if isinstance(name, str):
+                in_use[role] = name
+        return in_use
 
     def panel_view(self) -> dict[str, Any]:
         return {"title": self.title, "usual_cards": self.usual_cards, "usual_cards_at": self.usual_cards_at}
@@ -104,6 +121,10 @@ _BLACKJACK_DEMO: dict[str, Any] = {
     "decision_seconds": 0.4,
     "insurance_seconds": 0.4,
 }
+#: what can read a card game's cards: a scanning shoe, or a USB barcode scanner and barcoded cards
+CARD_READERS: tuple[str, ...] = ("shoe-line", "hid-barcode")
+#: a card game's optional shuffler (`CardGameSettings.shuffler_device`)
+SHUFFLER: dict[str, tuple[str, ...]] = {"shuffler": ("shuffler-line",)}
 
 GAMES: dict[str, GameSpec] = {
     "baccarat": GameSpec(
@@ -111,7 +132,8 @@ GAMES: dict[str, GameSpec] = {
         "controller.games.baccarat:BaccaratSettings",
         "controller.events:BaccaratResult",
         "controller.games.baccarat:describe_result",
-        {"shoe": ("shoe-line",)},
+        {"shoe": CARD_READERS},
+        optional_devices=SHUFFLER,
         title="Baccarat",
         usual_cards=3,
         replay_overrides={
@@ -134,7 +156,8 @@ GAMES: dict[str, GameSpec] = {
         "controller.games.andar_bahar:AndarBaharSettings",
         "controller.events:AndarBaharResult",
         "controller.games.andar_bahar:describe_result",
-        {"shoe": ("shoe-line",)},
+        {"shoe": CARD_READERS},
+        optional_devices=SHUFFLER,
         title="Andar Bahar",
         usual_cards=6,
         usual_cards_at={"game": 1},  # the game card: one card, as big as it gets
@@ -147,7 +170,8 @@ GAMES: dict[str, GameSpec] = {
         "controller.games.stud:StudSettings",
         "controller.events:StudResult",
         "controller.games.stud:describe_result",
-        {"shoe": ("shoe-line",)},
+        {"shoe": CARD_READERS},
+        optional_devices=SHUFFLER,
         title="5 Card Stud",
         usual_cards=5,
         demo_decks=1,

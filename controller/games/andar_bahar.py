@@ -11,7 +11,9 @@ the next round then starts again from a new deck and a new game card.
 After betting closes cards alternate Andar, Bahar, Andar, ... until one has the game card's rank; that side
 wins. Cards that break the procedure (between rounds, during betting, after the match, or a second copy of a
 card of the one deck) are rejected and reported, never guessed. The shoe's gate is locked while no card is
-expected. Time only comes in as `now`: replays are exact and a restored state record resumes where it was.
+expected. With a shuffler (`shuffler_device`), every game card waits for the deck to be shuffled and
+counted (`CardFlow`'s shuffle, wanted at the end of every round). Time only comes in as `now`: replays are
+exact and a restored state record resumes where it was.
 """
 
 from __future__ import annotations
@@ -24,11 +26,10 @@ from pydantic import Field
 
 from controller.cards import Card, CardCode
 from controller.events import AndarBaharBucket, AndarBaharResult, CardDealt
-from controller.flow import DeviceRequest, FlowOutput, FlowRecord, InputRejected, Phase
+from controller.flow import FlowOutput, FlowRecord, InputRejected, Phase
 from controller.games.card_flow import PROMPT_RESCAN as PROMPT_RESCAN  # re-exported: it used to live here
 from controller.games.card_flow import CardFlow, CardFlowRecord, CardGameSettings, position_view
 from drivers.readings import CutCardSeen
-from drivers.session import DeviceCommand
 
 Side = Literal["andar", "bahar"]
 Position = Literal["game", "andar", "bahar"]
@@ -45,13 +46,8 @@ _SIDE_NAME = {"andar": "Andar", "bahar": "Bahar"}
 
 class AndarBaharSettings(CardGameSettings):
     """`betting_seconds` is the countdown that starts when the game card is shown; `round_gap_seconds` the
-    pause before the next game card is asked for."""
-
-    shuffler_device: str | None = Field(
-        default=None,
-        min_length=1,
-        description="if set, this device is asked to shuffle one deck after every round",
-    )
+    pause before the next game card is asked for (with a shuffler: before the deck is shuffled, and the game
+    card is asked for once the shuffler counted it)."""
 
 
 # --- the rules of Andar Bahar -----------------------------------------------------------------------------
@@ -157,7 +153,7 @@ class AndarBaharFlow(CardFlow):
 
     game = "andar_bahar"
     record_model: ClassVar[type[FlowRecord]] = AndarBaharRecord
-    inputs: ClassVar[dict[str, str]] = {"manual_card": "_manual_card"}
+    inputs: ClassVar[dict[str, str]] = {"manual_card": "_manual_card", "shuffle": "_shuffle_input"}
     settings: AndarBaharSettings
 
     def __init__(self, table_id: str, settings: AndarBaharSettings) -> None:
@@ -171,7 +167,7 @@ class AndarBaharFlow(CardFlow):
 
     # -- time ------------------------------------------------------------------------------------------
 
-    def next_round_due(self, now: float, out: FlowOutput) -> None:
+    def _next_round_due(self, now: float, out: FlowOutput) -> None:
         if not self.awaiting_game_card:
             self._await_game_card(out)
 
@@ -313,7 +309,5 @@ class AndarBaharFlow(CardFlow):
     def round_over(self, now: float, out: FlowOutput) -> None:
         self._clear_unread()
         self._request_shoe(out, "lock")
-        if self.settings.shuffler_device is not None:
-            # The used deck goes into the shuffler while the other one is dealt (seed 003).
-            command = DeviceCommand("shuffle", {"decks": DECKS})
-            out.requests.append(DeviceRequest(self.settings.shuffler_device, command))
+        # Every round is dealt from a freshly shuffled deck (seed 003), a voided one's too.
+        self._want_shuffle("round over")

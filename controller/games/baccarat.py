@@ -125,7 +125,11 @@ class BaccaratFlow(CardFlow):
 
     game = "baccarat"
     record_model: ClassVar[type[FlowRecord]] = BaccaratRecord
-    inputs: ClassVar[dict[str, str]] = {"manual_card": "_manual_card", "new_shoe": "_new_shoe_input"}
+    inputs: ClassVar[dict[str, str]] = {
+        "manual_card": "_manual_card",
+        "new_shoe": "_new_shoe_input",
+        "shuffle": "_shuffle_input",
+    }
     settings: BaccaratSettings
 
     def __init__(self, table_id: str, settings: BaccaratSettings) -> None:
@@ -146,7 +150,7 @@ class BaccaratFlow(CardFlow):
 
     # -- time ------------------------------------------------------------------------------------------
 
-    def next_round_due(self, now: float, out: FlowOutput) -> None:
+    def _next_round_due(self, now: float, out: FlowOutput) -> None:
         if self.shoe_id is None:
             self._start_shoe(now, out)
         if self.shoe_finished and not self.settings.auto_new_shoe:
@@ -186,6 +190,8 @@ class BaccaratFlow(CardFlow):
                 "a new shoe can be loaded only between rounds: "
                 f"finish or void round {self.rounds.round_id} first"
             )
+        if self.waiting_for_shuffle:
+            raise InputRejected("the shuffler has not finished the next shoe: wait for it")
         out = FlowOutput()
         self._start_shoe(now, out)
         self.prompt = PROMPT_NEW_SHOE
@@ -323,6 +329,7 @@ class BaccaratFlow(CardFlow):
         self.finish_round(now, out, result)
         if result.last_round_of_shoe:
             self.shoe_finished = True
+            self._want_shuffle("shoe finished")
         self.idle_reason = "the hand is complete: no card is expected until the next round's betting closes"
         self.prompt = self._result_prompt(result)
         if self.shoe_finished and not self.settings.auto_new_shoe:

@@ -404,6 +404,7 @@ class BlackjackTable(CardFlow):
         """After a round's result: the cut-card round finishes the shoe."""
         if last_of_shoe:
             self.shoe_finished = True
+            self._want_shuffle("shoe finished")  # with a shuffler at the table, the next shoe waits for it
 
     def _public_shoe(self) -> dict[str, Any]:
         return {
@@ -561,7 +562,7 @@ class BoxedBlackjackFlow(BlackjackTable):
 
     # -- time --------------------------------------------------------------------------------------------
 
-    def next_round_due(self, now: float, out: FlowOutput) -> None:
+    def _next_round_due(self, now: float, out: FlowOutput) -> None:
         if self.fresh_deck_each_round:
             self._new_deck(now, out)
         else:
@@ -996,6 +997,8 @@ class BoxedBlackjackFlow(BlackjackTable):
         self._clear_unread()
         self.rounds.cancel_timer(DECISION)
         self.rounds.cancel_timer(INSURANCE)
+        if self.fresh_deck_each_round:
+            self._want_shuffle("round over")  # one deck, shuffled after every hand
         self.stage = "waiting"
         self.turn = None
         self.awaiting_card = False

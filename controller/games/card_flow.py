@@ -15,6 +15,15 @@ game follows the same procedure, and it lives here so that a game module holds o
 - Every rejection is a `card.rejected` event; bad readings never raise.
 - The shoe's gate is locked while the table is paused, and on resume unlocked only if a card is expected.
 
+The shuffler (optional: `shuffler_device`). A game says only *when* it needs the cards shuffled
+(`_want_shuffle`: a fresh-deck game after every round, a shoe game when its shoe is finished; a new table
+before its first round). Then, when the next round is due (after `round_gap_seconds`, the dealer's time to
+clear the table and load the shuffler), this class asks the shuffler (`shuffle.started`) and the game's
+`_next_round_due` is not called until the shuffler's count was right (`shuffle.done`, with the machine's
+count). A failed shuffle (a count that is not decks x 52, a jam, the door) is `shuffle.failed`: those cards
+are never dealt; the shuffler's fault pauses the table, and resuming it shuffles again (so does the input
+`shuffle`, for a shuffle that never finished). Without a shuffler nothing waits.
+
 A game says *when* a card may come out (`_why_no_card_now`) and *what* a card does (`_deal`); this class
 only ever hands `_deal` a card that may come out now and that the shoe can hold.
 """
@@ -28,15 +37,26 @@ from typing import Any, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from controller.cards import Card, CardCode, InvalidCard, ShoeComposition, ShoeExhausted
-from controller.events import CardDealt, CardRejected, CardUnreadable, iso_ms, make_event
+from controller.events import (
+    CardDealt,
+    CardRejected,
+    CardUnreadable,
+    RawRejected,
+    ShuffleCompleted,
+    ShuffleFailure,
+    ShuffleStarted,
+    iso_ms,
+    make_event,
+)
 from controller.flow import DeviceRequest, FlowOutput, FlowRecord, GameFlow, InputRejected
-from drivers.readings import CardSeen, CardUnread, CutCardSeen, Reading
+from drivers.readings import CardSeen, CardUnread, CutCardSeen, Reading, ShuffleDone, ShuffleFailed
 from drivers.session import DeviceCommand
 
 PROMPT_RESCAN = "Re-scan the card"
 MANUAL_CARD_REFUSAL = (
     "no unread card is waiting: a card can be entered by hand only for a card the reader could not read"
 )
+PROMPT_SHUFFLING = "Shuffling — wait for the shuffler, then put the shuffled cards in the shoe"
 
 
 class CardGameSettings(BaseModel):
@@ -55,6 +75,12 @@ class CardGameSettings(BaseModel):
     shoe_device: str = Field(
         default="shoe", min_length=1, description="the configured device name of the shoe"
     )
+    shuffler_device: str | None = Field(
+        default=None,
+        min_length=1,
+        description="the configured device name of the shuffler, if the table has one: no round is then "
+        "dealt from cards it has not shuffled and counted",
+    )
 
 
 class ShoeSettings(Protocol):
@@ -62,6 +88,9 @@ class ShoeSettings(Protocol):
 
     @property
     def shoe_device(self) -> str: ...
+
+    @property
+    def shuffler_device(self) -> str | None: ...
 
 
 def position_view(
@@ -80,6 +109,24 @@ def position_view(
     }
 
 
+class ShuffleBook(BaseModel):
+    """The shuffle the next round waits for (only with a shuffler): a plain record, kept in the journal."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    #: the cards must be shuffled before the next round, and why (the `shuffle.started` reason)
+    wanted: bool = False
+    reason: str = ""
+    #: the SHUFFLE requests sent for the current want: a DONE for any of them satisfies it
+    ids: list[str] = Field(default_factory=list)
+    #: how many SHUFFLE requests this table sent (numbers the ids)
+    requested: int = 0
+    #: why the last shuffle failed, until the shuffler is asked again
+    failure: str | None = None
+    #: the next round was due and waits for the shuffle
+    round_waits: bool = False
+
+
 class CardFlowRecord(FlowRecord):
     """What every card game keeps: what the shoe has dealt and the card waiting for its re-scan."""
 
@@ -88,6 +135,7 @@ class CardFlowRecord(FlowRecord):
     unread_raw: str = ""
     idle_reason: str = ""
     manual_cards: list[CardCode] = Field(default_factory=list)
+    shuffle: ShuffleBook = Field(default_factory=ShuffleBook)
 
 
 class CardFlow(GameFlow):
@@ -95,7 +143,8 @@ class CardFlow(GameFlow):
 
     State kept here (`CardFlowRecord`): `composition` (what the shoe has dealt), `unread_ref`/`unread_raw`
     (the card waiting for its re-scan), `idle_reason` (why no card is expected between rounds),
-    `manual_cards` (the cards of this round entered by hand, for its result).
+    `manual_cards` (the cards of this round entered by hand, for its result), and the shuffle the next round
+    waits for (`shuffle`, a `ShuffleBook`).
     """
 
     settings: Any
@@ -108,6 +157,8 @@ class CardFlow(GameFlow):
         self.unread_raw = ""
         self.idle_reason = "no round is open yet"
         self.manual_cards: list[Card] = []
+        # A new table deals no card the shuffler has not counted either.
+        self.shuffle = ShuffleBook(wanted=settings.shuffler_device is not None, reason="table start")
 
     # -- what each game decides ----------------------------------------------------------------------------
 
@@ -123,6 +174,11 @@ class CardFlow(GameFlow):
     @abstractmethod
     def _on_cut_card(self, reading: CutCardSeen, now: float) -> FlowOutput:
         """The cut card came out of the shoe."""
+
+    @abstractmethod
+    def _next_round_due(self, now: float, out: FlowOutput) -> None:
+        """The gap after the last round is over and the cards are shuffled (if the table has a shuffler):
+        open the next round, or ask for what opens it (Andar Bahar's game card)."""
 
     def _unread_card_out(self, now: float, out: FlowOutput) -> None:
         """A card left the shoe but is not known yet; called before it is announced for a re-scan.
@@ -150,7 +206,15 @@ class CardFlow(GameFlow):
     # -- readings ------------------------------------------------------------------------------------------
 
     def on_reading(self, reading: Reading, now: float) -> FlowOutput:
-        # Device health belongs to the runtime; the flow only cares about what came out of its shoe.
+        # Device health belongs to the runtime; the flow only cares about what came out of its shoe and
+        # what its shuffler did.
+        shuffler = self.settings.shuffler_device
+        if shuffler is not None and reading.device == shuffler:
+            if isinstance(reading, ShuffleDone):
+                return self._on_shuffle_done(reading, now)
+            if isinstance(reading, ShuffleFailed):
+                return self._on_shuffle_failed(reading, now)
+            return FlowOutput()
         if reading.device != self.settings.shoe_device:
             return FlowOutput()
         if isinstance(reading, CardSeen):
@@ -250,6 +314,113 @@ class CardFlow(GameFlow):
                 out.events[i] = make_event(event.type, dealt, event.time, event.subject)
         return out
 
+    # -- the shuffler ---------------------------------------------------------------------------------------
+
+    def _want_shuffle(self, reason: str) -> None:
+        """The game: the cards must be shuffled before the next round. Nothing happens without a shuffler."""
+        if self.settings.shuffler_device is None:
+            return
+        self.shuffle = ShuffleBook(wanted=True, reason=reason, requested=self.shuffle.requested)
+
+    @property
+    def waiting_for_shuffle(self) -> bool:
+        """A shuffle is wanted and the table has a shuffler: the next round waits for it."""
+        return self.shuffle.wanted and self.settings.shuffler_device is not None
+
+    def next_round_due(self, now: float, out: FlowOutput) -> None:
+        if not self.waiting_for_shuffle:
+            self._next_round_due(now, out)
+            return
+        self.shuffle.round_waits = True
+        if not self.shuffle.ids and self.shuffle.failure is None:
+            self._request_shuffle(now, out, self.shuffle.reason)
+
+    def _request_shuffle(self, now: float, out: FlowOutput, reason: str) -> None:
+        device = self.settings.shuffler_device
+        assert device is not None
+        self.shuffle.requested += 1
+        # Unique per table, one token on the wire (at most 32 characters), the same again in a replay.
+        shuffle_id = f"{round(now * 1000)}-{self.shuffle.requested}"
+        self.shuffle.ids.append(shuffle_id)
+        self.shuffle.failure = None
+        decks = self.composition.decks
+        command = DeviceCommand("shuffle", {"shuffle_id": shuffle_id, "decks": decks})
+        out.requests.append(DeviceRequest(device, command))
+        started = ShuffleStarted(shuffle_id=shuffle_id, device=device, decks=decks, reason=reason)
+        out.emit("shuffle.started", started, now)
+        self.prompt = PROMPT_SHUFFLING
+        self.idle_reason = "the cards are being shuffled: no card is expected until the shuffler is done"
+
+    def _on_shuffle_done(self, reading: ShuffleDone, now: float) -> FlowOutput:
+        out = FlowOutput()
+        if not self.waiting_for_shuffle or reading.shuffle_id not in self.shuffle.ids:
+            why = f"shuffle {reading.shuffle_id} finished, but the table did not ask for it: its cards are "
+            why += "not taken as shuffled"
+            out.emit("reading.rejected", RawRejected(device=reading.device, reason=why, raw=reading.raw), now)
+            return out
+        if reading.decks != self.composition.decks:
+            # The session checked the count against the decks the DONE names; the table checks those decks.
+            reason = (
+                f"shuffle {reading.shuffle_id} shuffled {reading.decks} decks, but the table plays "
+                f"{self.composition.decks}: the cards must not be dealt"
+            )
+            failed = ShuffleFailed(
+                device=reading.device,
+                time=reading.time,
+                raw=reading.raw,
+                code="DECKS_MISMATCH",
+                reason=reason,
+                expected=self.composition.decks * 52,
+                actual=reading.cards,
+                shuffle_id=reading.shuffle_id,
+            )
+            return self._on_shuffle_failed(failed, now)
+        done = ShuffleCompleted(
+            shuffle_id=reading.shuffle_id,
+            device=reading.device,
+            decks=reading.decks,
+            cards=reading.cards,
+            raw=reading.raw,
+        )
+        out.emit("shuffle.done", done, now)
+        waiting_round = self.shuffle.round_waits
+        self.shuffle = ShuffleBook(requested=self.shuffle.requested)
+        if waiting_round:
+            self._next_round_due(now, out)
+        return out
+
+    def _on_shuffle_failed(self, reading: ShuffleFailed, now: float) -> FlowOutput:
+        out = FlowOutput()
+        failure = ShuffleFailure(
+            shuffle_id=reading.shuffle_id,
+            device=reading.device,
+            code=reading.code,
+            reason=reading.reason,
+            expected=reading.expected,
+            actual=reading.actual,
+            raw=reading.raw,
+        )
+        out.emit("shuffle.failed", failure, now)
+        # An error the shuffler reports without an id (after a restart of either side) is the running one's.
+        ids = self.shuffle.ids
+        ours = reading.shuffle_id in ids or (reading.shuffle_id == "" and bool(ids))
+        if self.waiting_for_shuffle and ours:
+            self.shuffle.ids = []
+            self.shuffle.failure = f"{reading.code}: {reading.reason}"
+            self.prompt = (
+                f"Shuffle failed ({self.shuffle.failure}) — do not deal these cards; fix the shuffler, "
+                "then resume: it shuffles again"
+            )
+        return out
+
+    def _shuffle_input(self, payload: dict[str, Any], now: float) -> FlowOutput:
+        """Input `shuffle`: ask the shuffler again, e.g. for a shuffle that never finished."""
+        if not self.waiting_for_shuffle or not self.shuffle.round_waits:
+            raise InputRejected("no shuffle is awaited now: the table asks for one when a round is due")
+        out = FlowOutput()
+        self._request_shuffle(now, out, "again")
+        return out
+
     # -- the shoe's gate -------------------------------------------------------------------------------------
 
     def on_pause(self, now: float) -> FlowOutput:
@@ -262,6 +433,9 @@ class CardFlow(GameFlow):
         out = FlowOutput()
         if self._why_no_card_now() is None:
             self._request_shoe(out, "unlock")
+        if self.waiting_for_shuffle and self.shuffle.round_waits and self.shuffle.failure is not None:
+            # The supervisor resumed after the shuffler was fixed: the cards are shuffled (and counted) again.
+            self._request_shuffle(now, out, "again")
         return out
 
     def _request_shoe(self, out: FlowOutput, command: str) -> None:

@@ -127,7 +127,7 @@ class InfiniteBlackjackFlow(BlackjackTable):
     def _shoe_loaded(self, now: float, out: FlowOutput) -> None:
         self.prompt = "New shoe: show the first card"
 
-    def next_round_due(self, now: float, out: FlowOutput) -> None:
+    def _next_round_due(self, now: float, out: FlowOutput) -> None:
         if self.shoe_id is None:
             self._start_shoe(now, out)
             return

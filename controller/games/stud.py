@@ -194,7 +194,11 @@ class StudFlow(CardFlow):
 
     game = "stud"
     record_model: ClassVar[type[FlowRecord]] = StudRecord
-    inputs: ClassVar[dict[str, str]] = {"manual_card": "_manual_card", "players_done": "_players_done"}
+    inputs: ClassVar[dict[str, str]] = {
+        "manual_card": "_manual_card",
+        "players_done": "_players_done",
+        "shuffle": "_shuffle_input",
+    }
     settings: StudSettings
 
     def __init__(self, table_id: str, settings: StudSettings) -> None:
@@ -211,7 +215,7 @@ class StudFlow(CardFlow):
 
     # -- time ------------------------------------------------------------------------------------------
 
-    def next_round_due(self, now: float, out: FlowOutput) -> None:
+    def _next_round_due(self, now: float, out: FlowOutput) -> None:
         self._open_round(now, out)
 
     def on_timer(self, name: str, now: float, out: FlowOutput) -> None:
@@ -410,3 +414,5 @@ class StudFlow(CardFlow):
 
     def round_over(self, now: float, out: FlowOutput) -> None:
         self._clear_unread()
+        # A fresh shuffled deck for every round, after a voided one too.
+        self._want_shuffle("round over")

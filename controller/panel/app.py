@@ -48,7 +48,7 @@ STATIC_DIR = Path(__file__).resolve().parent / "static"
 
 #: what the dealer may do from the panel, by kind; every other known name is a supervisor's
 DEALER_ACTIONS: dict[str, frozenset[str]] = {
-    "commands": frozenset({"pause", "manual_card", "new_shoe"}),
+    "commands": frozenset({"pause", "manual_card", "new_shoe", "shuffle"}),
     "inputs": frozenset({"close_betting"}),
 }
 #: the sender on record of a panel command: the signed-in dealer, whatever the payload claims
