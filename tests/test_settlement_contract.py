@@ -14,27 +14,22 @@ model that drops a fact a bet needs fails here.
 Cross-check: Andar Bahar's RTPs by exact enumeration over a 52-card deck, with these settlement functions:
 97.851% with commission, 98.589% without (the seed publishes 97.87% / 98.61%).
 
+Blackjack: Live and Single-deck settle per box (`bet.params["box"]`, and `"hand"` for one hand of a split
+box) from the result's hands: their outcome against the dealer, doubled, split, surrendered, insured. Infinite
+Blackjack publishes one common hand; each player's main bet settles from `initial`, the common `sequence` and
+the player's own decisions in `bet.params` (how many of the sequence's cards each hand took, doubled, split,
+surrendered), its side bets from the initial cards, the dealer's up card and bust hand, and `round_in_shoe`
+(a side bet closes after its round of the shoe). A decision the published cards make impossible is refused.
+Sic bo (whose seed gives no payouts) settles to win or lose, a single number to the dice showing it; its
+check over all 216 outcomes is tests/test_sicbo_settlement.py.
+
 Adding a game: put its settlement functions in `SETTLEMENTS` under its game name (the result's `game`) and
 results of its own in a test; `test_every_card_game_has_its_settlements` fails until a card game has them.
-TODO(lead, blackjack): the blackjack result models have not landed in this branch. When they do, the
-blackjack engineer adds (one function per bet, `(result: Result, bet: Bet) -> Fraction`):
-  "blackjack" (Live Blackjack, seed 000), per box and hand (`bet.params`: box, hand):
-      main(result, bet) - 3:2 blackjack, 1:1 win, push; doubled / split from the result's hand flags;
-      bet_behind(result, bet) - main() of the box it backs (`bet.params["box"]`), nothing else;
-      pair(result, bet) - first two cards of the box: mixed 6:1, coloured 12:1, perfect 25:1;
-      insurance(result, bet) - 2:1 when the dealer has blackjack (allowed with a player blackjack);
-  "infinite_blackjack" (seed 002): main (the player's own decisions in `bet.params`, applied to the common
-      cards: the result must hold the common sequence of further cards), pair (mixed 5:1, same colour 10:1,
-      perfect 30:1), bust_bonus (dealer bust, by its number of cards: 3 1:1, 4 2:1, 5 9:1, 6 50:1, 7 100:1,
-      8+ 250:1), lucky_trio (19/20 2:1, 21 3:1, suited 21 10:1, 6-7-8 30:1, 7-7-7 50:1, suited 6-7-8 100:1,
-      suited 7-7-7 200:1), poker_trio (flush 5:1, straight 10:1, trips 30:1, straight flush 40:1, suited
-      trips 100:1), insurance; each side bet void past its maximum round in the shoe (round number in result);
-  "single_deck_blackjack" (seed 004): main (one box; split by value), insurance (not against a blackjack).
-Sic bo's engineer adds "sic_bo" the same way (big/small, totals, triples, doubles, combinations, singles).
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -51,7 +46,12 @@ from controller.games.andar_bahar import andar_bahar_result
 from controller.games.baccarat import BaccaratFlow, BaccaratSettings
 from controller.games.card_flow import CardFlow
 from controller.games.stud import stud_result
+from tests.blackjack_reference import settle as bj_outcome
+from tests.blackjack_reference import total as bj_total
+from tests.blackjack_reference import value as bj_value
 from tests.card_table import DrivesCardFlow
+from tests.test_blackjack_flow import Table as BlackjackTable
+from tests.test_blackjack_flow import ready_infinite
 
 Result = Mapping[str, Any]
 
@@ -198,6 +198,269 @@ def stud_jackpot_tier(result: Result, bet: Bet) -> str | None:
     return category if category in JACKPOT_TIERS else None
 
 
+# --- blackjack: what every variant shares ------------------------------------------------------------------
+# Per unit of the bet as placed. A hand's `outcome` is the controller's (against the dealer's finished hand);
+# its payout is: blackjack 3:2, win 1:1, push 0, lose -1, surrender -1/2 (seed 002: "perder metade"). A
+# doubled hand carries two units; each hand of a split box carries one (the split adds a bet equal to the
+# first). Live Blackjack deals no hole card: a double or a split lost to a dealer blackjack found after the
+# boxes played is lost in full (assumed; the seed does not say, and `doubled` / `split` / `outcome` settle
+# the "original bets only" variant as well).
+
+MAIN_PAYOUTS = {
+    "blackjack": Fraction(3, 2),
+    "win": Fraction(1),
+    "push": PUSH,
+    "lose": LOSE,
+    "surrender": Fraction(-1, 2),
+}
+RED_SUITS = frozenset("HD")
+
+
+def pair_kind(first: str, second: str) -> str | None:
+    """The two first cards of a hand as a Pair side bet sees them: the same rank (assumed: a king and a ten
+    are no pair, as in the usual Perfect Pairs), then by their suits."""
+    if first[0] != second[0]:
+        return None
+    if first[1] == second[1]:
+        return "perfect"
+    return "coloured" if (first[1] in RED_SUITS) == (second[1] in RED_SUITS) else "mixed"
+
+
+def _box(result: Result, bet: Bet) -> list[Result]:
+    """The hands of the box the bet is on (`bet.params["box"]`; Single-deck has only box 1), by hand."""
+    seat = bet.params.get("box", 1)
+    hands = [hand for hand in result["hands"] if hand["seat"] == seat]
+    if not hands:
+        raise ValueError(f"the result has no box {seat}")
+    return sorted(hands, key=lambda hand: hand["hand"])
+
+
+def boxed_main(result: Result, bet: Bet) -> Fraction:
+    """The box's main bet, all its hands together; `bet.params["hand"]` settles one hand of a split box."""
+    hands = _box(result, bet)
+    if "hand" in bet.params:
+        hands = [hand for hand in hands if hand["hand"] == bet.params["hand"]]
+        if not hands:
+            raise ValueError(f"box {bet.params.get('box', 1)} has no hand {bet.params['hand']}")
+    return sum((MAIN_PAYOUTS[hand["outcome"]] * (2 if hand["doubled"] else 1) for hand in hands), PUSH)
+
+
+def bet_behind(result: Result, bet: Bet) -> Fraction:
+    """Seed 000's Bet Behind: the backed box's main bet, its doubles and splits followed (assumed: the seed
+    says the backer cannot tell the player how to play, not whether a double or split is followed)."""
+    return boxed_main(result, Bet("main", {"box": bet.params["box"]}))
+
+
+def box_first_two(result: Result, bet: Bet) -> tuple[str, str]:
+    """The box's first two cards: a split box's are the first card of each of its hands."""
+    hands = _box(result, bet)
+    if hands[0]["split"]:
+        return hands[0]["cards"][0], hands[1]["cards"][0]
+    return hands[0]["cards"][0], hands[0]["cards"][1]
+
+
+LIVE_PAIR_PAYOUTS = {"mixed": 6, "coloured": 12, "perfect": 25}  # seed 000
+
+
+def live_pair(result: Result, bet: Bet) -> Fraction:
+    kind = pair_kind(*box_first_two(result, bet))
+    return wins(kind is not None, LIVE_PAIR_PAYOUTS.get(kind or "", 0))
+
+
+def boxed_insurance(result: Result, bet: Bet) -> Fraction:
+    """Per unit of the insurance stake (half the box's bet): 2:1 on a dealer blackjack. The box took it (its
+    hands say `insured`), so the dealer's second card is in the result even when no hand stood (Live)."""
+    if not _box(result, bet)[0]["insured"]:
+        raise ValueError(f"box {bet.params.get('box', 1)} did not take insurance: there is no bet to settle")
+    return wins(result["dealer"]["blackjack"], 2)
+
+
+# --- Infinite Blackjack (seed 002) ----------------------------------------------------------------------
+# The main bet is each player's own: their decisions (`bet.params`) applied to the common cards, `initial`
+# then `sequence` in dealing order, against the common dealer hand.
+#   {"took": n, "doubled": bool}   the hand took the sequence's first n cards (a double: exactly one)
+#   {"surrender": True}            before any action, the dealer's card not an ace or ten-valued: -1/2
+#   {"split": [{"took": n, "doubled": bool}, {"took": m, "doubled": bool}]}  the initial pair split (same
+#       value): each hand starts with one initial card and takes its cards from the sequence, the first
+#       hand from the sequence's start, the second from where the first stopped (assumed: the seed says all
+#       players draw from one common sequence, not how a player's two split hands share it; any fixed rule
+#       settles the same way from the published order)
+# Decisions the cards make impossible (a card taken on 21 or more, more cards than the sequence holds, a
+# double taking other than one card, split aces taking more than one) are refused, not settled.
+
+
+def _draw(start: list[str], sequence: list[str], at: int, spec: Mapping[str, Any]) -> tuple[list[str], int]:
+    cards = list(start)
+    took = int(spec.get("took", 0))
+    for _ in range(took):
+        if bj_total(cards)[0] >= 21:
+            raise ValueError(f"{' '.join(cards)} takes no more cards")
+        if at >= len(sequence):
+            raise ValueError(f"the common sequence holds {len(sequence)} card(s): {took} cannot be taken")
+        cards.append(sequence[at])
+        at += 1
+    if len(start) == 1 and took < 1:
+        raise ValueError("a split hand takes its second card from the sequence")
+    if len(start) == 1 and start[0][0] == "A" and took != 1:
+        raise ValueError("split aces take one card each")
+    if spec.get("doubled") and (len(cards) != 3 or (len(start) == 1 and start[0][0] == "A")):
+        raise ValueError("a double takes exactly one card on two cards (not on split aces)")
+    return cards, at
+
+
+def infinite_main(result: Result, bet: Bet) -> Fraction:
+    initial, sequence, dealer = result["initial"], result["sequence"], result["dealer"]["cards"]
+    params = bet.params
+    if params.get("surrender"):
+        if result["dealer_up"][0] in "ATJQK":
+            raise ValueError("no surrender against an ace or a ten-valued card")
+        return Fraction(-1, 2)
+    split = params.get("split")
+    if split is None:
+        cards, _ = _draw(initial, sequence, 0, params)
+        return MAIN_PAYOUTS[bj_outcome(cards, False, dealer)] * (2 if params.get("doubled") else 1)
+    if bj_value(initial[0]) != bj_value(initial[1]):
+        raise ValueError(f"{' '.join(initial)} is not a pair: no split")
+    net, at = PUSH, 0
+    for start, spec in zip(initial, split, strict=True):
+        cards, at = _draw([start], sequence, at, spec)
+        net += MAIN_PAYOUTS[bj_outcome(cards, True, dealer)] * (2 if spec.get("doubled") else 1)
+    return net
+
+
+def infinite_insurance(result: Result, bet: Bet) -> Fraction:
+    if result["dealer_up"][0] != "A":
+        raise ValueError("insurance is offered only under a dealer ace")
+    return wins(result["dealer"]["blackjack"], 2)
+
+
+#: seed 002, "Disponibilidade Máxima por Ronda": the side bet is not offered after that round of the shoe
+SIDE_BET_LAST_ROUND = {"pair": 40, "bust_bonus": 45, "lucky_trio": 45, "poker_trio": 45}
+
+
+def offered_up_to(name: str, settle_open: Settle) -> Settle:
+    """A side bet placed after its last round in the shoe (`round_in_shoe`) is void: its stake returned."""
+
+    def settle_side_bet(result: Result, bet: Bet) -> Fraction:
+        if result["round_in_shoe"] > SIDE_BET_LAST_ROUND[name]:
+            return PUSH
+        return settle_open(result, bet)
+
+    return settle_side_bet
+
+
+INFINITE_PAIR_PAYOUTS = {"mixed": 5, "coloured": 10, "perfect": 30}
+BUST_BONUS_PAYOUTS = {3: 1, 4: 2, 5: 9, 6: 50, 7: 100}  # 8 cards or more: 250
+
+
+def infinite_pair(result: Result, bet: Bet) -> Fraction:
+    kind = pair_kind(*result["initial"])
+    return wins(kind is not None, INFINITE_PAIR_PAYOUTS.get(kind or "", 0))
+
+
+def bust_bonus(result: Result, bet: Bet) -> Fraction:
+    cards = result["dealer_bust_cards"]  # null: the dealer did not bust
+    return wins(cards is not None, BUST_BONUS_PAYOUTS.get(cards or 0, 250))
+
+
+def _trio(result: Result) -> tuple[list[str], bool]:
+    """The two initial player cards and the dealer's up card; whether all three are of one suit."""
+    three = [*result["initial"], result["dealer_up"]]
+    return three, len({card[1] for card in three}) == 1
+
+
+def lucky_trio(result: Result, bet: Bet) -> Fraction:
+    """Only the best pattern pays. The total counts an ace 11 unless that goes over 21 (assumed: the seed
+    does not say); "naipes diferentes" is read as "not all of one suit"."""
+    three, suited = _trio(result)
+    ranks = sorted(card[0] for card in three)
+    if ranks == ["7", "7", "7"]:
+        return Fraction(200 if suited else 50)
+    if ranks == ["6", "7", "8"]:
+        return Fraction(100 if suited else 30)
+    total = bj_total(three)[0]
+    if total == 21:
+        return Fraction(10 if suited else 3)
+    return wins(total in (19, 20), 2)
+
+
+POKER_RANKS = "23456789TJQKA"
+
+
+def poker_trio(result: Result, bet: Bet) -> Fraction:
+    """Three-card poker on the same three cards, only the best pattern paying; a straight has the ace high
+    (Q-K-A) or low (A-2-3), never round the corner (K-A-2). Flush is read as one suit: the seed's Portuguese
+    says "Flush (Mesma Cor)", same colour, but "flush" and the English original it defers to mean one suit
+    (the cards' suits are in the result either way)."""
+    three, suited = _trio(result)
+    ranks = sorted(POKER_RANKS.index(card[0]) for card in three)
+    trips = ranks[0] == ranks[2]
+    straight = ranks in ([0, 1, 12],) or (ranks[1] == ranks[0] + 1 and ranks[2] == ranks[1] + 1)
+    if trips:
+        return Fraction(100 if suited else 30)
+    if straight:
+        return Fraction(40 if suited else 10)
+    return wins(suited, 5)
+
+
+# --- sic bo (seed 000, "Regras de Sic Bo") ----------------------------------------------------------------
+# The seed's table of bets and payouts is empty: these settle to whether the bet wins (a single number: how
+# many dice show it, which sets its payout). Checked against the dice for all 216 outcomes, each played
+# through the flow, in tests/test_sicbo_settlement.py. Bets on a value name it in `bet.params["value"]`, a
+# total in `bet.params["total"]`, a two-dice combination its two values in `bet.params["values"]`.
+
+
+def sicbo_big(result: Result, bet: Bet) -> bool:
+    """Big: total 11-17; a triple loses."""
+    return bool(result["size"] == "big")
+
+
+def sicbo_small(result: Result, bet: Bet) -> bool:
+    """Small: total 4-10; a triple loses."""
+    return bool(result["size"] == "small")
+
+
+def sicbo_odd(result: Result, bet: Bet) -> bool:
+    """Odd (where offered): an odd total; a triple loses, as Big/Small."""
+    return result["parity"] == "odd" and result["triple"] is None
+
+
+def sicbo_even(result: Result, bet: Bet) -> bool:
+    return result["parity"] == "even" and result["triple"] is None
+
+
+def sicbo_total(result: Result, bet: Bet) -> bool:
+    """Total 4 to 17."""
+    return bool(result["total"] == bet.params["total"])
+
+
+def sicbo_triple(result: Result, bet: Bet) -> bool:
+    """A specific triple."""
+    return bool(result["triple"] == bet.params["value"])
+
+
+def sicbo_any_triple(result: Result, bet: Bet) -> bool:
+    return result["triple"] is not None
+
+
+def sicbo_double(result: Result, bet: Bet) -> bool:
+    """At least two dice show the value (a triple of it wins too)."""
+    return bool(result["double"] == bet.params["value"])
+
+
+def sicbo_combination(result: Result, bet: Bet) -> bool:
+    """Two-dice combination a-b (a != b): both values among the dice."""
+    a, b = bet.params["values"]
+    return a in result["dice"] and b in result["dice"]
+
+
+def sicbo_single(result: Result, bet: Bet) -> int:
+    """Single number: how many dice show it (0 loses; 1, 2 or 3 set the payout)."""
+    return int(result["dice"].count(bet.params["value"]))
+
+
+BLACKJACK_BOXED = {"main": boxed_main, "insurance": boxed_insurance}
+
 SETTLEMENTS: dict[str, dict[str, Callable[[Result, Bet], Any]]] = {
     "baccarat": {
         "player": baccarat_player,
@@ -215,8 +478,30 @@ SETTLEMENTS: dict[str, dict[str, Callable[[Result, Bet], Any]]] = {
         "cards_dealt": cards_dealt,
     },
     "stud": {"ante": stud_ante, "raise": stud_raise, "jackpot": stud_jackpot_tier},
-    # TODO(lead): "blackjack", "infinite_blackjack", "single_deck_blackjack" (see the module docstring),
-    # and "sic_bo", by their engineers, once their result models are in.
+    # seed 000: no surrender named (a studio may offer it: `surrender` then settles at -1/2)
+    "blackjack": {**BLACKJACK_BOXED, "bet_behind": bet_behind, "pair": live_pair},
+    # seed 004: one box, no side bet named
+    "single_deck_blackjack": BLACKJACK_BOXED,
+    "infinite_blackjack": {
+        "main": infinite_main,
+        "insurance": infinite_insurance,
+        "pair": offered_up_to("pair", infinite_pair),
+        "bust_bonus": offered_up_to("bust_bonus", bust_bonus),
+        "lucky_trio": offered_up_to("lucky_trio", lucky_trio),
+        "poker_trio": offered_up_to("poker_trio", poker_trio),
+    },
+    "sicbo": {
+        "big": sicbo_big,
+        "small": sicbo_small,
+        "odd": sicbo_odd,
+        "even": sicbo_even,
+        "total": sicbo_total,
+        "triple": sicbo_triple,
+        "any_triple": sicbo_any_triple,
+        "double": sicbo_double,
+        "combination": sicbo_combination,
+        "single": sicbo_single,
+    },
 }
 
 
@@ -426,3 +711,319 @@ def test_stud_tie_pushes() -> None:
 def test_stud_jackpot_pays_a_flush_or_better_whatever_the_table_result(hand: str, tier: str | None) -> None:
     result = stud([hand], "AS AC AD 4C 4D")  # the dealer's full house beats most of them
     assert settle(result, Bet("jackpot")) == tier
+
+
+# --- blackjack: rounds played through the flows -------------------------------------------------------------
+
+
+def last_result(table: BlackjackTable) -> Result:
+    results = [data for kind, data in table.log if kind == "round.result"]
+    assert results, "the round is not complete"
+    data: Result = json.loads(json.dumps(results[-1]))
+    return data
+
+
+def live_table(seats: int, **settings: Any) -> BlackjackTable:
+    table = BlackjackTable("blackjack", {"seats": seats, **settings})
+    table.open_round()
+    return table
+
+
+def test_live_blackjack_pays_3_to_2_doubles_and_splits_and_bet_behind_follows_its_box() -> None:
+    table = live_table(3)
+    # box1 A K (blackjack), box2 8H 8D, box3 5C 6C (11); the dealer's 6 cannot make blackjack
+    table.deal("AS", "8H", "5C", "6H", "KD", "8D", "6C")
+    table.send("split", seat=2)
+    table.deal("3S")  # box2 hand 1: 8 3
+    table.send("double", seat=2)
+    table.deal("9H")  # 8 3 9 = 20, doubled
+    table.deal("2C")  # box2 hand 2: 8 2
+    table.send("hit", seat=2, hand=2)
+    table.deal("TC")  # 8 2 T = 20
+    table.send("stand", seat=2, hand=2)
+    table.send("double", seat=3)
+    table.deal("4D")  # box3 5 6 4 = 15, doubled
+    table.deal("TD", "3D")  # dealer 6 T 3 = 19
+    result = last_result(table)
+    assert result["dealer"]["total"] == 19
+    main = {box: settle(result, Bet("main", {"box": box})) for box in (1, 2, 3)}
+    assert main == {1: Fraction(3, 2), 2: 2 + 1, 3: -2}
+    assert settle(result, Bet("main", {"box": 2, "hand": 1})) == 2  # doubled 20 beats 19
+    assert settle(result, Bet("main", {"box": 2, "hand": 2})) == 1
+    assert [settle(result, Bet("bet_behind", {"box": box})) for box in (1, 2, 3)] == list(main.values())
+    # Pair: the box's first two cards, a split box's too (8H 8D: both red)
+    assert [settle(result, Bet("pair", {"box": box})) for box in (1, 2, 3)] == [-1, 12, -1]
+    with pytest.raises(ValueError, match="did not take insurance"):
+        settle(result, Bet("insurance", {"box": 1}))
+
+
+def test_live_dealer_blackjack_without_a_hole_card_insurance_and_a_perfect_pair() -> None:
+    table = live_table(3)
+    table.deal("AS", "5D", "9S", "AH", "KD", "6C", "9S")  # box1 blackjack, box2 11, box3 9S 9S
+    table.send("insurance", seat=1)
+    table.send("insurance", seat=2, take=False)
+    table.send("insurance", seat=3, take=False)
+    table.send("double", seat=2)
+    table.deal("2H")  # 13, doubled
+    table.send("stand", seat=3)  # 18
+    table.deal("KS")  # the dealer's second card: A K, blackjack
+    result = last_result(table)
+    assert result["dealer"]["blackjack"]
+    assert [settle(result, Bet("main", {"box": box})) for box in (1, 2, 3)] == [0, -2, -1]
+    assert settle(result, Bet("bet_behind", {"box": 2})) == -2
+    assert settle(result, Bet("insurance", {"box": 1})) == 2  # taken with a blackjack: allowed (seed 000)
+    assert settle(result, Bet("pair", {"box": 3})) == 25
+    assert settle(result, Bet("pair", {"box": 2})) == -1
+
+
+def test_live_insurance_lost_when_every_box_is_done_the_dealer_still_shows_the_second_card() -> None:
+    table = live_table(1)
+    table.deal("TS", "AC", "6D")  # 16 under an ace
+    table.send("insurance", seat=1)
+    table.send("hit", seat=1)
+    table.deal("KH")  # bust: no hand stands, but the insurance waits on the dealer's second card
+    table.deal("5C")
+    result = last_result(table)
+    assert result["dealer"]["cards"] == ["AC", "5C"]
+    assert settle(result, Bet("main", {"box": 1})) == -1
+    assert settle(result, Bet("insurance", {"box": 1})) == -1
+
+
+def test_live_surrender_where_the_studio_offers_it_loses_half() -> None:
+    table = live_table(1, surrender=True)
+    table.deal("TS", "TC", "6D")
+    table.send("surrender", seat=1)
+    result = last_result(table)
+    assert settle(result, Bet("main", {"box": 1})) == Fraction(-1, 2)
+    assert settle(result, Bet("bet_behind", {"box": 1})) == Fraction(-1, 2)
+
+
+def single_deck_round(*codes: str) -> BlackjackTable:
+    table = BlackjackTable("single_deck_blackjack")
+    table.open_round()
+    table.deal(*codes)
+    return table
+
+
+def test_single_deck_split_by_value_the_21_after_a_split_is_no_blackjack() -> None:
+    table = single_deck_round("JS", "6H", "KD", "9C")  # J K: the same value; dealer 6 + 9 face down
+    table.send("split", seat=1)
+    table.deal("AS")  # J A: 21, stands by itself, pays 1:1
+    table.deal("QS")  # K Q: 20
+    table.send("stand", seat=1, hand=2)
+    table.deal("5D")  # dealer 6 9 5 = 20
+    result = last_result(table)
+    assert settle(result, Bet("main")) == 1 + 0
+    assert (settle(result, Bet("main", {"hand": 1})), settle(result, Bet("main", {"hand": 2}))) == (1, 0)
+
+
+def test_single_deck_double_blackjack_and_insurance() -> None:
+    doubled = single_deck_round("6S", "6H", "4D", "9C")  # 10 against a 6
+    doubled.send("double", seat=1)
+    doubled.deal("TC", "8S")  # 20; dealer 6 9 8 = 23
+    assert settle(last_result(doubled), Bet("main")) == 2
+
+    blackjack = single_deck_round("AS", "AH", "KD", "9C")  # no insurance offered to a blackjack (seed 004)
+    result = last_result(blackjack)
+    assert settle(result, Bet("main")) == Fraction(3, 2)
+    with pytest.raises(ValueError, match="did not take insurance"):
+        settle(result, Bet("insurance"))
+
+    insured = BlackjackTable("single_deck_blackjack")
+    insured.open_round()
+    insured.deal("9S", "AC", "7D", "KH")
+    insured.send("insurance", seat=1)  # the peek follows the answer: A K, the round ends
+    result = last_result(insured)
+    assert (settle(result, Bet("main")), settle(result, Bet("insurance"))) == (-1, 2)
+
+
+# --- Infinite Blackjack: one common hand, every player's own decisions --------------------------------------
+
+
+def infinite_round(*codes: str, cards_asked: int = 0, dealer: Sequence[str] = ()) -> Result:
+    """One round on a fresh shoe: the initial four cards, `cards_asked` common cards asked for (the first
+    of `dealer` onward dealt to them), players done, the dealer's cards."""
+    table = ready_infinite()
+    table.deal(*codes)
+    if table.flow.stage == "insurance":
+        table.send("players_done")
+    further = list(dealer)
+    for _ in range(cards_asked):
+        table.send("deal_card")
+        table.deal(further.pop(0))
+    if table.flow.stage == "decisions":
+        table.send("players_done")
+    table.deal(*further)
+    return last_result(table)
+
+
+def test_infinite_main_bet_settles_each_players_decisions_on_the_common_cards() -> None:
+    # 8 8 against a 9 (7 face down); four common cards; the dealer's 16 takes a 4: 20
+    result = infinite_round("8S", "9H", "8D", "7S", cards_asked=4, dealer=["3C", "TD", "2H", "5S", "4D"])
+    assert result["sequence"] == ["3C", "TD", "2H", "5S"] and result["dealer"]["total"] == 20
+    main = SETTLEMENTS["infinite_blackjack"]["main"]
+    assert main(result, Bet("main", {"took": 0})) == -1  # 16
+    assert main(result, Bet("main", {"took": 1})) == -1  # 19
+    assert main(result, Bet("main", {"took": 1, "doubled": True})) == -2
+    assert main(result, Bet("main", {"took": 2})) == -1  # 8 8 3 T: bust
+    assert main(result, Bet("main", {"surrender": True})) == Fraction(-1, 2)  # a 9 up: allowed
+    # split: hand 1 8 3, doubled: 8 3 T = 21; hand 2 takes the next cards: 8 2 5 = 15
+    split = {"split": [{"took": 2, "doubled": True}, {"took": 2}]}
+    assert main(result, Bet("main", split)) == 2 - 1
+    # hand 1 8 3 T 21 stands; hand 2 8 2 then stands at 10
+    assert main(result, Bet("main", {"split": [{"took": 2}, {"took": 1}]})) == 1 - 1
+
+
+@pytest.mark.parametrize(
+    ("params", "refusal"),
+    [
+        ({"split": [{"took": 2}, {"took": 3}]}, "holds 4 card"),  # 8 2 5 wants a fifth common card
+        ({"took": 3}, "takes no more cards"),  # 8 8 3 T is bust: no fifth card
+        ({"took": 2, "doubled": True}, "exactly one card"),
+        ({"split": [{"took": 3}, {"took": 1}]}, "takes no more cards"),  # 8 3 T is 21
+        ({"split": [{"took": 2}, {"took": 0}]}, "second card from the sequence"),
+    ],
+)
+def test_infinite_decisions_the_common_cards_make_impossible_are_refused(
+    params: dict[str, Any], refusal: str
+) -> None:
+    result = infinite_round("8S", "9H", "8D", "7S", cards_asked=4, dealer=["3C", "TD", "2H", "5S", "4D"])
+    with pytest.raises(ValueError, match=refusal):
+        settle(result, Bet("main", params))
+
+
+def test_infinite_dealer_blackjack_insurance_and_a_player_blackjack_pushes() -> None:
+    result = infinite_round("AS", "AH", "KD", "KS")  # player A K, dealer A K: peeked, the round ends
+    assert result["dealer"]["blackjack"] and result["sequence"] == []
+    assert settle(result, Bet("main", {"took": 0})) == 0
+    assert settle(result, Bet("insurance")) == 2
+    with pytest.raises(ValueError, match="no surrender"):
+        settle(result, Bet("main", {"surrender": True}))
+
+    nines = infinite_round("9S", "AH", "9D", "KS")  # 18 against a dealer blackjack
+    assert settle(nines, Bet("main", {"took": 0})) == -1
+    assert settle(nines, Bet("insurance")) == 2
+    with pytest.raises(ValueError, match="holds 0 card"):
+        settle(nines, Bet("main", {"split": [{"took": 1}, {"took": 1}]}))  # the round ended at the peek
+
+    no_blackjack = infinite_round("9S", "AC", "9D", "6C")  # soft 17 stands (Infinite)
+    assert settle(no_blackjack, Bet("insurance")) == -1
+    assert settle(no_blackjack, Bet("main", {"took": 0})) == 1  # 18 against 17
+    with pytest.raises(ValueError, match="second card from the sequence"):
+        settle(no_blackjack, Bet("main", {"split": [{"took": 0}, {"took": 0}]}))  # nobody asked for one
+    with pytest.raises(ValueError, match="not a pair"):
+        settle(result, Bet("main", {"split": [{"took": 0}, {"took": 0}]}))  # A K
+
+
+@pytest.mark.parametrize(
+    ("dealer", "payout"),
+    [
+        (["6D", "TC", "KC"], 1),
+        (["2D", "TC", "4C", "TD"], 2),
+        (["2D", "2C", "2H", "TC", "TD"], 9),
+        (["2D", "2C", "2H", "2S", "8C", "TD"], 50),
+        (["2D", "2C", "2H", "2S", "2D", "6C", "TD"], 100),
+        (["2D", "2C", "2H", "2S", "2D", "2C", "4C", "TD"], 250),
+        (["2D", "2C", "2H", "2S", "2D", "2C", "2H", "2S", "TD"], 250),
+        (["6D", "TC", "AC"], -1),  # 17: no bust
+    ],
+)
+def test_infinite_bust_bonus_pays_by_the_dealers_number_of_cards(dealer: list[str], payout: int) -> None:
+    up, hole, *draws = dealer
+    result = infinite_round("9S", up, "9H", hole, dealer=draws)
+    assert result["dealer"]["cards"] == dealer
+    assert settle(result, Bet("bust_bonus")) == payout
+
+
+# (player's two cards, dealer's up card, the hole card and the dealer's draws to a standing hand)
+TRIO_ROUNDS = {
+    "suited 7-7-7": ("7S 7S", "7S", "TS"),
+    "7-7-7": ("7S 7H", "7D", "TS"),
+    "suited 6-7-8": ("6H 7H", "8H", "9H"),
+    "6-7-8": ("6H 7C", "8H", "9H"),
+    "suited 21": ("9H 2H", "TH", "7C"),
+    "21": ("9H 2C", "TH", "7C"),
+    "21 with two aces": ("AS AD", "9C", "8C"),
+    "19": ("4S 5D", "KC", "7C"),
+    "15": ("2S 3D", "KC", "7C"),
+    "ace-low straight": ("AS 2D", "3C", "TC 4D"),
+    "ace-high straight": ("QS KD", "AC", "6C"),
+    "no straight round the corner": ("KS AD", "2C", "TC 5D"),
+    "flush": ("2H 3H", "KH", "7C"),
+}
+
+
+def trio_round(name: str) -> Result:
+    player, up, dealer = TRIO_ROUNDS[name]
+    first, second = player.split()
+    hole, *draws = dealer.split()
+    return infinite_round(first, up, second, hole, dealer=draws)
+
+
+@pytest.mark.parametrize(
+    ("name", "lucky", "poker"),
+    [
+        ("suited 7-7-7", 200, 100),
+        ("7-7-7", 50, 30),
+        ("suited 6-7-8", 100, 40),
+        ("6-7-8", 30, 10),
+        ("suited 21", 10, 5),
+        ("21", 3, -1),
+        ("21 with two aces", 3, -1),
+        ("19", 2, -1),
+        ("15", -1, -1),
+        ("ace-low straight", -1, 10),
+        ("ace-high straight", 3, 10),  # Q K A is also 21
+        ("no straight round the corner", -1, -1),
+        ("flush", -1, 5),
+    ],
+)
+def test_infinite_lucky_trio_and_poker_trio_pay_the_best_pattern_only(
+    name: str, lucky: int, poker: int
+) -> None:
+    result = trio_round(name)
+    assert (settle(result, Bet("lucky_trio")), settle(result, Bet("poker_trio"))) == (lucky, poker)
+
+
+@pytest.mark.parametrize(
+    ("player", "payout"),
+    [("8S 8S", 30), ("8S 8C", 10), ("8H 8D", 10), ("8S 8D", 5), ("8S 9S", -1), ("KS TS", -1)],
+)
+def test_infinite_pair_on_the_two_initial_cards(player: str, payout: int) -> None:
+    first, second = player.split()
+    result = infinite_round(first, "9C", second, "8C")
+    assert settle(result, Bet("pair")) == payout
+
+
+def test_infinite_side_bets_close_after_their_round_of_the_shoe() -> None:
+    """46 rounds of one shoe: the pair is offered up to round 40, the other side bets up to round 45; a side
+    bet settled on a later round is void (its stake back). The main bet never closes."""
+    table = ready_infinite()
+    tens = itertools.cycle([rank + suit for rank in "TJQK" for suit in "SHDC"])
+    holes = itertools.cycle([rank + suit for rank in "89" for suit in "SHDC"])
+    small = itertools.cycle([rank + suit for rank in "23456" for suit in "SHDC"])
+    suited_sevens = {40: "S", 41: "H", 45: "D", 46: "C"}
+    results: dict[int, Result] = {}
+    for number in range(1, 47):
+        if number > 1:
+            table.open_round()
+        suit = suited_sevens.get(number)
+        if suit is None:
+            table.deal(next(small), next(tens), next(small), next(holes))  # the dealer stands on 18 or 19
+            table.send("players_done")
+            continue
+        table.deal(f"7{suit}", f"7{suit}", f"7{suit}", f"5{suit}")  # every side bet wins: 7-7-7 suited
+        table.send("players_done")
+        table.deal(next(tens))  # the dealer's 12 busts with 3 cards
+        results[number] = last_result(table)
+        assert results[number]["round_in_shoe"] == number
+    side_bets = ("pair", "lucky_trio", "poker_trio", "bust_bonus")
+
+    def settled(number: int) -> list[Fraction]:
+        return [settle(results[number], Bet(name)) for name in side_bets]
+
+    assert settled(40) == [30, 200, 100, 1]
+    assert settled(41) == [0, 200, 100, 1]
+    assert settled(45) == [0, 200, 100, 1]
+    assert settled(46) == [0, 0, 0, 0]
+    assert settle(results[46], Bet("main", {"took": 0})) == 1

@@ -1,74 +1,26 @@
 """Every sic bo bet of the seed ("Regras de Sic Bo": Big/Small, Odd/Even, totals, specific and any triple,
 doubles, two-dice combinations, single numbers) settles from the `round.result` data alone.
 
-The settlement functions below read nothing but the published result (a JSON object); they are checked
-against the three dice themselves for all 216 outcomes, each one played through the flow to its result.
+The settlement functions (`SETTLEMENTS["sicbo"]` in tests/test_settlement_contract.py, with every other
+game's) read nothing but the published result (a JSON object); they are checked here against the three dice
+themselves for all 216 outcomes, each one played through the flow to its result.
 Payouts are the rules engine's; what is settled here is win or lose (and, for single numbers, how many dice
 match, which sets the payout)."""
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from controller.events import SicBoResult
+from tests.test_settlement_contract import Bet
+from tests.test_settlement_contract import settle as settle_bet
 from tests.test_sicbo_flow import Table
 
 Result = dict[str, Any]
 OUTCOMES = list(itertools.product(range(1, 7), repeat=3))
-
-# --- settlement, from the result data only --------------------------------------------------------------
-
-
-def big(result: Result) -> bool:
-    """Big: total 11-17; a triple loses."""
-    return result["size"] == "big"
-
-
-def small(result: Result) -> bool:
-    """Small: total 4-10; a triple loses."""
-    return result["size"] == "small"
-
-
-def odd(result: Result) -> bool:
-    """Odd (where offered): an odd total; a triple loses, as Big/Small."""
-    return result["parity"] == "odd" and result["triple"] is None
-
-
-def even(result: Result) -> bool:
-    return result["parity"] == "even" and result["triple"] is None
-
-
-def total(n: int) -> Callable[[Result], bool]:
-    """Total 4 to 17."""
-    return lambda result: result["total"] == n
-
-
-def specific_triple(n: int) -> Callable[[Result], bool]:
-    return lambda result: result["triple"] == n
-
-
-def any_triple(result: Result) -> bool:
-    return result["triple"] is not None
-
-
-def specific_double(n: int) -> Callable[[Result], bool]:
-    """At least two dice show n (a triple of n wins too)."""
-    return lambda result: result["double"] == n
-
-
-def combination(a: int, b: int) -> Callable[[Result], bool]:
-    """Two-dice combination a-b (a != b): both values among the dice."""
-    return lambda result: a in result["dice"] and b in result["dice"]
-
-
-def single(n: int) -> Callable[[Result], int]:
-    """Single number n: how many dice show it (0 loses; 1, 2 or 3 set the payout)."""
-    return lambda result: result["dice"].count(n)
-
 
 # --- the same bets, decided on the dice themselves ------------------------------------------------------
 
@@ -95,21 +47,27 @@ def truth(dice: tuple[int, int, int]) -> dict[str, Any]:
 
 
 def settle(result: Result) -> dict[str, Any]:
+    """Every bet on the table, settled by the registry's sic bo functions (tests/test_settlement_contract.py),
+    from the result data only."""
+
+    def bet(name: str, **params: Any) -> Any:
+        return settle_bet(result, Bet(name, params))
+
     bets: dict[str, Any] = {
-        "big": big(result),
-        "small": small(result),
-        "odd": odd(result),
-        "even": even(result),
-        "any triple": any_triple(result),
+        "big": bet("big"),
+        "small": bet("small"),
+        "odd": bet("odd"),
+        "even": bet("even"),
+        "any triple": bet("any_triple"),
     }
     for n in range(4, 18):
-        bets[f"total {n}"] = total(n)(result)
+        bets[f"total {n}"] = bet("total", total=n)
     for n in range(1, 7):
-        bets[f"triple {n}"] = specific_triple(n)(result)
-        bets[f"double {n}"] = specific_double(n)(result)
-        bets[f"single {n}"] = single(n)(result)
+        bets[f"triple {n}"] = bet("triple", value=n)
+        bets[f"double {n}"] = bet("double", value=n)
+        bets[f"single {n}"] = bet("single", value=n)
     for a, b in itertools.combinations(range(1, 7), 2):
-        bets[f"combination {a}-{b}"] = combination(a, b)(result)
+        bets[f"combination {a}-{b}"] = bet("combination", values=[a, b])
     return bets
 
 
