@@ -217,6 +217,10 @@ class TableService:
                     future.set_result(None)
 
     def _publish_state(self) -> None:
+        if not self.state_listeners:
+            # built when the bus publishes it: one state for a burst of steps, none on the step's own path
+            self.bus.set_state(self.public_state)
+            return
         state = self.public_state()
         self.bus.set_state(state)
         for listener in self.state_listeners:
@@ -327,8 +331,10 @@ class TableService:
                 self._apply(self.core.on_tick(now))
                 await asyncio.sleep(0)  # let readings and commands in between two due deadlines
                 continue
+            # asyncio.timeout, not wait_for: 3.11's wait_for can swallow a cancellation (see drivers.runner)
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._deadlines_changed.wait(), delay)
+                async with asyncio.timeout(delay):
+                    await self._deadlines_changed.wait()
 
     # -- lifecycle ----------------------------------------------------------------------------------------
     async def run(self, ready: Callable[[], Awaitable[None] | None] | None = None) -> None:

@@ -155,8 +155,11 @@ class DeviceRunner:
             if delay is not None and delay <= 0:
                 await self._call(self.session.tick)
                 continue
+            # asyncio.timeout, not wait_for: Python 3.11's wait_for swallows a cancellation that arrives as
+            # the event is set (the task then never ends; see bpo-42130, fixed in 3.12)
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._deadline_moved.wait(), delay)
+                async with asyncio.timeout(delay):
+                    await self._deadline_moved.wait()
 
     async def _call(
         self,
