@@ -101,6 +101,7 @@ class BusStats:
     refused_response_topics: int = 0  # MQTT 5 response topics outside <root>/replies/, not honoured
     connects: int = 0
     reconnects: int = 0  # connection attempts that failed or connections that were lost
+    inflight_peak: int = 0  # the most events published and not yet acknowledged at once
 
 
 @dataclass
@@ -777,6 +778,8 @@ class _EventSender:
             self.cursor = event.sequence
             self.client.publish_nowait(topic_prefix + event.type, payload, partial(self._ack, entry))
         self.client.flush()
+        stats = self.bus.stats
+        stats.inflight_peak = max(stats.inflight_peak, len(self.inflight))
 
     def _ack(self, entry: list[Any], code: ReasonCode) -> None:
         if self._closed:
