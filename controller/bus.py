@@ -507,6 +507,7 @@ class TableBus:
 
     async def _publish_retained_changes(self, client: aiomqtt.Client) -> None:
         while True:
+            _raise_if_cancelled()
             await self._retained_changed.wait()
             self._retained_changed.clear()
             # The payload is read at publish time, so the last publish always carries the latest value.
@@ -537,6 +538,7 @@ class TableBus:
         try:
             sender.pump()
             while True:
+                _raise_if_cancelled()
                 sender.wake.clear()
                 oldest = sender.oldest_sent()
                 timeout = None if oldest is None else oldest + ACK_TIMEOUT_SECONDS - time.monotonic()
@@ -613,6 +615,7 @@ class TableBus:
     ) -> None:
         # One at a time, in arrival order: "pause" then "resume" must not be swapped.
         async for message in client.messages:
+            _raise_if_cancelled()
             try:
                 await self._handle_message(client, message, replays)
             except aiomqtt.MqttError:
@@ -679,6 +682,7 @@ class TableBus:
     ) -> None:
         """replay_events, one request at a time, beside the inbound loop (which keeps answering commands)."""
         while True:
+            _raise_if_cancelled()
             command, reply = await replays.get()
             try:
                 data = await self._replay(client, command)
@@ -755,6 +759,7 @@ class _EventSender:
         self._acked: list[int] = []
         self._flush_handle: asyncio.TimerHandle | None = None
         self._closed = False
+        self._pump_scheduled = False
 
     def pump(self) -> None:
         if self._closed or self.refused is not None:
@@ -808,6 +813,14 @@ class _EventSender:
             if not inflight:
                 self.wake.set()
             return
+        if not self._pump_scheduled:
+            # once per turn of the loop, after every PUBACK read in it: one write for the events they free
+            # room for, not one per PUBACK
+            self._pump_scheduled = True
+            asyncio.get_running_loop().call_soon(self._scheduled_pump)
+
+    def _scheduled_pump(self) -> None:
+        self._pump_scheduled = False
         self.pump()
 
     def flush_acks(self) -> None:
@@ -889,6 +902,17 @@ class _Reply:
     async def send(self, body: bytes) -> None:
         await self._client.publish(self._topic, body, qos=1, properties=self._properties)
         self._stats.replies += 1
+
+
+def _raise_if_cancelled() -> None:
+    """Raise the cancellation that Python 3.11's asyncio.wait_for may have swallowed.
+
+    aiomqtt's publish waits with wait_for, which in 3.11 returns normally when the PUBACK and a cancel arrive
+    together (fixed in 3.12): the task then goes on as if never cancelled, and a task group waiting for it to
+    end waits forever (a stopping table hung so). Each of the bus's loops checks before it waits again."""
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError
 
 
 def _decode_payload(payload: Any, limit: int) -> Any:
