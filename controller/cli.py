@@ -201,6 +201,31 @@ def cmd_check_config(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_simulate(args: argparse.Namespace) -> int:
+    from drivers.simulate import SimulateError, serve
+
+    if args.pty is not None and args.tcp is not None:
+        raise OperatorError("simulate: --pty or --tcp, not both")
+    try:
+        asyncio.run(
+            serve(
+                args.device,
+                pty=args.pty,
+                tcp=args.tcp,
+                faults=args.faults,
+                seed=args.seed,
+                speed=args.speed,
+                decks=args.decks,
+                deal_every=args.deal_every,
+            )
+        )
+    except SimulateError as exc:
+        raise OperatorError(str(exc)) from None
+    except OSError as exc:
+        raise OperatorError(f"simulate: {exc}") from None
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     from controller.games import GAMES
     from drivers.registry import PROTOCOLS
@@ -238,6 +263,36 @@ def build_parser() -> argparse.ArgumentParser:
         help="serve the dealer's panel on 127.0.0.1:PORT (another free port if taken; 0: no panel)",
     )
     p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser(
+        "simulate",
+        help="serve a simulated device on a pty or TCP port (prints the path to put in devices.<name>.port)",
+    )
+    p.add_argument("device", choices=("shoe", "wheel", "shuffler", "shaker"))
+    p.add_argument("--pty", metavar="PATH", help="also make PATH a symlink to the pty (e.g. /tmp/shoe)")
+    p.add_argument(
+        "--tcp", type=int, metavar="PORT", help="serve on socket://127.0.0.1:PORT (0: any free port)"
+    )
+    p.add_argument(
+        "--faults",
+        metavar="NAME=VALUE,...",
+        help="the simulator's fault switches, e.g. noread_rate=0.05,bad_checksum_rate=0.01 "
+        "(a wrong name lists them)",
+    )
+    p.add_argument("--seed", type=int, default=1, help="shuffle / wheel / fault seed (default 1)")
+    p.add_argument(
+        "--speed", type=float, default=1.0, help="wheel, shuffler, shaker: time runs this much faster"
+    )
+    p.add_argument("--decks", type=int, default=8, help="shoe: decks per shoe (default 8)")
+    p.add_argument(
+        "--deal-every",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="shoe: an automatic dealer draws a card this often while the gate is open "
+        "(0: only 'draw' on stdin)",
+    )
+    p.set_defaults(func=cmd_simulate)
 
     p = sub.add_parser("replay", help="feed a device capture through the live parser, driver and game flow")
     p.add_argument("--game", choices=sorted(GAMES), required=True)
