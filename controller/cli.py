@@ -226,7 +226,13 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
+#: commands whose parser is built without the other tools' (schema, panel-hash-pin, calibrate), whose modules
+#: take a tenth of a second to import: `tablectl run` starts the table (under systemd, after a crash too)
+LEAN_COMMANDS = frozenset({"run", "simulate"})
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The command line; given the command being run and it is in LEAN_COMMANDS, only the core commands."""
     from controller.games import GAMES
     from drivers.registry import PROTOCOLS
 
@@ -315,6 +321,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--show", action="store_true", help="when it is clean, print the effective settings")
     p.set_defaults(func=cmd_check_config)
 
+    if command in LEAN_COMMANDS:
+        return parser
     from controller.schema import register as register_schema
 
     register_schema(sub)
@@ -333,7 +341,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    words = sys.argv[1:] if argv is None else argv
+    command = next((word for word in words if not word.startswith("-")), None)
+    parser = build_parser(None if {"-h", "--help"} & set(words[:1]) else command)
     args = parser.parse_args(argv)
     level = logging.WARNING - 10 * min(args.verbose, 2)
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
