@@ -23,9 +23,7 @@ back and `last_event` still answers after its event was pruned.
 from __future__ import annotations
 
 import json
-import logging
 import sqlite3
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -35,12 +33,6 @@ from pathlib import Path
 from typing import Any
 
 from controller.events import Envelope, Event, format_sequence, iso_ms
-
-log = logging.getLogger(__name__)
-
-#: the WAL is checkpointed (copied into the database file, off the event loop) after this many commits (a
-#: step's commit writes a handful of pages: about SQLite's own default of 1000 pages)
-CHECKPOINT_EVERY_COMMITS = 200
 
 #: unacknowledged events kept in memory after `append`, so the bus publishes them without reading them back;
 #: past this many (a long broker outage) the rest is read from SQLite when their turn comes
@@ -127,18 +119,12 @@ class Journal:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=FULL")
         self._db.execute("PRAGMA foreign_keys=ON")
-        # The WAL is copied back into the database file by a thread of its own (`_Checkpointer`), not by the
-        # commit that happens to cross SQLite's threshold: that copy fsyncs the database file, and on the
-        # event loop it delayed the event being committed and everything after it.
-        self._db.execute("PRAGMA wal_autocheckpoint=0")
-        self._checkpointer = _Checkpointer(self.path)
         #: events appended by this process and not yet acknowledged, by sequence (see `pending`)
         self._pending: dict[int, PendingEvent] = {}
         try:
             self._db.executescript(_SCHEMA)
             self._open()
         except BaseException:
-            self._checkpointer.stop()
             self._db.close()
             raise
 
@@ -378,7 +364,6 @@ class Journal:
         return None if row is None else bytes(row[0])
 
     def close(self) -> None:
-        self._checkpointer.stop()
         self._db.close()
 
     # --- internals ---------------------------------------------------------------------------------
@@ -393,7 +378,6 @@ class Journal:
             self._db.execute("ROLLBACK")
             raise
         self._db.execute("COMMIT")
-        self._checkpointer.committed()
 
     def _meta(self, key: str) -> str | None:
         row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
@@ -410,52 +394,3 @@ def _recordedtime(envelope: str) -> str:
         return str(json.loads(envelope)["recordedtime"])
     start += len('"recordedtime":"')
     return envelope[start : envelope.index('"', start)]
-
-
-class _Checkpointer:
-    """Copies the journal's WAL into its database file from a thread with its own connection.
-
-    SQLite's automatic checkpoint runs inside whichever commit crosses its threshold, on the committing
-    thread; with synchronous=FULL it fsyncs the database file there. Here a PASSIVE checkpoint runs beside
-    the writer (it never blocks a commit, and a commit never waits for it) every CHECKPOINT_EVERY_COMMITS
-    commits; the next commit after a complete one starts the WAL file over. Durability is unchanged: every
-    commit is still fsynced in the WAL before it returns.
-    """
-
-    def __init__(self, path: str) -> None:
-        self._path = path
-        self._wake = threading.Event()
-        self._stopping = False
-        self._commits = 0
-        self._thread = threading.Thread(target=self._run, name="journal-checkpoint", daemon=True)
-        self._thread.start()
-
-    def committed(self) -> None:
-        """Called after each commit: wakes the thread every CHECKPOINT_EVERY_COMMITS."""
-        self._commits += 1
-        if self._commits % CHECKPOINT_EVERY_COMMITS == 0:
-            self._wake.set()
-
-    def _run(self) -> None:
-        db: sqlite3.Connection | None = None
-        try:
-            while True:
-                self._wake.wait()
-                self._wake.clear()
-                if self._stopping:
-                    return
-                if db is None:
-                    db = sqlite3.connect(self._path, isolation_level=None, check_same_thread=True)
-                    db.execute("PRAGMA busy_timeout=1000")
-                try:
-                    db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
-                except sqlite3.Error as exc:
-                    log.warning("journal checkpoint failed (retried at the next one): %s", exc)
-        finally:
-            if db is not None:
-                db.close()
-
-    def stop(self) -> None:
-        self._stopping = True
-        self._wake.set()
-        self._thread.join(5)
