@@ -80,7 +80,11 @@ client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id="bench-flush-rules",
 client.on_connect, client.on_subscribe, client.on_message = on_connect, on_subscribe, on_message
 client.connect("127.0.0.1", port)
 client.loop_start()
-sys.stdin.readline()
+for line in sys.stdin:
+    if line.strip() == "count":
+        sys.stdout.write(f"{len(seen)}\\n"); sys.stdout.flush()
+    else:
+        break
 client.disconnect(); client.loop_stop()
 print(json.dumps({"total": total, "unique": len(seen), "max": last, "in_order": order_ok,
                   "first_ns": first_ns, "last_ns": last_ns, "live": live}))
@@ -117,6 +121,18 @@ async def start_subscriber(port: int) -> asyncio.subprocess.Process:
     return process
 
 
+async def wait_subscriber(process: asyncio.subprocess.Process, expected: int, timeout: float) -> None:
+    """Until the subscriber has every event (it may lag the broker's PUBACKs to the table)."""
+    assert process.stdin is not None and process.stdout is not None
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        process.stdin.write(b"count\n")
+        await process.stdin.drain()
+        if int(await process.stdout.readline()) >= expected:
+            return
+        await asyncio.sleep(0.1)
+
+
 async def stop_subscriber(process: asyncio.subprocess.Process) -> dict[str, Any]:
     assert process.stdin is not None and process.stdout is not None
     process.stdin.write(b"stop\n")
@@ -139,7 +155,7 @@ async def loop_lag(samples: list[float], stop: asyncio.Event) -> None:
 async def one_drain(
     port: int, workdir: Path, backlog: int, window: int, live_rate: float, timeout: float
 ) -> dict[str, Any]:
-    journal_path = workdir / f"flush-{window}.sqlite3"
+    journal_path = workdir / f"flush-{window}-{time.monotonic_ns()}.sqlite3"
     journal = Journal(journal_path, ROOT)
     started_fill = time.perf_counter()
     now = time.time() - 600  # journaled during the outage, ten minutes ago
@@ -186,6 +202,7 @@ async def one_drain(
             await asyncio.sleep(0.001)
         await asyncio.sleep(0.2)  # the ack batch lands
         outbox_left = journal.outbox_size()
+        await wait_subscriber(subscriber, backlog + live_count, 60)
     finally:
         stop_lag.set()
         await lag_task
@@ -210,6 +227,11 @@ async def one_drain(
         "published": bus.stats.published,
         "outbox_left": outbox_left,
         "subscriber": {k: v for k, v in received.items() if k != "live"},
+        "subscriber_events_per_second": round(
+            received["total"] / ((received["last_ns"] - received["first_ns"]) / 1e9)
+        )
+        if received.get("first_ns") and received.get("last_ns") and received["last_ns"] > received["first_ns"]
+        else None,
         "all_delivered_in_order": received["unique"] == backlog + live_count and received["in_order"],
         "live_events": live_count,
         "live_commit": common.summarise(commits_ns),
