@@ -271,6 +271,8 @@ class TableBus:
         journal's memory: no task switch, no read-back."""
         sender = self._sender
         if sender is not None:
+            # never raises: the events are committed whatever happens to the link (the caller then ACKs the
+            # device); a failed publish ends this connection and they go on the next one
             sender.pump()
 
     def set_state(self, state: dict[str, Any] | Callable[[], dict[str, Any]]) -> None:
@@ -539,6 +541,8 @@ class TableBus:
             sender.pump()
             while True:
                 _raise_if_cancelled()
+                if sender.link_failed is not None:
+                    raise aiomqtt.MqttError(f"could not publish an event: {sender.link_failed}")
                 sender.wake.clear()
                 oldest = sender.oldest_sent()
                 timeout = None if oldest is None else oldest + ACK_TIMEOUT_SECONDS - time.monotonic()
@@ -547,6 +551,8 @@ class TableBus:
                 with contextlib.suppress(TimeoutError):  # not wait_for: see drivers.runner._tick_loop
                     async with asyncio.timeout(timeout):
                         await sender.wake.wait()
+                if sender.link_failed is not None:
+                    continue
                 if sender.restored:
                     sender.restored = False
                     if self._refusal is not None:
@@ -760,9 +766,22 @@ class _EventSender:
         self._flush_handle: asyncio.TimerHandle | None = None
         self._closed = False
         self._pump_scheduled = False
+        #: the client refused a publish: the connection is going (its task raises it)
+        self.link_failed: Exception | None = None
 
     def pump(self) -> None:
-        if self._closed or self.refused is not None:
+        """Hand the client the next events, as many as the window has room for. Never raises: a publish the
+        client refuses (the link is going) ends the connection (`link_failed`, seen by the bus's task)."""
+        try:
+            self._pump()
+        except Exception as exc:
+            if self.link_failed is None:
+                self.link_failed = exc
+                logger.warning("publishing an event failed (%s); reconnecting", exc)
+            self.wake.set()
+
+    def _pump(self) -> None:
+        if self._closed or self.refused is not None or self.link_failed is not None:
             return
         room = (1 if self.probing else self.window) - len(self.inflight)
         if room <= 0 or self.cursor >= self.journal.last_sequence:
@@ -778,10 +797,10 @@ class _EventSender:
             if event.recordedtime < self.since:
                 payload = _historical(payload)
             entry = [event.sequence, now, None]
+            self.client.publish_nowait(topic_prefix + event.type, payload, partial(self._ack, entry))
             self.inflight.append(entry)
             self._events[event.sequence] = event
             self.cursor = event.sequence
-            self.client.publish_nowait(topic_prefix + event.type, payload, partial(self._ack, entry))
         self.client.flush()
         stats = self.bus.stats
         stats.inflight_peak = max(stats.inflight_peak, len(self.inflight))

@@ -311,6 +311,32 @@ async def test_a_backlog_drains_through_the_window_in_order_while_live_events_ke
     assert all(e["historical"] for e in events[:backlog])
 
 
+async def test_a_publish_the_client_refuses_never_reaches_the_committer_and_loses_nothing(
+    mosquitto: MosquittoBroker, journal: Journal, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # events are published from inside the service's step, right after the commit: a failing client (the link
+    # going down) must not look like a failed commit to the caller, which then ACKs the device
+    failures = iter([True])
+
+    def flaky(self: Any, topic: str, payload: str, on_ack: Any) -> None:
+        if next(failures, False):
+            raise bus_module.aiomqtt.MqttCodeError(4, "Could not publish message")
+        original(self, topic, payload, on_ack)
+
+    original = bus_module._Client.publish_nowait
+    monkeypatch.setattr(bus_module._Client, "publish_nowait", flaky)
+    async with (
+        MqttRecorder(mosquitto, [f"{ROOT}/events/#"]) as watcher,
+        running_bus(settings_for(mosquitto), journal) as bus,
+    ):
+        commit(journal, bus, 1, 2)  # does not raise
+        commit(journal, bus, 3)
+        received = await watcher.wait_for_count(f"{ROOT}/events/#", 3, timeout=10)
+        await wait_until(lambda: not journal.outbox(), what="the outbox to empty")
+        assert bus.stats.reconnects >= 1
+    assert [int(e["sequence"]) for e in first_occurrences(received)] == [1, 2, 3]
+
+
 async def test_nothing_after_a_refused_event_leaves_the_outbox_before_it(
     tmp_path: Path, journal: Journal
 ) -> None:
