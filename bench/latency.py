@@ -28,6 +28,7 @@ import platform
 import random
 import shutil
 import sqlite3
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -122,6 +123,7 @@ class Pacing:
     card_timeout: float  # a card whose message has not arrived by then is counted lost
     phase_timeout: float  # hard limit for one system's whole measurement
     card_gap: float  # idle time between a card's arrival and the next write (0: back to back)
+    subscriber: str = "process"  # "process": its own process; "thread": in this process (shares the GIL)
 
 
 # --- the device: the benchmark writes shoe lines on the master side of a pty ------------------------------
@@ -311,6 +313,90 @@ class Subscriber:
             return None
 
 
+#: the subscriber in its own process: prints "ready" after its SUBACK, then one line per message:
+#: `<perf_counter_ns at receipt> <topic> <payload as hex>` (CLOCK_MONOTONIC: the same clock in every process)
+_SUBSCRIBER_PROCESS = """
+import sys, time, threading
+import paho.mqtt.client as mqtt
+from paho.mqtt.enums import CallbackAPIVersion
+port, topic, client_id = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+out = sys.stdout
+lock = threading.Lock()
+def on_connect(client, userdata, flags, reason, props):
+    client.subscribe(topic, qos=1)
+def on_subscribe(client, userdata, mid, reasons, props):
+    out.write("ready\\n"); out.flush()
+def on_message(client, userdata, message):
+    stamp = time.perf_counter_ns()
+    out.write(f"{stamp} {message.topic} {bytes(message.payload).hex()}\\n"); out.flush()
+client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=client_id, protocol=mqtt.MQTTv5)
+client.on_connect, client.on_subscribe, client.on_message = on_connect, on_subscribe, on_message
+client.connect("127.0.0.1", port)
+client.loop_start()
+sys.stdin.read()
+client.disconnect()
+client.loop_stop()
+"""
+
+
+class ProcessSubscriber:
+    """The same QoS 1 subscriber as `Subscriber`, in a process of its own (as a rules engine is): it takes
+    its receive stamp with no GIL shared with the system under test. The default."""
+
+    def __init__(self, port: int, topic: str, client_id: str) -> None:
+        self.args = [sys.executable, "-c", _SUBSCRIBER_PROCESS, str(port), topic, client_id]
+        self.messages: asyncio.Queue[Received] = asyncio.Queue()
+        self._process: asyncio.subprocess.Process | None = None
+        self._reader: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> ProcessSubscriber:
+        self._process = await asyncio.create_subprocess_exec(
+            *self.args, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, limit=1 << 24
+        )
+        assert self._process.stdout is not None
+        line = await asyncio.wait_for(self._process.stdout.readline(), 10)
+        if line.strip() != b"ready":
+            raise RuntimeError(f"the subscriber process did not subscribe: {line!r}")
+        self._reader = asyncio.create_task(self._read())
+        return self
+
+    async def _read(self) -> None:
+        assert self._process is not None and self._process.stdout is not None
+        while line := await self._process.stdout.readline():
+            stamp, topic, payload = line.decode().split(" ")
+            self.messages.put_nowait(Received(int(stamp), topic, bytes.fromhex(payload.strip())))
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._process is not None:
+            assert self._process.stdin is not None
+            self._process.stdin.close()
+            try:
+                await asyncio.wait_for(self._process.wait(), 5)
+            except TimeoutError:
+                self._process.kill()
+                await self._process.wait()
+        if self._reader is not None:
+            self._reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reader
+
+    async def get(self, deadline: float) -> Received | None:
+        """The next message, or None at the deadline (time.monotonic())."""
+        remaining = deadline - time.monotonic()
+        if self.messages.empty() and remaining <= 0:
+            return None
+        try:
+            return await asyncio.wait_for(self.messages.get(), max(remaining, 0))
+        except TimeoutError:
+            return None
+
+
+def make_subscriber(kind: str, port: int, topic: str, client_id: str) -> Subscriber | ProcessSubscriber:
+    if kind == "thread":
+        return Subscriber(port, topic, client_id)
+    return ProcessSubscriber(port, topic, client_id)
+
+
 # --- results -------------------------------------------------------------------------------------------
 
 
@@ -324,6 +410,8 @@ class PhaseResult:
     position_mismatches: int = 0
     notes: list[str] = field(default_factory=list)
     round_gaps_ns: list[int] = field(default_factory=list)
+    #: tablectl: per measured card, the time its path spent in journal commits (fsync included)
+    commit_ns: list[int] = field(default_factory=list)
     host_lines: dict[str, int] = field(default_factory=dict)
     error: str | None = None
     seconds: float = 0.0
@@ -363,7 +451,7 @@ def summarise(values_ns: list[int]) -> dict[str, float | int]:
 class EventStream:
     """tablectl's events as the subscriber saw them, with just enough state to pace the dealing."""
 
-    def __init__(self, subscriber: Subscriber) -> None:
+    def __init__(self, subscriber: Subscriber | ProcessSubscriber) -> None:
         self.subscriber = subscriber
         self.open_rounds: dict[str, int] = {}  # round id -> receive stamp of its round.opened
         self.closed_rounds: set[str] = set()
@@ -438,6 +526,24 @@ def tablectl_config(port: int, pty_path: str, data_dir: Path) -> dict[str, Any]:
     }
 
 
+def time_journal_commits(service: Any) -> list[tuple[int, int]]:
+    """(start, end) perf_counter_ns of every journal append (one durable commit each), by wrapping the
+    service's journal: the benchmark's own instrument, so the report can say how much of a card's latency
+    was the disk."""
+    commits: list[tuple[int, int]] = []
+    append = service.journal.append
+
+    def timed_append(*args: Any, **kwargs: Any) -> Any:
+        start = time.perf_counter_ns()
+        try:
+            return append(*args, **kwargs)
+        finally:
+            commits.append((start, time.perf_counter_ns()))
+
+    service.journal.append = timed_append
+    return commits
+
+
 def journal_settings(service: Any) -> dict[str, Any]:
     """Read back what the journal connection really runs with (the point of the 'durable' claim)."""
     settings: dict[str, Any] = {"file": Path(service.journal_path).name}  # the scratch dir is deleted anyway
@@ -463,10 +569,13 @@ async def run_tablectl(
     shoe = PtyShoe(loop)
     config = config_from_dict(tablectl_config(broker_port, shoe.path, data_dir), environ={}, source="bench")
     service = TableService(config)
+    commits = time_journal_commits(service)
     root = config.topic_root
     phase_deadline = time.monotonic() + pacing.phase_timeout
     started = time.monotonic()
-    async with Subscriber(broker_port, f"{root}/events/#", "bench-tablectl-subscriber") as subscriber:
+    async with make_subscriber(
+        pacing.subscriber, broker_port, f"{root}/events/#", "bench-tablectl-subscriber"
+    ) as subscriber:
         events = EventStream(subscriber)
         shoe.start()
         runner = asyncio.create_task(service.run(), name="tablectl")
@@ -528,6 +637,13 @@ async def run_tablectl(
                     if envelope["data"].get("position") != position:
                         result.position_mismatches += 1
                     result.latencies_ns.append(latency)
+                    # the durable commits in this card's path (the journal's disk, for reading the results)
+                    result.commit_ns.append(
+                        sum(
+                            end - start for start, end in commits if start >= stamp - latency and end <= stamp
+                        )
+                    )
+                    del commits[:-4]
                     last_card_stamp = stamp
             # let the last round's events land so the counts are complete
             await events.until(time.monotonic() + 0.3)
@@ -617,7 +733,9 @@ async def run_naive(
     shoe = PtyShoe(loop)
     phase_deadline = time.monotonic() + pacing.phase_timeout
     started = time.monotonic()
-    async with Subscriber(broker_port, NAIVE_TOPIC, "bench-naive-subscriber") as subscriber:
+    async with make_subscriber(
+        pacing.subscriber, broker_port, NAIVE_TOPIC, "bench-naive-subscriber"
+    ) as subscriber:
         bridge = NaiveBridge(shoe.path, broker_port)
         bridge.start()
         shoe.start()
@@ -758,6 +876,16 @@ def phase_report(phase: PhaseResult, warmup: int) -> dict[str, Any]:
         "cards_received": len(phase.latencies_ns),
         "warmup_excluded": min(warmup, len(phase.latencies_ns)),
         "latency": summarise(phase.measured(warmup)),
+        **(
+            {
+                "journal_commit_in_path": summarise(phase.commit_ns[warmup:]),
+                "latency_without_commit": summarise(
+                    [a - b for a, b in zip(phase.measured(warmup), phase.commit_ns[warmup:], strict=False)]
+                ),
+            }
+            if phase.commit_ns
+            else {}
+        ),
         "lost": phase.lost,
         "rejected": phase.rejected,
         "position_mismatches": phase.position_mismatches,
@@ -770,6 +898,60 @@ def phase_report(phase: PhaseResult, warmup: int) -> dict[str, Any]:
         "notes": phase.notes[:20],
         **phase.extra,
         "samples_us": [round(value / 1e3) for value in phase.latencies_ns],
+    }
+
+
+def merged_phase(name: str, phases: list[PhaseResult], warmup: int) -> PhaseResult:
+    """Every pair's measured cards (each phase's warm-up already left out) as one phase."""
+    merged = PhaseResult(name)
+    for phase in phases:
+        merged.latencies_ns += phase.measured(warmup)
+        merged.commit_ns += phase.commit_ns[warmup:]
+        merged.cards_written += phase.cards_written
+        merged.lost += phase.lost
+        merged.rejected += phase.rejected
+        merged.position_mismatches += phase.position_mismatches
+        merged.round_gaps_ns += phase.round_gaps_ns
+        merged.seconds += phase.seconds
+        merged.notes += phase.notes
+        for line, count in phase.host_lines.items():
+            merged.host_lines[line] = merged.host_lines.get(line, 0) + count
+        merged.error = merged.error or phase.error
+        merged.extra.update(
+            {k: v for k, v in phase.extra.items() if k not in ("load_average_after", "order")}
+        )
+    return merged
+
+
+def pair_report(tablectl: PhaseResult, naive: PhaseResult, warmup: int) -> dict[str, Any]:
+    """One interleaved pair: both systems' p50/p99 and their ratios."""
+    t = summarise(tablectl.measured(warmup))
+    n = summarise(naive.measured(warmup))
+
+    def ratio(key: str) -> float | None:
+        if not t.get("count") or not n.get("count") or not n[key]:
+            return None
+        return round(t[key] / n[key], 2)
+
+    c = summarise(tablectl.commit_ns[warmup:])
+    rest = summarise(
+        [a - b for a, b in zip(tablectl.measured(warmup), tablectl.commit_ns[warmup:], strict=False)]
+    )
+    return {
+        "order": tablectl.extra.get("order"),
+        "tablectl_commit_p50_ms": c.get("p50_ms"),
+        "tablectl_without_commit_p50_ms": rest.get("p50_ms"),
+        "tablectl_without_commit_p99_ms": rest.get("p99_ms"),
+        "tablectl_p50_ms": t.get("p50_ms"),
+        "tablectl_p99_ms": t.get("p99_ms"),
+        "naive_p50_ms": n.get("p50_ms"),
+        "naive_p99_ms": n.get("p99_ms"),
+        "p50_ratio": ratio("p50_ms"),
+        "p99_ratio": ratio("p99_ms"),
+        "load_average_after": [
+            tablectl.extra.get("load_average_after"),
+            naive.extra.get("load_average_after"),
+        ],
     }
 
 
@@ -818,9 +1000,8 @@ async def run(args: argparse.Namespace) -> int:
     script = deal_script(args.seed, args.cards)
     cards_scripted = sum(len(r.cards) for r in script)
     started_at = dt.datetime.now(dt.UTC)
-    pacing = Pacing(args.card_timeout, args.phase_timeout, args.card_gap)
+    pacing = Pacing(args.card_timeout, args.phase_timeout, args.card_gap, args.subscriber)
     with scratch_dir(args.data_dir) as workdir, mosquitto(workdir) as broker:
-        data_dir = workdir / "tablectl-data"
         fstype = filesystem_of(workdir)
         if fstype in ("tmpfs", "ramfs"):
             print(f"warning: the journal is on {fstype}: its fsync does not reach a disk", file=sys.stderr)
@@ -832,14 +1013,34 @@ async def run(args: argparse.Namespace) -> int:
         fsync = fsync_probe(workdir)
         print(f"append + fdatasync: p50 {fsync['p50_ms']} ms, p99 {fsync['p99_ms']} ms", file=sys.stderr)
         loads = {"start": load_average()}
-        tablectl = await run_tablectl(script, broker.port, data_dir, pacing)
-        loads["after_tablectl"] = load_average()
-        print(f"tablectl: {len(tablectl.latencies_ns)} cards in {tablectl.seconds:.1f} s", file=sys.stderr)
-        gaps = sorted(tablectl.round_gaps_ns)
-        round_gap = gaps[len(gaps) // 2] / 1e9 if gaps else DEFAULT_ROUND_GAP_SECONDS
-        naive = await run_naive(script, broker.port, round_gap, pacing)
-        loads["after_naive_bridge"] = load_average()
-        print(f"naive bridge: {len(naive.latencies_ns)} cards in {naive.seconds:.1f} s", file=sys.stderr)
+        round_gap = DEFAULT_ROUND_GAP_SECONDS
+        pairs: list[tuple[PhaseResult, PhaseResult]] = []
+        for number in range(args.pairs):
+            # interleaved, and the order swapped every pair: a load that comes and goes hits both systems
+            first = "tablectl" if number % 2 == 0 else "naive"
+            results: dict[str, PhaseResult] = {}
+            for system in (first, "naive" if first == "tablectl" else "tablectl"):
+                if system == "tablectl":
+                    phase = await run_tablectl(
+                        script, broker.port, workdir / f"tablectl-data-{number}", pacing
+                    )
+                    gaps = sorted(phase.round_gaps_ns)
+                    if gaps:
+                        round_gap = gaps[len(gaps) // 2] / 1e9
+                else:
+                    phase = await run_naive(script, broker.port, round_gap, pacing)
+                phase.extra["load_average_after"] = load_average()
+                results[system] = phase
+                print(
+                    f"pair {number + 1}/{args.pairs}: {phase.name}: {len(phase.latencies_ns)} cards in "
+                    f"{phase.seconds:.1f} s, p50 {summarise(phase.measured(args.warmup)).get('p50_ms')} ms",
+                    file=sys.stderr,
+                )
+            results["tablectl"].extra["order"] = f"{first} first"
+            pairs.append((results["tablectl"], results["naive"]))
+        loads["end"] = load_average()
+        tablectl = merged_phase("tablectl", [pair[0] for pair in pairs], args.warmup)
+        naive = merged_phase("naive bridge", [pair[1] for pair in pairs], args.warmup)
         machine = machine_info(broker.binary)
     journal = tablectl.extra.get("journal", {})
     durable = journal.get("journal_mode") == "wal" and journal.get("synchronous") == "FULL"
@@ -847,7 +1048,14 @@ async def run(args: argparse.Namespace) -> int:
         (f"tablectl (SQLite WAL, synchronous={journal.get('synchronous', '?')}, on {fstype})", tablectl),
         ("naive bridge (readline → publish, no journal)", naive),
     ]
-    table = markdown_table(phases, args.warmup)
+    table = markdown_table(phases, 0)
+    pair_reports = [pair_report(t, n, args.warmup) for t, n in pairs]
+    ratios = {
+        key: round(statistics.median(r[key] for r in pair_reports if r[key] is not None), 2)
+        if any(r[key] is not None for r in pair_reports)
+        else None
+        for key in ("p50_ratio", "p99_ratio")
+    }
     report = {
         "benchmark": "end-to-end latency: shoe line written on the pty -> MQTT message at a QoS 1 subscriber",
         "date_utc": started_at.isoformat(timespec="seconds").replace("+00:00", "Z"),
@@ -862,13 +1070,17 @@ async def run(args: argparse.Namespace) -> int:
             "card_timeout_s": args.card_timeout,
             "card_gap_s": args.card_gap,
             "broker": "mosquitto on 127.0.0.1 (loopback), persistence off; MQTT 5 clients, QoS 1",
+            "subscriber": args.subscriber,
+            "pairs": args.pairs,
             "journal_filesystem": fstype,
             "journal_durable": durable,
         },
         "disk_append_fdatasync": fsync,
         "load_average_1_5_15_min": loads,
-        "tablectl": phase_report(tablectl, args.warmup),
-        "naive_bridge": phase_report(naive, args.warmup),
+        "tablectl": phase_report(tablectl, 0),
+        "naive_bridge": phase_report(naive, 0),
+        "pairs": pair_reports,
+        "median_ratio_tablectl_to_naive": ratios,
         "markdown": table,
     }
     output = args.output or BENCH_DIR / "results" / f"latency-{started_at:%Y%m%d}.json"
@@ -877,6 +1089,18 @@ async def run(args: argparse.Namespace) -> int:
 
     print()
     print(table)
+    print()
+    for number, pair in enumerate(pair_reports, 1):
+        print(
+            f"pair {number} ({pair['order']}): tablectl p50 {pair['tablectl_p50_ms']} ms p99 "
+            f"{pair['tablectl_p99_ms']} ms; naive p50 {pair['naive_p50_ms']} ms "
+            f"p99 {pair['naive_p99_ms']} ms; "
+            f"ratio p50 {pair['p50_ratio']} p99 {pair['p99_ratio']}; tablectl's commits p50 "
+            f"{pair['tablectl_commit_p50_ms']} ms, without them p50 "
+            f"{pair['tablectl_without_commit_p50_ms']} ms "
+            f"p99 {pair['tablectl_without_commit_p99_ms']} ms"
+        )
+    print(f"median ratio tablectl / naive over {len(pair_reports)} pair(s): {ratios}")
     print()
     print(
         f"Journal: {'durable' if durable else 'NOT durable'} (journal_mode={journal.get('journal_mode')}, "
@@ -889,8 +1113,7 @@ async def run(args: argparse.Namespace) -> int:
     )
     print(
         f"Disk: append + fdatasync p50 {fsync['p50_ms']} ms, p99 {fsync['p99_ms']} ms. "
-        f"Load average (1 min): {loads['start'][0]} at start, {loads['after_tablectl'][0]} after tablectl, "
-        f"{loads['after_naive_bridge'][0]} after the naive bridge."
+        f"Load average (1 min): {loads['start'][0]} at start, {loads['end'][0]} at the end."
     )
     print(f"Date: {report['date_utc']}; commit: {report['git_commit']}")
     print(f"Written: {output}")
@@ -904,7 +1127,7 @@ async def run(args: argparse.Namespace) -> int:
     ]
     for problem in problems:
         print(f"problem: {problem}", file=sys.stderr)
-    short = min(len(tablectl.latencies_ns), len(naive.latencies_ns)) < args.cards
+    short = any(len(phase.latencies_ns) < args.cards for pair in pairs for phase in pair)
     return 1 if problems or short else 0
 
 
@@ -917,6 +1140,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--phase-timeout", type=float, default=80.0, help="hard limit per system (s)")
     parser.add_argument(
         "--card-gap", type=float, default=0.0, help="idle seconds between a card's arrival and the next card"
+    )
+    parser.add_argument(
+        "--pairs", type=int, default=3, help="tablectl/naive pairs, interleaved, order swapped (default 3)"
+    )
+    parser.add_argument(
+        "--subscriber",
+        choices=("process", "thread"),
+        default="process",
+        help="the subscriber in its own process (default) or a thread of the benchmark (shares its GIL)",
     )
     parser.add_argument("--data-dir", type=Path, default=None, help="parent of the scratch dir (a real disk)")
     parser.add_argument("--output", type=Path, default=None, help="JSON result path")

@@ -277,7 +277,38 @@ def cmd_check_config(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
+def cmd_simulate(args: argparse.Namespace) -> int:
+    from drivers.simulate import SimulateError, serve
+
+    if args.pty is not None and args.tcp is not None:
+        raise OperatorError("simulate: --pty or --tcp, not both")
+    try:
+        asyncio.run(
+            serve(
+                args.device,
+                pty=args.pty,
+                tcp=args.tcp,
+                faults=args.faults,
+                seed=args.seed,
+                speed=args.speed,
+                decks=args.decks,
+                deal_every=args.deal_every,
+            )
+        )
+    except SimulateError as exc:
+        raise OperatorError(str(exc)) from None
+    except OSError as exc:
+        raise OperatorError(f"simulate: {exc}") from None
+    return 0
+
+
+#: commands whose parser is built without the other tools' (schema, panel-hash-pin, calibrate), whose modules
+#: take a tenth of a second to import: `tablectl run` starts the table (under systemd, after a crash too)
+LEAN_COMMANDS = frozenset({"run", "simulate"})
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The command line; given the command being run and it is in LEAN_COMMANDS, only the core commands."""
     from controller.games import GAMES
     from drivers.registry import PROTOCOLS
 
@@ -326,6 +357,36 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, help="serve the page on this port (default 8090)")
     p.set_defaults(func=cmd_console)
 
+    p = sub.add_parser(
+        "simulate",
+        help="serve a simulated device on a pty or TCP port (prints the path to put in devices.<name>.port)",
+    )
+    p.add_argument("device", choices=("shoe", "wheel", "shuffler", "shaker"))
+    p.add_argument("--pty", metavar="PATH", help="also make PATH a symlink to the pty (e.g. /tmp/shoe)")
+    p.add_argument(
+        "--tcp", type=int, metavar="PORT", help="serve on socket://127.0.0.1:PORT (0: any free port)"
+    )
+    p.add_argument(
+        "--faults",
+        metavar="NAME=VALUE,...",
+        help="the simulator's fault switches, e.g. noread_rate=0.05,bad_checksum_rate=0.01 "
+        "(a wrong name lists them)",
+    )
+    p.add_argument("--seed", type=int, default=1, help="shuffle / wheel / fault seed (default 1)")
+    p.add_argument(
+        "--speed", type=float, default=1.0, help="wheel, shuffler, shaker: time runs this much faster"
+    )
+    p.add_argument("--decks", type=int, default=8, help="shoe: decks per shoe (default 8)")
+    p.add_argument(
+        "--deal-every",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="shoe: an automatic dealer draws a card this often while the gate is open "
+        "(0: only 'draw' on stdin)",
+    )
+    p.set_defaults(func=cmd_simulate)
+
     p = sub.add_parser("replay", help="feed a device capture through the live parser, driver and game flow")
     p.add_argument("--game", choices=sorted(GAMES), required=True)
     p.add_argument("--protocol", choices=sorted(PROTOCOLS), required=True)
@@ -358,6 +419,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--show", action="store_true", help="when it is clean, print the effective settings")
     p.set_defaults(func=cmd_check_config)
 
+    if command in LEAN_COMMANDS:
+        return parser
     from controller.schema import register as register_schema
 
     register_schema(sub)
@@ -376,7 +439,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    words = sys.argv[1:] if argv is None else argv
+    command = next((word for word in words if not word.startswith("-")), None)
+    parser = build_parser(None if {"-h", "--help"} & set(words[:1]) else command)
     args = parser.parse_args(argv)
     level = logging.WARNING - 10 * min(args.verbose, 2)
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")

@@ -240,6 +240,13 @@ class BrokerSettings(pydantic.BaseModel):
         default=0.5, gt=0, description="also the first pause before retrying an event the broker refused"
     )
     reconnect_max_seconds: float = pydantic.Field(default=10.0, gt=0)
+    max_inflight: int = pydantic.Field(
+        default=100,
+        ge=1,
+        le=65535,
+        description="events published and not yet acknowledged by the broker at most (the in-flight window; "
+        "the broker's MQTT 5 Receive Maximum lowers it)",
+    )
     max_payload_bytes: int = pydantic.Field(
         default=64 * 1024,
         ge=1024,

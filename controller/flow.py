@@ -91,9 +91,12 @@ class GameFlow(ABC):
 
     def export_state(self) -> dict[str, Any]:
         """The flow's state as a JSON-ready dict (secrets included: for the journal's state row only)."""
+        return self.export_record().model_dump(mode="json")
+
+    def export_record(self) -> FlowRecord:
+        """The flow's state as its validated record (`export_state` is its JSON-ready dict)."""
         fields = self.record_model.model_fields
-        record = self.record_model.model_validate({name: getattr(self, name) for name in fields})
-        return record.model_dump(mode="json")
+        return self.record_model.model_validate({name: getattr(self, name) for name in fields})
 
     def restore_state(self, data: dict[str, Any]) -> None:
         """Apply a journaled record to a flow freshly built from the configuration. Raises ValueError

@@ -34,6 +34,10 @@ from typing import Any
 
 from controller.events import Envelope, Event, format_sequence, iso_ms
 
+#: unacknowledged events kept in memory after `append`, so the bus publishes them without reading them back;
+#: past this many (a long broker outage) the rest is read from SQLite when their turn comes
+PENDING_CACHE = 10_000
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (
     key   TEXT PRIMARY KEY,
@@ -80,6 +84,16 @@ class StoredEvent:
     envelope: str
 
 
+@dataclass(frozen=True, slots=True)
+class PendingEvent:
+    """An event in the outbox, ready to publish: its envelope is the exact JSON journaled."""
+
+    sequence: int
+    type: str
+    recordedtime: str
+    envelope: str
+
+
 @dataclass(frozen=True)
 class CommandReply:
     """The reply given to one command, kept so that its repeat (same sender, transaction) gets it again."""
@@ -105,6 +119,8 @@ class Journal:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=FULL")
         self._db.execute("PRAGMA foreign_keys=ON")
+        #: events appended by this process and not yet acknowledged, by sequence (see `pending`)
+        self._pending: dict[int, PendingEvent] = {}
         try:
             self._db.executescript(_SCHEMA)
             self._open()
@@ -139,6 +155,7 @@ class Journal:
         reply to the command that caused them too, so the command is never applied again."""
         recorded = iso_ms(self.clock())
         envelopes: list[Envelope] = []
+        pending: list[PendingEvent] = []
         with self._transaction():
             sequence = self._last_sequence
             for event in events:
@@ -154,12 +171,14 @@ class Journal:
                     historical=False,
                     data=event.data,
                 )
+                text = envelope.model_dump_json()
                 self._db.execute(
                     "INSERT INTO events (sequence, id, type, envelope) VALUES (?, ?, ?, ?)",
-                    (sequence, envelope.id, envelope.type, envelope.model_dump_json()),
+                    (sequence, envelope.id, envelope.type, text),
                 )
                 self._db.execute("INSERT INTO outbox (sequence) VALUES (?)", (sequence,))
                 envelopes.append(envelope)
+                pending.append(PendingEvent(sequence, envelope.type, recorded, text))
             if snapshot is not None:
                 self._db.execute(
                     "INSERT OR REPLACE INTO snapshot (slot, sequence, data) VALUES (1, ?, ?)",
@@ -168,24 +187,39 @@ class Journal:
             self._set_meta("last_sequence", str(sequence))
             if reply is not None:
                 self._store_reply(reply, recorded)
-        # Only after COMMIT succeeded: a failed transaction must not advance the counter.
+        # Only after COMMIT succeeded: a failed transaction must not advance the counter, and nothing
+        # uncommitted may be handed to the bus.
         self._last_sequence = sequence
+        for item in pending:
+            if len(self._pending) >= PENDING_CACHE:
+                break
+            self._pending[item.sequence] = item
         return envelopes
 
     def acknowledge(self, sequence: int) -> None:
-        """The broker acknowledged this event: it no longer needs sending.
+        """The broker acknowledged this event: it no longer needs sending (see `acknowledge_many`)."""
+        self.acknowledge_many((sequence,))
+
+    def acknowledge_many(self, sequences: Sequence[int]) -> None:
+        """The broker acknowledged these events: they leave the outbox, in one transaction.
 
         Committed without waiting for the disk (synchronous=NORMAL, for this transaction only): losing an
         acknowledgement in a power cut only re-sends the event with the same id, which the contract allows,
         while an fsync per PUBACK on the event loop delayed the next card's event (see bench/README.md).
         The next `append` (synchronous=FULL) makes it durable anyway.
         """
+        if not sequences:
+            return
         self._db.execute("PRAGMA synchronous=NORMAL")
         try:
             with self._transaction():
-                self._db.execute("DELETE FROM outbox WHERE sequence = ?", (sequence,))
+                self._db.executemany(
+                    "DELETE FROM outbox WHERE sequence = ?", [(sequence,) for sequence in sequences]
+                )
         finally:
             self._db.execute("PRAGMA synchronous=FULL")
+        for sequence in sequences:
+            self._pending.pop(sequence, None)
 
     def record_reply(self, reply: CommandReply) -> None:
         """Keep (or replace) the reply to a command, in its own transaction."""
@@ -285,6 +319,33 @@ class Journal:
         ).fetchone()
         return int(count), None if row is None else str(row[0])
 
+    def pending(self, after: int, limit: int) -> list[PendingEvent]:
+        """Outbox events after sequence `after`, oldest first, at most `limit`: what the bus publishes next.
+
+        Events this process appended come from memory, exactly as journaled (no read-back, no re-validation);
+        older ones (a backlog from before a restart, or past `PENDING_CACHE`) are read from SQLite."""
+        found: list[PendingEvent] = []
+        cache = self._pending
+        sequence = after + 1
+        while len(found) < limit and (event := cache.get(sequence)) is not None:
+            found.append(event)
+            sequence += 1
+        if found:
+            return found
+        rows = self._db.execute(
+            "SELECT e.sequence, e.type, e.envelope FROM outbox o JOIN events e ON e.sequence = o.sequence "
+            "WHERE o.sequence > ? ORDER BY o.sequence LIMIT ?",
+            (after, limit),
+        ).fetchall()
+        return [
+            PendingEvent(int(sequence), str(type_), _recordedtime(envelope), str(envelope))
+            for sequence, type_, envelope in rows
+        ]
+
+    def outbox_size(self) -> int:
+        """How many events wait for the broker's acknowledgement."""
+        return int(self._db.execute("SELECT COUNT(*) FROM outbox").fetchone()[0])
+
     def read(self, from_sequence: int, to_sequence: int | None = None, limit: int = 10_000) -> list[Envelope]:
         """Journaled events from `from_sequence` to `to_sequence` (inclusive), at most `limit` of them."""
         upper = self._last_sequence if to_sequence is None else to_sequence
@@ -334,3 +395,12 @@ class Journal:
 
     def _set_meta(self, key: str, value: str) -> None:
         self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+
+
+def _recordedtime(envelope: str) -> str:
+    """`recordedtime` of a journaled envelope (written by `append`: a plain ISO string, never escaped)."""
+    start = envelope.find('"recordedtime":"')
+    if start < 0:
+        return str(json.loads(envelope)["recordedtime"])
+    start += len('"recordedtime":"')
+    return envelope[start : envelope.index('"', start)]

@@ -40,6 +40,7 @@ with every step; `restore_state()` applies one to a core freshly built from the 
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 from dataclasses import dataclass, field
 from typing import Any
@@ -217,6 +218,21 @@ class TableCore:
             flow=self.flow.export_state(),
         )
         return record.model_dump(mode="json")
+
+    def export_state_json(self) -> bytes:
+        """`export_state()` as the UTF-8 JSON the journal stores (what `controller.table_state.decode_state`
+        reads back), built without the dict round trip: the flow's record is encoded by pydantic directly.
+        Journaled with every step, so it is on the path of every event."""
+        head = {
+            "game": self.game,
+            "held": [held_record(reading).model_dump(mode="json") for reading in self.held],
+            "pause": None if self.pause is None else self.pause.model_dump(mode="json"),
+            "rejected": self.rejected,
+            "state_version": STATE_VERSION,
+            "table_id": self.table_id,
+        }
+        encoded = json.dumps(head, separators=(",", ":"), sort_keys=True).encode("utf-8")
+        return b'{"flow":' + self.flow.export_record().model_dump_json().encode("utf-8") + b"," + encoded[1:]
 
     def restore_state(self, data: dict[str, Any]) -> None:
         """Apply a journaled record (already migrated to STATE_VERSION). Raises StateMismatch, changing

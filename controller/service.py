@@ -34,7 +34,7 @@ from controller.games import game_spec, make_flow
 from controller.journal import CommandReply, Journal
 from controller.retention import Housekeeping
 from controller.runtime import Step, TableCore
-from controller.table_state import decode_state, encode_state
+from controller.table_state import decode_state
 from drivers.capture import CaptureWriter
 from drivers.readings import Reading
 from drivers.registry import is_camera, link_opener, session_class
@@ -102,7 +102,7 @@ class TableService:
         except BaseException:
             self.journal.close()
             raise
-        self._stored_state = encode_state(self.core.export_state())
+        self._stored_state = self.core.export_state_json()
         # the time of the last step applied: a deadline is handled at its own time, never before an input
         # the core has already seen
         self._last_step_time = 0.0
@@ -169,7 +169,7 @@ class TableService:
         if self.failure is not None:
             return []  # stopping: nothing more may be published that is not journaled
         self._deadlines_changed.set()
-        state = encode_state(self.core.export_state())
+        state = self.core.export_state_json()
         if step.events or reply is not None or state != self._stored_state:
             try:
                 envelopes = self.journal.append(step.events, snapshot=state, reply=reply)
@@ -225,6 +225,10 @@ class TableService:
                     future.set_result(None)
 
     def _publish_state(self) -> None:
+        if not self.state_listeners:
+            # built when the bus publishes it: one state for a burst of steps, none on the step's own path
+            self.bus.set_state(self.public_state)
+            return
         state = self.public_state()
         self.bus.set_state(state)
         for listener in self.state_listeners:

@@ -115,6 +115,10 @@ class DeviceRunner:
             finally:
                 self._writer = None
                 await self._close(writer)
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                # cancelled while closing the link, and 3.11's wait_for (in `_close`) returned normally
+                raise asyncio.CancelledError
             log.warning("%s: %s; reconnecting", self.name, reason)
             self.last_error = reason
             await self._link_event("lost", partial(self.session.connection_lost, reason=reason), reason)

@@ -22,7 +22,7 @@ from controller import bus as bus_module
 from controller.bus import TableBus
 from controller.commands import CloseBetting, Command, CommandError, Pause, VoidRound
 from controller.config import BrokerSettings, TableConfig, config_from_dict, load_config
-from controller.events import Envelope, Event, RoundOpened, make_event
+from controller.events import Envelope, Event, RoundClosed, RoundOpened, make_event
 from controller.journal import Journal
 from controller.service import TableService
 from drivers.shoe.simulator import ShoeSimulator
@@ -32,6 +32,7 @@ from tests.mosquitto import (
     Received,
     free_port,
     require_binary,
+    require_mosquitto,
     secured_broker,
     wait_until,
 )
@@ -281,6 +282,106 @@ async def test_broker_outage_delays_events_but_loses_none(
     assert [int(e["sequence"]) for e in events] == [1, 2, 3, 4, 5, 6]
     assert [e["historical"] for e in events] == [False, False, True, True, True, False]
     assert [e["data"]["round_id"] for e in events] == ["r1", "r2", "r3", "r4", "r5", "r6"]
+
+
+async def test_a_backlog_drains_through_the_window_in_order_while_live_events_keep_coming(
+    tmp_path: Path, journal: Journal
+) -> None:
+    # the broker queues everything for the watcher (Mosquitto drops QoS 1 past 1000 queued by default)
+    broker = MosquittoBroker(require_mosquitto(), tmp_path / "broker", extra_config="max_queued_messages 0")
+    broker.start()
+    backlog = 900
+    journal.append([round_opened(n) for n in range(1, backlog + 1)])  # waited through an outage
+    try:
+        async with (
+            MqttRecorder(broker, [f"{ROOT}/events/#"], protocol="5") as watcher,
+            running_bus(settings_for(broker, max_inflight=32), journal) as bus,
+        ):
+            for n in range(backlog + 1, backlog + 21):  # the table goes on while the backlog drains
+                commit(journal, bus, n)
+                await asyncio.sleep(0.005)
+            received = await watcher.wait_for_count(f"{ROOT}/events/#", backlog + 20, timeout=30)
+            await wait_until(lambda: not journal.outbox(), what="the outbox to empty")
+            assert bus.stats.published == backlog + 20
+            assert 1 < bus.stats.inflight_peak <= 32  # a window, not one publish at a time
+    finally:
+        broker.kill()
+    events = first_occurrences(received)
+    assert [int(e["sequence"]) for e in events] == list(range(1, backlog + 21))
+    assert all(e["historical"] for e in events[:backlog])
+
+
+async def test_a_publish_the_client_refuses_never_reaches_the_committer_and_loses_nothing(
+    mosquitto: MosquittoBroker, journal: Journal, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # events are published from inside the service's step, right after the commit: a failing client (the link
+    # going down) must not look like a failed commit to the caller, which then ACKs the device
+    failures = iter([True])
+
+    def flaky(self: Any, topic: str, payload: str, on_ack: Any) -> None:
+        if next(failures, False):
+            raise bus_module.aiomqtt.MqttCodeError(4, "Could not publish message")
+        original(self, topic, payload, on_ack)
+
+    original = bus_module._Client.publish_nowait
+    monkeypatch.setattr(bus_module._Client, "publish_nowait", flaky)
+    async with (
+        MqttRecorder(mosquitto, [f"{ROOT}/events/#"]) as watcher,
+        running_bus(settings_for(mosquitto), journal) as bus,
+    ):
+        commit(journal, bus, 1, 2)  # does not raise
+        commit(journal, bus, 3)
+        received = await watcher.wait_for_count(f"{ROOT}/events/#", 3, timeout=10)
+        await wait_until(lambda: not journal.outbox(), what="the outbox to empty")
+        assert bus.stats.reconnects >= 1
+    assert [int(e["sequence"]) for e in first_occurrences(received)] == [1, 2, 3]
+
+
+async def test_nothing_after_a_refused_event_leaves_the_outbox_before_it(
+    tmp_path: Path, journal: Journal
+) -> None:
+    acl = tmp_path / "acl"
+    # the table may publish round.opened but not round.closed: the third event is refused, the ones after it
+    # (already in flight in the window) are taken by the broker
+    acl.write_text(TABLE_GRANTS.format(root=ROOT, events=f"topic write {ROOT}/events/round.opened"))
+    broker = secured_broker(tmp_path, {"table-t1": "table-pw", "auditor": "auditor-pw"}, acl)
+    broker.start()
+    table = settings_for(
+        broker, username="table-t1", password=pydantic.SecretStr("table-pw"), protocol="5", max_inflight=8
+    )
+    auditor = MqttRecorder(
+        broker,
+        [f"{ROOT}/events/#"],
+        username="auditor",
+        password="auditor-pw",
+        client_id="auditor",
+        persistent=True,
+    )
+    closed = make_event("round.closed", RoundClosed(round_id="r2"), time=1_700_000_002.5)
+    journal.append([round_opened(1), round_opened(2), closed, round_opened(3), round_opened(4)])
+    try:
+        async with auditor, running_bus(table, journal) as bus:
+            await wait_until(lambda: bus.stats.refused >= 2, what="the refusal and a retry")
+            # 1 and 2 went; 3 was refused; 4 and 5 stay in the outbox behind it, whatever the broker did
+            assert [int(e.sequence) for e in journal.outbox()] == [3, 4, 5]
+            assert bus.stats.published == 2
+
+            acl.write_text(TABLE_GRANTS.format(root=ROOT, events=f"topic write {ROOT}/events/+"))
+            broker.stop()
+            broker.start()
+            await wait_until(lambda: not journal.outbox(), timeout=15, what="the outbox to empty")
+
+            def delivered() -> list[int]:
+                return [int(m.json()["sequence"]) for m in auditor.on(f"{ROOT}/events/#")]
+
+            await wait_until(lambda: delivered()[-1:] == [5] and 3 in delivered(), what="3, 4, 5 delivered")
+    finally:
+        broker.kill()
+    sequences = [int(m.json()["sequence"]) for m in auditor.on(f"{ROOT}/events/#")]
+    # nothing lost, and once 3 is delivered everything after it follows in order (re-sent, same ids)
+    assert set(sequences) == {1, 2, 3, 4, 5}
+    assert sequences[:2] == [1, 2]
+    assert sequences[sequences.index(3) :] == [3, 4, 5]
 
 
 async def test_last_will_says_offline_when_the_controller_is_killed(

@@ -55,6 +55,8 @@ def test_golden_records_load_and_round_trip(version: int, game: str) -> None:
     core.restore_state(record)
     assert core.flow.rounds.round_id == "golden-0000001"  # each golden record is mid-round
     assert core.export_state() == record
+    # what the service journals with every step: the same record, encoded without the dict round trip
+    assert decode_state(core.export_state_json()) == record
 
 
 def test_the_record_holds_every_attribute_of_every_flow() -> None:

@@ -45,6 +45,7 @@ from controller.console.settings import ConsoleConfig
 from controller.events import iso_ms
 from controller.panel.app import PanelHeaders
 from controller.panel.auth import WrongPinLimiter
+from drivers.waiting import wait_event
 
 log = logging.getLogger(__name__)
 
@@ -75,8 +76,7 @@ class Notifier:
         event.set()
 
     async def wait(self, timeout: float) -> None:
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._event.wait(), timeout)
+        await wait_event(self._event, timeout)
 
 
 @dataclass

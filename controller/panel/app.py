@@ -41,6 +41,7 @@ from controller.commands import BUS_COMMANDS, INPUTS, TABLE_COMMANDS, CommandErr
 from controller.config import PanelSettings
 from controller.panel.auth import DEALER_ID_PATTERN, PanelAuth, SignInError
 from controller.service import TableService
+from drivers.waiting import with_timeout
 
 log = logging.getLogger(__name__)
 
@@ -196,7 +197,7 @@ class EventStreamResponse(Response):
         first = True
         while True:
             try:
-                state = await asyncio.wait_for(subscription.next(), HEARTBEAT_SECONDS)
+                state = await with_timeout(subscription.next(), HEARTBEAT_SECONDS)
             except TimeoutError:
                 await self._body(send, b": heartbeat\n\n")
                 continue

@@ -11,6 +11,7 @@ import argparse
 import asyncio
 import base64
 import binascii
+import functools
 import getpass
 import hashlib
 import hmac
@@ -84,8 +85,12 @@ class PinHash:
         return hmac.compare_digest(candidate, self.digest)
 
 
-#: checked against when the dealer id is unknown, so that a wrong id takes as long as a wrong PIN
-_DUMMY = PinHash.parse(hash_pin("0000", salt=b"tablectl-no-dealer"))
+@functools.cache
+def _dummy() -> PinHash:
+    """Checked against when the dealer id is unknown, so that a wrong id takes as long as a wrong PIN.
+    Made on first use, not at import: a scrypt hash costs ~0.1 s, and `tablectl run` imports this module
+    (the CLI registers panel-hash-pin) whether or not the table has a panel."""
+    return PinHash.parse(hash_pin("0000", salt=b"tablectl-no-dealer"))
 
 
 class WrongPinLimiter:
@@ -175,7 +180,7 @@ class PanelAuth:
     def check_pin(self, dealer: str, pin: str) -> bool:
         """CPU-bound (scrypt): run it off the event loop."""
         known = self.dealers.get(dealer)
-        matched = (known or _DUMMY).matches(pin) if PIN_PATTERN.match(pin) else False
+        matched = (known or _dummy()).matches(pin) if PIN_PATTERN.match(pin) else False
         return known is not None and matched
 
     def before_sign_in(self, dealer: str) -> None:
