@@ -207,17 +207,8 @@ class TableCore:
     # -- state -----------------------------------------------------------------------------------------
     def export_state(self) -> dict[str, Any]:
         """The versioned record journaled with every step (secrets included: the state row only)."""
-        record = TableRecord(
-            state_version=STATE_VERSION,
-            table_id=self.table_id,
-            game=self.game,
-            pause=self.pause,
-            held=[held_record(reading) for reading in self.held],
-            rejected=dict(self.rejected),
-            recent_refs={device: list(refs) for device, refs in self.recent_refs.items()},
-            flow=self.flow.export_state(),
-        )
-        return record.model_dump(mode="json")
+        record: dict[str, Any] = json.loads(self.export_state_json())
+        return record
 
     def export_state_json(self) -> bytes:
         """`export_state()` as the UTF-8 JSON the journal stores (what `controller.table_state.decode_state`
@@ -227,6 +218,7 @@ class TableCore:
             "game": self.game,
             "held": [held_record(reading).model_dump(mode="json") for reading in self.held],
             "pause": None if self.pause is None else self.pause.model_dump(mode="json"),
+            "recent_refs": self.recent_refs,
             "rejected": self.rejected,
             "state_version": STATE_VERSION,
             "table_id": self.table_id,
