@@ -169,7 +169,7 @@ def run_check(args: argparse.Namespace, show: Show | None = None) -> int:
         if image is None:
             say(f"tablectl: error: {path}: not an image OpenCV can read")
             return EXIT_USAGE
-        result = reader.read(image, expected=expected)
+        result = reader.read(image, expect=expected)
         for line in format_result(str(path), result):
             say(line)
         if not result.readable:
@@ -182,7 +182,7 @@ def format_result(name: str, result: DiceResult) -> list[str]:
         total = sum(result.values)
         head = f"{name}: {' '.join(str(v) for v in result.values)} (total {total})"
     else:
-        head = f"{name}: NOT READABLE: {result.reason} (re-shake)"
+        head = f"{name}: NOT READABLE ({result.reason}): {result.detail} (re-shake)"
     lines = [head]
     for number, die in enumerate(result.dice, 1):
         x, y, w, h = die.box
