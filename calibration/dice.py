@@ -49,11 +49,17 @@ __all__ = [
     "Evaluation",
     "LabelledDie",
     "LabelledImage",
+    "ValueSample",
     "calibrate",
+    "calibrate_from_samples",
     "evaluate",
+    "fit_tray",
     "load",
+    "load_samples",
     "load_yolo_folder",
+    "read_back",
     "save",
+    "save_as",
 ]
 
 BoxKind = Literal["die", "pips"]
@@ -70,7 +76,7 @@ LEAST_CONFIDENCE = 0.1
 WRONG_PENALTY = 20  # a wrong reading costs this many right ones when choosing between settings
 # dice larger than this (pixels) are read from the frame shrunk to about this size: the pips stay several
 # pixels wide and the reading takes a fraction of the time
-READ_SIDE_PX = 36.0
+READ_SIDE_PX = 48.0
 
 
 class CalibrationError(Exception):
@@ -599,6 +605,21 @@ def save(calibration: DiceCalibration, directory: str | Path, *, now: datetime |
     raise CalibrationError(f"cannot find a free file name for {stem} in {folder}")
 
 
+def save_as(calibration: DiceCalibration, path: str | Path) -> Path:
+    """Write the calibration to `path`; fails rather than replace an existing file."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(calibration.model_dump(mode="json"), indent=2, sort_keys=True) + "\n"
+    try:
+        with target.open("x", encoding="utf-8") as handle:
+            handle.write(text)
+    except FileExistsError:
+        raise CalibrationError(
+            f"{target} exists: a calibration is never replaced; choose another name"
+        ) from None
+    return target
+
+
 def load(path: str | Path) -> DiceCalibration:
     """Read a calibration file; refuse another kind of file or a version this code does not know."""
     try:
@@ -776,18 +797,24 @@ def _discover_dice(
     subset = list(range(len(images)))[:: max(1, math.ceil(len(images) / DISCOVERY_IMAGES))]
     some_images, some_samples = [images[i] for i in subset], [samples[i] for i in subset]
     short = min(min(image.shape[:2]) for image in images) if roi is None else min(roi[2], roi[3])
-    sides = [
-        short / 40 * (10 ** (math.log10(10) * k / (CANDIDATE_SIDES - 1))) for k in range(CANDIDATE_SIDES)
+    sides = [short / 40 * 10 ** (k / (CANDIDATE_SIDES - 1)) for k in range(CANDIDATE_SIDES)]
+    # the die's size is looked for in photos shrunk to about 360 px across the tray: a fraction of the work
+    shrink = min(1.0, 360.0 / short)
+    small_roi = None if roi is None else tuple(round(v * shrink) for v in roi)
+    small_images = [
+        cv2.resize(image, None, fx=shrink, fy=shrink, interpolation=cv2.INTER_AREA) if shrink < 1 else image
+        for image in some_images
     ]
     best, best_score = None, -math.inf
     for contrast, shadow in ((16.0, 0.5), (30.0, 0.0)):
         for side in sides:
-            candidate = _segmentation_candidate(side, contrast, shadow, roi, read_side)
-            score = _count_score(candidate, some_images, some_samples)
+            candidate = _segmentation_candidate(side * shrink, contrast, shadow, small_roi, math.inf)
+            score = _count_score(candidate, small_images, some_samples)
             if score > best_score:
                 best, best_score = (side, contrast, shadow), score
     assert best is not None
     side, _, _ = best
+    best_score = -math.inf
     for contrast in (8.0, 12.0, 16.0, 22.0, 30.0):
         for shadow in (0.0, 0.5, 1.0):
             candidate = _segmentation_candidate(side, contrast, shadow, roi, read_side)
@@ -903,7 +930,7 @@ def _labelled_from_values(
     best_score = -math.inf
     polarities: tuple[Polarity, ...] = ("dark", "light", "any")
     for polarity in polarities:
-        for contrast in (12.0, 20.0, 30.0):
+        for contrast in (20.0,):  # the box calibration then chooses the least contrast
             calibration = _lenient_pips(found.calibration).model_copy(
                 update={"pip_polarity": polarity, "pip_contrast": contrast}
             )

@@ -437,8 +437,10 @@ class DiceReader:
         too_big = region.area > max(TOUCHING_AREA_RATIO * usual_area, 1.3 * high * high)
         if region.solidity < cal.min_die_solidity or too_big:
             return "touching another die"
-        if region.aspect >= SIDE_BY_SIDE_ASPECT and region.area >= 1.5 * usual_area:
-            return "touching another die"  # two dice edge to edge make a convex oblong
+        if region.aspect >= min(SIDE_BY_SIDE_ASPECT, cal.max_die_aspect) and region.area >= 1.5 * usual_area:
+            # two dice edge to edge make a convex oblong; a cocked die's outline (its top face foreshortened,
+            # a side face beside it) is oblong too, but smaller than 1.5 dice
+            return "touching another die"
         if region.aspect > cal.max_die_aspect:
             return f"die not square from above ({region.aspect:.2f}): cocked"
         if region.side > high:
