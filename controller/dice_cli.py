@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -38,20 +39,19 @@ def run_read(args: argparse.Namespace) -> int:
     import cv2
 
     from calibration.dice import CalibrationError, load
-    from controller.cli import OperatorError
     from drivers.dice.reader import DiceReader
 
     try:
         calibration = load(args.calibration)
     except CalibrationError as exc:
-        raise OperatorError(str(exc)) from None
+        return _error(str(exc))
     reader = DiceReader(calibration)
     expect = args.expect if args.expect > 0 else None
     status = EXIT_OK
     for path in args.images:
         image = cv2.imread(str(path), cv2.IMREAD_COLOR)
         if image is None:
-            raise OperatorError(f"{path}: not an image OpenCV can read")
+            return _error(f"{path}: not an image OpenCV can read")
         started = time.perf_counter()
         result = reader.read(image, expect=expect)
         elapsed = (time.perf_counter() - started) * 1000
@@ -78,3 +78,8 @@ def run_read(args: argparse.Namespace) -> int:
         if not result.readable:
             status = EXIT_REFUSED
     return status
+
+
+def _error(message: str) -> int:
+    print(f"tablectl: error: {message}", file=sys.stderr)
+    return EXIT_USAGE

@@ -46,7 +46,7 @@ def fitted(examples: list[LabelledImage]) -> DiceCalibration:
 
 
 def test_the_fit_describes_the_dice_it_was_shown(fitted: DiceCalibration) -> None:
-    assert fitted.kind == CALIBRATION_KIND and fitted.version == CALIBRATION_VERSION == 1
+    assert fitted.kind == CALIBRATION_KIND and fitted.version == CALIBRATION_VERSION == 2
     assert fitted.created_utc == "2026-03-01T12:30:15Z"
     low, high = fitted.die_side_px
     assert low < 54 and high > 66 and low > 35 and high < 100  # drawn 54-66 px wide
