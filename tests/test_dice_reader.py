@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from calibration.dice import LabelledDie, LabelledImage, calibrate, load_yolo_folder
-from drivers.dice.reader import FACES, DiceCalibration, DiceReader, DiceReading, DiceRefusal, DiceResult
+from drivers.dice.reader import FACES, DiceCalibration, DiceReader, DiceRefusal, DiceResult
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "dice"
 
