@@ -7,12 +7,12 @@
 Three parts:
 
 - real: the photographs in shared/data/dice. Each set is split in halves as in `dice_accuracy.py`
-  (matteop65 by blocks of 10 consecutive frames); the reader is calibrated with `calibrate_from_samples` on one half, from
-  the VALUES of each photo only (derived from its labels; boxes are not used), and measured on the other
-  half, then the halves swap. Each photo is read whole with `DiceReader.read(image, expect=<dice labelled>)`:
-  exact (every value right), refused, or misread (read confidently and wrong: a wrong value, or the dice read
-  are not the labelled ones). Per die, each labelled die is matched to the read die whose box holds the
-  label's centre: right / wrong / not read.
+  (matteop65 by blocks of 10 consecutive frames); the reader is calibrated with `calibrate_from_samples` on
+  one half, from the VALUES of each photo only (derived from its labels; boxes are not used), and measured on
+  the other half, then the halves swap. Each photo is read whole with `DiceReader.read(image, expect=<dice
+  labelled>)`: exact (every value right), refused, or misread (read confidently and wrong: a wrong value, or
+  the dice read are not the labelled ones). Per die, each labelled die is matched to the read die whose box
+  holds the label's centre: right / wrong / not read.
 - synthetic: `--scenes` scenes of `drivers.dice.synthetic` (1-7 dice, every hazard at its default weight),
   read with a calibration fitted from 40 other synthetic photos (values only). A reading of a scene that must
   be refused (touching, cocked, stacked) counts as a misread too.

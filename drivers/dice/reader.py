@@ -25,6 +25,18 @@ Method, in the order the checks run:
    a 6 must not read as 4, a 5 as 4, a 3 as 2), and the rest of the face must be clean.
 6. The die must be sharp (Laplacian spread over the die relative to its contrast): a blurred image is refused.
 
+Before step 1 the frame is cut to the calibrated tray region (`roi`) and shrunk by `scale` (a die about 48 px
+wide); boxes and pip centres in the results are in the frame's own pixels.
+
+Public API (see also `drivers.dice` and `drivers.dice.table`):
+
+    DiceReader(calibration).read(frame, expect=3) -> DiceReading | DiceRefusal
+    DiceReading(values, dice, confidence, roi, frame)      # .total
+    DiceRefusal(reason: RefusalReason, detail, dice, roi, frame)
+    DieReading(value, confidence, box, pips, reason, problem, pip_centres)
+
+A calibration of another version than `CALIBRATION_VERSION` is refused when it is loaded (fit it again).
+
 A die is read only when every check passes; its confidence is the smallest remaining margin of the checks
 (1 = every measurement in the middle of its calibrated range, 0 = one of them at its limit), and it must reach
 the calibrated minimum. The result is readable only when every die is read and the count is the expected one.
