@@ -54,6 +54,7 @@ from bench.dice_accuracy import (  # noqa: E402
     split_description,
 )
 from calibration.dice import (  # noqa: E402
+    CalibrationError,
     LabelledImage,
     ValueSample,
     calibrate_from_samples,
@@ -111,7 +112,13 @@ def run_real(data: Path, dataset: str) -> dict[str, Any]:
     by_count: dict[int, Counter[str]] = {}
     for number, (fit, test) in enumerate(((halves[0], halves[1]), (halves[1], halves[0])), 1):
         started = time.perf_counter()
-        calibration = calibrate_from_samples(as_samples(fit))
+        try:
+            calibration = calibrate_from_samples(as_samples(fit))
+        except CalibrationError as exc:  # reported, not hidden: the set cannot be calibrated from values
+            print(f"  {dataset} fold {number}: no calibration: {exc}", file=sys.stderr)
+            folds.append({"fold": number, "calibration_photos": len(fit), "calibration_error": str(exc)})
+            images["not calibrated"] += len(test)
+            continue
         seconds = time.perf_counter() - started
         reader = DiceReader(calibration)
         fold_images: Counter[str] = Counter()
@@ -277,14 +284,16 @@ def markdown(report: dict[str, Any]) -> str:
             "Real photographs: calibrated from the values of one half (no boxes), measured on the other, "
             "two folds. MISREAD = read with confidence and wrong.",
             "",
-            "| data set | photos | exact | refused | MISREAD | dice | right | WRONG | not read |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+            "| data set | photos | not calibrated | exact | refused | MISREAD "
+            "| dice | right | WRONG | not read |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
         ]
         for r in report["real"]:
             im, di = r["images"], r["dice"]
             n, d = sum(im.values()), sum(di.values())
             lines.append(
-                f"| {r['dataset']} | {n} | {pct(im.get('exact', 0), n)} | {pct(im.get('refused', 0), n)} "
+                f"| {r['dataset']} | {n} | {im.get('not calibrated', 0)} | {pct(im.get('exact', 0), n)} "
+                f"| {pct(im.get('refused', 0), n)} "
                 f"| {pct(im.get('MISREAD', 0), n)} | {d} | {pct(di.get('right', 0), d)} "
                 f"| {pct(di.get('WRONG', 0), d)} | {pct(di.get('not read', 0), d)} |"
             )

@@ -793,7 +793,10 @@ def _count_score(calibration: DiceCalibration, images: list[Pixels], samples: Se
         regions = [region for region in reader.find_dice(view.lab) if not region.at_edge]
         single = sum(1 for region in regions if not reader.region_problem(region))
         wanted = len(sample.values)
-        score += 1.0 if single == wanted == len(regions) else -0.2 * abs(single - wanted)
+        if single == wanted == len(regions):
+            score += 1.0
+        else:  # many dice, some touching: partly right when the single dice found are not too many
+            score += 0.5 * min(single, wanted) / wanted - 0.5 * max(0, single - wanted) / wanted
     return score
 
 
@@ -845,7 +848,18 @@ def _discover_dice(
 def _single_blobs(
     calibration: DiceCalibration, images: list[Pixels], samples: Sequence[ValueSample]
 ) -> list[list[tuple[float, float, float]]]:
-    """Per photo, the dice found (centre and side in frame pixels), only where their count is the values'."""
+    """Per photo, the dice found (centre and side in frame pixels), only where their count is the values';
+    when too few photos have that (many dice, touching), every blob that looks like one die in a photo that
+    does not show more of them than it has dice."""
+    strict = _single_blobs_in(calibration, images, samples, exact=True)
+    if sum(len(blobs) for blobs in strict) >= 6:
+        return strict
+    return _single_blobs_in(calibration, images, samples, exact=False)
+
+
+def _single_blobs_in(
+    calibration: DiceCalibration, images: list[Pixels], samples: Sequence[ValueSample], *, exact: bool
+) -> list[list[tuple[float, float, float]]]:
     reader = DiceReader(calibration)
     found = []
     for image, sample in zip(images, samples, strict=True):
@@ -854,8 +868,11 @@ def _single_blobs(
         if not isinstance(view, str):
             # (blobs at the edge of the frame are left out: the tray's rim, things beside it)
             regions = [region for region in reader.find_dice(view.lab) if not region.at_edge]
-            if len(regions) == len(sample.values) and not any(reader.region_problem(r) for r in regions):
-                blobs = [(*view.to_frame(r.centre), r.side / view.scale) for r in regions]
+            single = [r for r in regions if not reader.region_problem(r)]
+            if (len(single) == len(regions) == len(sample.values)) or (
+                not exact and len(single) <= len(sample.values)
+            ):
+                blobs = [(*view.to_frame(r.centre), r.side / view.scale) for r in single]
         found.append(blobs)
     return found
 
@@ -924,7 +941,12 @@ def _values_read(reader: DiceReader, image: Pixels) -> list[tuple[Any, Any]]:
     view = reader.view(image)
     if isinstance(view, str):
         return []
-    return [(region, reader.read_region(view.lab, region, view)) for region in reader.find_dice(view.lab)]
+    # blobs at the frame's edge are left out, as when the dice were found: the rim, things beside the tray
+    return [
+        (region, reader.read_region(view.lab, region, view))
+        for region in reader.find_dice(view.lab)
+        if not region.at_edge
+    ]
 
 
 def _labelled_from_values(
