@@ -10,7 +10,7 @@ is calibrated on one half (`calibration.dice.calibrate`) and measured on the oth
 
 Two settings are measured on the held-out half:
 
-- whole image: `DiceReader.read(image, expected=<number of labelled dice>)`, as the table reads its camera
+- whole image: `DiceReader.read(image, expect=<number of labelled dice>)`, as the table reads its camera
   frame. Each labelled die is matched to the read die whose box holds the label's centre.
 - one die at a time (closest to a sic bo table, which sees three dice of one known type): a square crop around
   each labelled die, 3 die sides wide, read with `read_die_at(crop, crop centre)`. The crop's size comes from
@@ -263,7 +263,7 @@ def measure_images(
     for example in examples:
         image = example.load()
         started = time.perf_counter()
-        result = reader.read(image, expected=len(example.dice))
+        result = reader.read(image, expect=len(example.dice))
         seconds += time.perf_counter() - started
         for labels in ("corrected", "published"):
             tally = tallies[labels]

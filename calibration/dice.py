@@ -22,7 +22,7 @@ import json
 import math
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -49,11 +49,17 @@ __all__ = [
     "Evaluation",
     "LabelledDie",
     "LabelledImage",
+    "ValueSample",
     "calibrate",
+    "calibrate_from_samples",
     "evaluate",
+    "fit_tray",
     "load",
+    "load_samples",
     "load_yolo_folder",
+    "read_back",
     "save",
+    "save_as",
 ]
 
 BoxKind = Literal["die", "pips"]
@@ -68,6 +74,9 @@ MAX_SELECTION_DICE = 300  # dice used to choose the pip detection settings (all 
 # light at the table will differ a little from the examples
 LEAST_CONFIDENCE = 0.1
 WRONG_PENALTY = 20  # a wrong reading costs this many right ones when choosing between settings
+# dice larger than this (pixels) are read from the frame shrunk to about this size: the pips stay several
+# pixels wide and the reading takes a fraction of the time
+READ_SIDE_PX = 48.0
 
 
 class CalibrationError(Exception):
@@ -192,6 +201,7 @@ def calibrate(
     *,
     roi: tuple[int, int, int, int] | None = None,
     now: datetime | None = None,
+    read_side: float = READ_SIDE_PX,
 ) -> DiceCalibration:
     """Fit every threshold of the reader from labelled examples (see the module's docstring)."""
     dice = [die for example in examples for die in example.dice]
@@ -200,9 +210,41 @@ def calibrate(
     sides = [side for side in (die.die_side() for die in dice) if side is not None]
     if not sides:
         raise CalibrationError("the labels do not tell the dice's size (only 1s in pip boxes)")
+    scale = reading_scale(float(np.median(sides)), read_side)
+    fitted = _calibrate_in_view(to_view(examples, roi, scale), [side * scale for side in sides])
+    return _finish(fitted.model_copy(update={"roi": roi, "scale": scale}), examples, dice, now)
+
+
+def reading_scale(die_side: float, read_side: float = READ_SIDE_PX) -> float:
+    """The scale at which a die `die_side` pixels wide is read about `read_side` wide (never enlarged)."""
+    return 1.0 if die_side <= read_side else round(read_side / die_side, 4)
+
+
+def to_view(
+    examples: Sequence[LabelledImage], roi: tuple[int, int, int, int] | None, scale: float
+) -> list[LabelledImage]:
+    """The examples as the reader sees them: the tray region only, resized by `scale` (labels moved too)."""
+    if roi is None and scale == 1.0:
+        return list(examples)
+    viewer = DiceReader(DiceCalibration(roi=roi, scale=scale))
+    moved = []
+    for example in examples:
+        view = viewer.view(example.load())
+        if isinstance(view, str):
+            raise CalibrationError(f"{example.name or 'an example'}: {view}")
+        image = cv2.cvtColor(view.lab, cv2.COLOR_LAB2BGR)
+        dice = []
+        for die in example.dice:
+            x, y, w, h = die.box
+            left, top = view.to_view((x, y))
+            dice.append(replace(die, box=(left, top, w * view.scale, h * view.scale)))
+        moved.append(LabelledImage(image, tuple(dice), example.name))
+    return moved
+
+
+def _calibrate_in_view(examples: Sequence[LabelledImage], sides: list[float]) -> DiceCalibration:
     low, high = float(np.percentile(sides, 2)), float(np.percentile(sides, 98))
     base = DiceCalibration(
-        roi=roi,
         die_side_px=(low / 1.6, high * 1.6),
         die_side_median=float(np.median(sides)),
         pip_area_ratio=(0.002, 0.12),
@@ -233,6 +275,19 @@ def calibrate(
     base = _fit_pip_detection(base, singles)
     fitted = _fit_face_tolerances(base, singles)
     fitted, wrong_before = _fit_min_confidence(fitted, singles)
+    return fitted.model_copy(
+        update={"fitted_on": {"single_dice_measured": len(singles), "wrong_before": wrong_before}}
+    )
+
+
+def _finish(
+    fitted: DiceCalibration,
+    examples: Sequence[LabelledImage],
+    dice: Sequence[LabelledDie],
+    now: datetime | None,
+) -> DiceCalibration:
+    """Read the examples back with the finished calibration, and record what it was fitted on."""
+    wrong_before = fitted.fitted_on["wrong_before"]
     evaluation = evaluate(DiceReader(fitted), examples)
     counts = evaluation.counts()
     when = (now or datetime.now(UTC)).astimezone(UTC)
@@ -242,7 +297,7 @@ def calibrate(
             "fitted_on": {
                 "images": len(examples),
                 "dice": len(dice),
-                "single_dice_measured": len(singles),
+                "single_dice_measured": fitted.fitted_on["single_dice_measured"],
                 # read wrong with no least confidence: the least confidence was set above all of these
                 "highest_wrong_confidence": round(
                     max((w["confidence"] for w in wrong_before), default=0.0), 4
@@ -550,6 +605,21 @@ def save(calibration: DiceCalibration, directory: str | Path, *, now: datetime |
     raise CalibrationError(f"cannot find a free file name for {stem} in {folder}")
 
 
+def save_as(calibration: DiceCalibration, path: str | Path) -> Path:
+    """Write the calibration to `path`; fails rather than replace an existing file."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(calibration.model_dump(mode="json"), indent=2, sort_keys=True) + "\n"
+    try:
+        with target.open("x", encoding="utf-8") as handle:
+            handle.write(text)
+    except FileExistsError:
+        raise CalibrationError(
+            f"{target} exists: a calibration is never replaced; choose another name"
+        ) from None
+    return target
+
+
 def load(path: str | Path) -> DiceCalibration:
     """Read a calibration file; refuse another kind of file or a version this code does not know."""
     try:
@@ -589,3 +659,383 @@ def _contains(region: DieRegion, point: tuple[float, float]) -> bool:
     x, y, w, h = region.box
     px, py = int(point[0]), int(point[1])
     return x <= px < x + w and y <= py < y + h and bool(region.mask[py - y, px - x])
+
+
+# --- calibrating from values only -------------------------------------------------------------------------
+#
+# What a technician can produce at the table: photos of the table's own dice, each with the values it shows
+# (in any order), no boxes. The die's size, the segmentation and the tray are found from the blob counts (a
+# photo of 3 dice must show 3 die-sized blobs); the dice of each photo get their values where one reading is
+# consistent with the photo's values; the box calibration above then runs on those; the least confidence is
+# raised above every reading that the photos' values contradict; every photo is read back whole.
+
+SHAPE_PROBLEMS = ("touching", "stacked", "cocked", "edge")  # a blob that is not one die lying flat
+TRAY_STEP = 4  # grey levels between neighbouring pixels (a tray ~120 px across) still on the same surface
+CANDIDATE_SIDES = 14  # die sizes tried, from 1/40 to 1/4 of the image's short side
+DISCOVERY_IMAGES = 30  # photos used to find the die's size and the segmentation
+
+
+@dataclass(frozen=True)
+class ValueSample:
+    """One photo of the table's dice and the values it shows (any order)."""
+
+    image: Pixels | Path
+    values: tuple[int, ...]
+    name: str = ""
+
+    def load(self) -> Pixels:
+        return LabelledImage(self.image, (), self.name).load()
+
+
+def load_samples(path: str | Path) -> list[ValueSample]:
+    """A SAMPLES.csv: columns `image,values`; `values` are face values separated by spaces; an image's path
+    is relative to the CSV's folder."""
+    import csv
+
+    csv_path = Path(path)
+    try:
+        text = csv_path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CalibrationError(f"{csv_path}: cannot read the samples: {exc.strerror or exc}") from None
+    rows = list(csv.DictReader(text.splitlines()))
+    if not rows or not {"image", "values"} <= set(rows[0]):
+        raise CalibrationError(f"{csv_path}: expected a header line 'image,values' and one line per photo")
+    samples = []
+    for number, row in enumerate(rows, 2):
+        try:
+            values = tuple(int(value) for value in (row["values"] or "").split())
+        except ValueError:
+            raise CalibrationError(f"{csv_path}:{number}: values {row['values']!r} are not numbers") from None
+        if not values or not all(1 <= value <= 6 for value in values):
+            raise CalibrationError(
+                f"{csv_path}:{number}: values must be 1-6, at least one: {row['values']!r}"
+            )
+        image = csv_path.parent / (row["image"] or "").strip()
+        if not image.is_file():
+            raise CalibrationError(f"{csv_path}:{number}: no image {image}")
+        samples.append(ValueSample(image, values, image.name))
+    return samples
+
+
+def calibrate_from_samples(
+    samples: Sequence[ValueSample],
+    *,
+    roi: tuple[int, int, int, int] | None = None,
+    now: datetime | None = None,
+    read_side: float = READ_SIDE_PX,
+) -> DiceCalibration:
+    """Fit a calibration from photos labelled with values only (see above)."""
+    if not samples:
+        raise CalibrationError("no samples")
+    images = [sample.load() for sample in samples]
+    if roi is None:
+        roi = fit_tray(images)
+    found = _discover_dice(images, samples, roi, read_side)
+    examples = _labelled_from_values(images, samples, found)
+    if sum(len(e.dice) for e in examples) < 6:
+        raise CalibrationError(
+            f"only {sum(len(e.dice) for e in examples)} dice could be told apart and matched to their "
+            "values: need more photos of dice lying apart"
+        )
+    fitted = calibrate(examples, roi=roi, now=now, read_side=read_side)
+    fitted, contradicted = _raise_least_confidence(fitted, images, samples)
+    readback = read_back(DiceReader(fitted), images, samples)
+    # a camera straight above sees no side faces: then no pip need be tried left out (5x less work per die)
+    overhead = fitted.model_copy(update={"max_pips_left_out": 0})
+    overhead_readback = read_back(DiceReader(overhead), images, samples)
+    if overhead_readback["exact"] >= readback["exact"] and overhead_readback["misread"] == 0:
+        fitted, readback = overhead, overhead_readback
+    return fitted.model_copy(
+        update={
+            "fitted_on": {
+                **fitted.fitted_on,
+                "mode": "values",
+                "samples": len(samples),
+                "samples_matched": len(examples),
+                "contradicted_readings": contradicted,
+                "readback": readback,
+            }
+        }
+    )
+
+
+@dataclass
+class _Discovery:
+    calibration: DiceCalibration  # segmentation and die size, lenient everywhere else
+    side: float  # the usual die side in frame pixels
+    blobs: list[list[tuple[float, float, float]]]  # per image: (x, y, side) of each single die, frame px
+
+
+def _segmentation_candidate(side: float, contrast: float, shadow: float, roi: Any, read_side: float) -> Any:
+    scale = reading_scale(side, read_side)
+    seen = side * scale
+    return DiceCalibration(
+        roi=roi,
+        scale=scale,
+        die_side_px=(seen / 1.5, seen * 1.5),
+        die_side_median=seen,
+        die_contrast=contrast,
+        shadow_weight=shadow,
+        max_die_aspect=1.35,
+        min_die_solidity=0.85,
+        max_pips_left_out=0,
+    )
+
+
+def _count_score(calibration: DiceCalibration, images: list[Pixels], samples: Sequence[ValueSample]) -> float:
+    """Photos whose single-die blobs are as many as their values, less a little for each other photo."""
+    reader = DiceReader(calibration)
+    score = 0.0
+    for image, sample in zip(images, samples, strict=True):
+        view = reader.view(image)
+        if isinstance(view, str):
+            return -math.inf
+        regions = [region for region in reader.find_dice(view.lab) if not region.at_edge]
+        single = sum(1 for region in regions if not reader.region_problem(region))
+        wanted = len(sample.values)
+        if single == wanted == len(regions):
+            score += 1.0
+        else:  # many dice, some touching: partly right when the single dice found are not too many
+            score += 0.5 * min(single, wanted) / wanted - 0.5 * max(0, single - wanted) / wanted
+    return score
+
+
+def _discover_dice(
+    images: list[Pixels], samples: Sequence[ValueSample], roi: Any, read_side: float
+) -> _Discovery:
+    subset = list(range(len(images)))[:: max(1, math.ceil(len(images) / DISCOVERY_IMAGES))]
+    some_images, some_samples = [images[i] for i in subset], [samples[i] for i in subset]
+    short = min(min(image.shape[:2]) for image in images) if roi is None else min(roi[2], roi[3])
+    sides = [short / 40 * 10 ** (k / (CANDIDATE_SIDES - 1)) for k in range(CANDIDATE_SIDES)]
+    # the die's size is looked for in photos shrunk to about 360 px across the tray: a fraction of the work
+    shrink = min(1.0, 360.0 / short)
+    small_roi = None if roi is None else tuple(round(v * shrink) for v in roi)
+    small_images = [
+        cv2.resize(image, None, fx=shrink, fy=shrink, interpolation=cv2.INTER_AREA) if shrink < 1 else image
+        for image in some_images
+    ]
+    best, best_score = None, -math.inf
+    for contrast, shadow in ((16.0, 0.5), (30.0, 0.0)):
+        for side in sides:
+            candidate = _segmentation_candidate(side * shrink, contrast, shadow, small_roi, math.inf)
+            score = _count_score(candidate, small_images, some_samples)
+            if score > best_score:
+                best, best_score = (side, contrast, shadow), score
+    assert best is not None
+    side, _, _ = best
+    best_score = -math.inf
+    for contrast in (8.0, 12.0, 16.0, 22.0, 30.0):
+        for shadow in (0.0, 0.5, 1.0):
+            candidate = _segmentation_candidate(side, contrast, shadow, roi, read_side)
+            score = _count_score(candidate, some_images, some_samples)
+            if score > best_score:
+                best, best_score = (side, contrast, shadow), score
+    side, contrast, shadow = best
+    # the die's size from the photos that counted right, then the same once more at that size
+    calibration = _segmentation_candidate(side, contrast, shadow, roi, read_side)
+    blobs = _single_blobs(calibration, images, samples)
+    measured = [s for image_blobs in blobs for _, _, s in image_blobs]
+    if len(measured) < 6:
+        raise CalibrationError(
+            "the dice could not be told from the background: fewer than 6 dice found in photos whose die "
+            "count matched their values (photograph the dice apart, on the tray, under the table's light)"
+        )
+    side = float(np.median(measured))
+    calibration = _segmentation_candidate(side, contrast, shadow, roi, read_side)
+    return _Discovery(calibration, side, _single_blobs(calibration, images, samples))
+
+
+def _single_blobs(
+    calibration: DiceCalibration, images: list[Pixels], samples: Sequence[ValueSample]
+) -> list[list[tuple[float, float, float]]]:
+    """Per photo, the dice found (centre and side in frame pixels), only where their count is the values';
+    when too few photos have that (many dice, touching), every blob that looks like one die in a photo that
+    does not show more of them than it has dice."""
+    strict = _single_blobs_in(calibration, images, samples, exact=True)
+    if sum(len(blobs) for blobs in strict) >= 6:
+        return strict
+    return _single_blobs_in(calibration, images, samples, exact=False)
+
+
+def _single_blobs_in(
+    calibration: DiceCalibration, images: list[Pixels], samples: Sequence[ValueSample], *, exact: bool
+) -> list[list[tuple[float, float, float]]]:
+    reader = DiceReader(calibration)
+    found = []
+    for image, sample in zip(images, samples, strict=True):
+        view = reader.view(image)
+        blobs: list[tuple[float, float, float]] = []
+        if not isinstance(view, str):
+            # (blobs at the edge of the frame are left out: the tray's rim, things beside it)
+            regions = [region for region in reader.find_dice(view.lab) if not region.at_edge]
+            single = [r for r in regions if not reader.region_problem(r)]
+            if (len(single) == len(regions) == len(sample.values)) or (
+                not exact and len(single) <= len(sample.values)
+            ):
+                blobs = [(*view.to_frame(r.centre), r.side / view.scale) for r in single]
+        found.append(blobs)
+    return found
+
+
+def fit_tray(images: Sequence[Pixels]) -> tuple[int, int, int, int] | None:
+    """The tray region: the surface in the middle of the view, as far as it has the same colour.
+
+    The same camera sees the same tray in every photo, and the dice lie elsewhere in each: the pixel-wise
+    median of the photos is the tray without dice. The tray is the part of it connected to the middle of the
+    view that has the colour of the middle. None (the whole frame) when the photos differ in size, or when
+    that part is small (no tray to be seen: the camera looks at dice on a wide surface)."""
+    if not images or len({image.shape for image in images}) != 1:
+        return None
+    height, width = images[0].shape[:2]
+    shrink = max(1.0, min(width, height) / 120.0)  # the tray's outline needs no more than this
+    size = (max(1, round(width / shrink)), max(1, round(height / shrink)))
+    stack = np.stack([cv2.resize(image, size, interpolation=cv2.INTER_AREA) for image in images[:25]])
+    empty = cv2.GaussianBlur(np.median(stack, axis=0).astype(np.uint8), (0, 0), 0.8)
+    w, h = size
+    # flood from the middle: the light may fall off across the tray (neighbours differ little), its edge is a
+    # step (neighbours differ a lot)
+    mask = np.zeros((h + 2, w + 2), np.uint8)
+    step = (TRAY_STEP,) * 3
+    cv2.floodFill(
+        empty.copy(), mask, (w // 2, h // 2), (0, 0, 0), step, step, 4 | cv2.FLOODFILL_MASK_ONLY | (1 << 8)
+    )
+    filled = mask[1:-1, 1:-1]
+    filled = cv2.morphologyEx(filled, cv2.MORPH_OPEN, np.ones((3, 3), np.uint8))
+    _, labels, stats, _ = cv2.connectedComponentsWithStats(filled, connectivity=4)
+    label = int(labels[h // 2, w // 2])
+    if label == 0:
+        return None
+    x, y, bw, bh = (int(v) for v in stats[label, :4])
+    if bw * bh < 0.2 * w * h:
+        return None
+    left, top = math.ceil(x * shrink), math.ceil(y * shrink)  # inside the tray, not on its rim
+    right, bottom = min(width, math.floor((x + bw) * shrink)), min(height, math.floor((y + bh) * shrink))
+    if (left, top, right, bottom) == (0, 0, width, height):
+        return None
+    return (left, top, right - left, bottom - top)
+
+
+def _lenient_pips(calibration: DiceCalibration) -> DiceCalibration:
+    return calibration.model_copy(
+        update={
+            "pip_area_ratio": (0.002, 0.12),
+            "one_pip_area_ratio": (0.002, 0.12),
+            "min_pip_roundness": 0.4,
+            "max_pip_area_spread": 4.0,
+            "pip_unit_ratio": ((0.1, 0.6),) * 6,
+            "max_layout_error": 0.45,
+            "min_face_aspect": (0.35,) * 6,
+            "max_diagonal_angle": 40.0,
+            "max_centre_offset": 0.8,
+            "max_empty_level": 0.8,
+            "max_clutter_level": 0.9,
+            "max_pip_colour_spread": 2.0,
+            "min_sharpness": 1.0,
+            "min_confidence": 0.0,
+        }
+    )
+
+
+def _values_read(reader: DiceReader, image: Pixels) -> list[tuple[Any, Any]]:
+    """(region in view pixels as a frame box, reading) of every blob of a photo."""
+    view = reader.view(image)
+    if isinstance(view, str):
+        return []
+    # blobs at the frame's edge are left out, as when the dice were found: the rim, things beside the tray
+    return [
+        (region, reader.read_region(view.lab, region, view))
+        for region in reader.find_dice(view.lab)
+        if not region.at_edge
+    ]
+
+
+def _labelled_from_values(
+    images: list[Pixels], samples: Sequence[ValueSample], found: _Discovery
+) -> list[LabelledImage]:
+    """The photos whose dice can each be given a value: every blob a single die, the lenient readings a
+    sub-multiset of the photo's values, and any die not read left with one possible value."""
+    best: list[LabelledImage] = []
+    best_score = -math.inf
+    polarities: tuple[Polarity, ...] = ("dark", "light", "any")
+    for polarity in polarities:
+        for contrast in (20.0,):  # the box calibration then chooses the least contrast
+            calibration = _lenient_pips(found.calibration).model_copy(
+                update={"pip_polarity": polarity, "pip_contrast": contrast}
+            )
+            reader = DiceReader(calibration)
+            examples: list[LabelledImage] = []
+            score = 0.0
+            for image, sample in zip(images, samples, strict=True):
+                readings = [reading for _, reading in _values_read(reader, image)]
+                read = Counter(r.value for r in readings if r.value is not None)
+                labels = Counter(sample.values)
+                score -= WRONG_PENALTY * sum((read - labels).values())
+                if len(readings) != len(sample.values) or any(r.problem in SHAPE_PROBLEMS for r in readings):
+                    continue
+                left = list((labels - read).elements())
+                if read - labels or len(set(left)) > 1:
+                    continue
+                score += sum(read.values())
+                dice = tuple(
+                    LabelledDie(r.value if r.value is not None else left[0], _float_box(r.box))
+                    for r in readings
+                )
+                examples.append(LabelledImage(image, dice, sample.name))
+            if score > best_score:
+                best, best_score = examples, score
+    return best
+
+
+def _raise_least_confidence(
+    fitted: DiceCalibration, images: list[Pixels], samples: Sequence[ValueSample]
+) -> tuple[DiceCalibration, list[dict[str, Any]]]:
+    """Above every reading that a photo's values contradict (a value more often than the photo has it: the
+    most confident of those dice is taken as the wrong one, to be safe)."""
+    reader = DiceReader(fitted.model_copy(update={"min_confidence": 0.0}))
+    contradicted = []
+    for image, sample in zip(images, samples, strict=True):
+        readings = [reading for _, reading in _values_read(reader, image) if reading.value is not None]
+        excess = Counter(r.value for r in readings) - Counter(sample.values)
+        for value in excess:
+            worst = max((r for r in readings if r.value == value), key=lambda r: r.confidence)
+            contradicted.append(
+                {
+                    "image": sample.name,
+                    "read": value,
+                    "values": list(sample.values),
+                    "confidence": worst.confidence,
+                }
+            )
+    ceiling = max((float(c["confidence"]) for c in contradicted), default=0.0)
+    least = max(fitted.min_confidence, ceiling + 0.05) if contradicted else fitted.min_confidence
+    return fitted.model_copy(update={"min_confidence": min(1.0, round(least, 4))}), contradicted
+
+
+def read_back(reader: DiceReader, images: Sequence[Pixels], samples: Sequence[ValueSample]) -> dict[str, Any]:
+    """Each photo read whole as the table reads a frame: exact, refused (with why), or misread."""
+    outcomes: Counter[str] = Counter()
+    reasons: Counter[str] = Counter()
+    misread = []
+    for image, sample in zip(images, samples, strict=True):
+        result = reader.read(image, expect=len(sample.values))
+        if result.values is None:
+            outcomes["refused"] += 1
+            reasons[result.reason] += 1
+        elif sorted(result.values) == sorted(sample.values):
+            outcomes["exact"] += 1
+        else:
+            outcomes["misread"] += 1
+            misread.append({"image": sample.name, "values": list(sample.values), "read": list(result.values)})
+    return {
+        "images": len(samples),
+        "exact": outcomes["exact"],
+        "refused": outcomes["refused"],
+        "misread": outcomes["misread"],
+        "refusals": dict(reasons.most_common()),
+        "misreadings": misread,
+    }
+
+
+def _float_box(box: tuple[int, int, int, int]) -> tuple[float, float, float, float]:
+    x, y, w, h = box
+    return (float(x), float(y), float(w), float(h))

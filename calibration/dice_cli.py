@@ -1,9 +1,13 @@
 """`tablectl calibrate dice | dice-check`: fit the dice camera's calibration from labelled photos; try it.
 
-    tablectl calibrate dice --images DIR --labels DIR [--box die|pips] [--roi X,Y,W,H] [--out DIR]
+    tablectl calibrate dice --samples SAMPLES.csv [--roi X,Y,W,H] [--out CAL.json | DIR]
+    tablectl calibrate dice --images DIR --labels DIR [--box die|pips] [--roi X,Y,W,H] [--out CAL.json | DIR]
     tablectl calibrate dice-check --calibration FILE [--expected 3] IMAGE...
 
-`dice` reads images with YOLO labels (`<image stem>.txt`, one `class cx cy w h` line per die, value =
+`dice --samples` reads photos of the table's own dice labelled only with the values they show (SAMPLES.csv:
+`image,values`, e.g. `shot-001.jpg,3 5 5`), finds the tray, the dice's size, colours and pips from them, fits
+every threshold and reads every photo back whole as the table would. `dice --images --labels` reads images
+with YOLO labels (`<image stem>.txt`, one `class cx cy w h` line per die, value =
 class + 1),
 fits every threshold, writes `dice-calibration-<UTC time>.json` into `--out` (never replacing an older file)
 and prints what it fitted and how it reads the calibration images themselves, listing every die it read wrong
@@ -39,8 +43,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     fit = subparsers.add_parser(
         "dice", help="fit the dice camera's calibration from labelled photos of the dice"
     )
-    fit.add_argument("--images", required=True, type=Path, help="folder of photos from the table's camera")
-    fit.add_argument("--labels", required=True, type=Path, help="folder of YOLO label files, one per photo")
+    fit.add_argument(
+        "--samples",
+        type=Path,
+        help="SAMPLES.csv: columns image,values (the face values a photo shows, space-separated, any order); "
+        "image paths relative to the CSV",
+    )
+    fit.add_argument("--images", type=Path, help="folder of photos (with --labels: YOLO-labelled mode)")
+    fit.add_argument("--labels", type=Path, help="folder of YOLO label files, one per photo")
     fit.add_argument(
         "--box",
         choices=("die", "pips"),
@@ -51,7 +61,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--roi", type=_roi, default=None, help="X,Y,W,H: read only this part of the frame (the tray)"
     )
     fit.add_argument(
-        "--out", type=Path, default=Path(DEFAULT_RECORDS_DIR), help="folder for the calibration file"
+        "--out",
+        type=Path,
+        default=Path(DEFAULT_RECORDS_DIR),
+        help="the calibration file (CAL.json; never replaced) or a folder for a time-stamped one",
     )
     fit.set_defaults(func=run_fit)
 
@@ -77,18 +90,23 @@ def _roi(text: str) -> tuple[int, int, int, int]:
 
 
 def run_fit(args: argparse.Namespace, show: Show | None = None) -> int:
-    from calibration.dice import CalibrationError, calibrate, load_yolo_folder, save
+    from calibration.dice import CalibrationError, calibrate, load_yolo_folder
 
     say: Show = show or (lambda text: print(text, flush=True))
+    if (args.samples is None) == (args.images is None and args.labels is None):
+        say("tablectl: error: give either --samples SAMPLES.csv or --images DIR --labels DIR")
+        return EXIT_USAGE
+    if args.samples is not None:
+        return run_fit_samples(args, say)
     for folder in (args.images, args.labels):
-        if not Path(folder).is_dir():
-            say(f"tablectl: error: {folder}: no such folder")
+        if folder is None or not Path(folder).is_dir():
+            say(f"tablectl: error: {folder}: no such folder (--images and --labels go together)")
             return EXIT_USAGE
     try:
         examples = load_yolo_folder(args.images, args.labels, args.box)
         say(f"Fitting on {len(examples)} images, {sum(len(e.dice) for e in examples)} labelled dice...")
         calibration = calibrate(examples, roi=args.roi)
-        path = save(calibration, args.out)
+        path = _write(calibration, args.out)
     except (CalibrationError, OSError) as exc:
         say(f"tablectl: error: {exc}")
         return EXIT_USAGE
@@ -114,6 +132,59 @@ def run_fit(args: argparse.Namespace, show: Show | None = None) -> int:
         )
     say(f"Calibration written: {path}")
     return EXIT_OK
+
+
+def run_fit_samples(args: argparse.Namespace, say: Show) -> int:
+    from calibration.dice import CalibrationError, calibrate_from_samples, load_samples
+
+    try:
+        samples = load_samples(args.samples)
+        say(f"Fitting on {len(samples)} photos, {sum(len(s.values) for s in samples)} dice (values only)...")
+        calibration = calibrate_from_samples(samples, roi=args.roi)
+        path = _write(calibration, args.out)
+    except (CalibrationError, OSError) as exc:
+        say(f"tablectl: error: {exc}")
+        return EXIT_USAGE
+    fitted = calibration.fitted_on
+    roi = calibration.roi
+    say(
+        "Tray: "
+        + ("the whole frame" if roi is None else f"{roi[2]}x{roi[3]} at {roi[0]},{roi[1]}")
+        + f"; read at scale {calibration.scale:g}"
+    )
+    for line in describe(calibration):
+        say(line)
+    say(
+        f"Dice matched to their values in {fitted['samples_matched']} of {fitted['samples']} photos "
+        "(the others: dice touching, cocked, or not all read)"
+    )
+    for wrong in fitted.get("contradicted_readings", []):
+        say(
+            f"  {wrong['image']}: a die read {wrong['read']} (confidence {wrong['confidence']:.2f}) "
+            f"but the photo shows {' '.join(map(str, wrong['values']))}: check the line; "
+            f"the least confidence is now {calibration.min_confidence:.2f}"
+        )
+    back = fitted["readback"]
+    refusals = ", ".join(f"{n} {reason}" for reason, n in back["refusals"].items()) or "none"
+    say(
+        f"Read back whole, as the table reads: {back['exact']} of {back['images']} photos exact, "
+        f"{back['refused']} refused ({refusals}), {back['misread']} misread"
+    )
+    for wrong in back["misreadings"]:
+        say(f"  MISREAD: {wrong['image']}: shows {wrong['values']}, read {wrong['read']}: check the line")
+    say(f"Calibration written: {path}")
+    return EXIT_OK
+
+
+def _write(calibration: DiceCalibration, out: Path) -> Path:
+    """`out` ending in .json: that file (never replaced); else a folder for a time-stamped file."""
+    from calibration.dice import CalibrationError, save, save_as
+
+    if out.suffix.lower() != ".json":
+        return save(calibration, out)
+    if out.exists():
+        raise CalibrationError(f"{out} exists: a calibration is never replaced; choose another name")
+    return save_as(calibration, out)
 
 
 def readback(calibration: DiceCalibration) -> str:
@@ -169,7 +240,7 @@ def run_check(args: argparse.Namespace, show: Show | None = None) -> int:
         if image is None:
             say(f"tablectl: error: {path}: not an image OpenCV can read")
             return EXIT_USAGE
-        result = reader.read(image, expected=expected)
+        result = reader.read(image, expect=expected)
         for line in format_result(str(path), result):
             say(line)
         if not result.readable:
@@ -182,7 +253,7 @@ def format_result(name: str, result: DiceResult) -> list[str]:
         total = sum(result.values)
         head = f"{name}: {' '.join(str(v) for v in result.values)} (total {total})"
     else:
-        head = f"{name}: NOT READABLE: {result.reason} (re-shake)"
+        head = f"{name}: NOT READABLE ({result.reason}): {result.detail} (re-shake)"
     lines = [head]
     for number, die in enumerate(result.dice, 1):
         x, y, w, h = die.box

@@ -428,6 +428,10 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
     register_panel_pin(sub)
 
+    from controller.dice_cli import register as register_dice
+
+    register_dice(sub)
+
     cal = sub.add_parser(
         "calibrate", help="calibration tools (wheel sensors, firing position, bias, dice camera)"
     )

@@ -46,11 +46,13 @@ def fitted(examples: list[LabelledImage]) -> DiceCalibration:
 
 
 def test_the_fit_describes_the_dice_it_was_shown(fitted: DiceCalibration) -> None:
-    assert fitted.kind == CALIBRATION_KIND and fitted.version == CALIBRATION_VERSION == 1
+    assert fitted.kind == CALIBRATION_KIND and fitted.version == CALIBRATION_VERSION == 2
     assert fitted.created_utc == "2026-03-01T12:30:15Z"
-    low, high = fitted.die_side_px
+    # read shrunk so that a die is about 48 px wide; sizes in the calibration are at that scale
+    assert 0.7 < fitted.scale < 0.85
+    low, high = (side / fitted.scale for side in fitted.die_side_px)
     assert low < 54 and high > 66 and low > 35 and high < 100  # drawn 54-66 px wide
-    assert 54 <= fitted.die_side_median <= 70  # the blob includes the die's soft edge
+    assert 54 <= fitted.die_side_median / fitted.scale <= 72  # the blob includes the die's soft edge
     assert fitted.pip_polarity == "dark"  # black pips on ivory
     # every face's pip grid relative to the die: drawn at 0.27 of the side; the blob takes in the die's soft
     # edge, so it is a little larger and the ratio a little smaller
@@ -114,7 +116,7 @@ def test_save_writes_a_versioned_file_and_never_overwrites(fitted: DiceCalibrati
     first = save(fitted, tmp_path / "records", now=NOW)
     assert first.name == "dice-calibration-20260301T123015000000Z.json"
     data = json.loads(first.read_text(encoding="utf-8"))
-    assert data["kind"] == "tablectl.calibration.dice" and data["version"] == 1
+    assert data["kind"] == "tablectl.calibration.dice" and data["version"] == 2
     original = first.read_text(encoding="utf-8")
     changed = fitted.model_copy(update={"min_confidence": 0.5})
     second = save(changed, tmp_path / "records", now=NOW)  # same second: a new name, the old file untouched
@@ -131,7 +133,7 @@ def test_load_refuses_what_is_not_a_dice_calibration(fitted: DiceCalibration, tm
         "garbage.json": "{not json",
         "list.json": "[]",
         "wheel.json": json.dumps({**good, "kind": "tablectl.calibration.wheel"}),
-        "future.json": json.dumps({**good, "version": 2}),
+        "future.json": json.dumps({**good, "version": 3}),
         "broken.json": json.dumps({**good, "die_side_px": "wide"}),
         "five-faces.json": json.dumps({**good, "pip_unit_ratio": good["pip_unit_ratio"][:5]}),
         "extra.json": json.dumps({**good, "surprise": 1}),
@@ -222,14 +224,16 @@ def test_cli_fits_writes_and_checks(examples: list[LabelledImage], tmp_path: Pat
     assert len(lines) == 4 and lines[1].startswith("  die 1 at ") and ": 2 (confidence " in lines[1]
     status, lines = run_tool(["dice-check", "--calibration", str(written[0]), str(good), str(two)])
     assert status == EXIT_NOT_READABLE
-    assert f"{two}: NOT READABLE: 2 dice found, 3 expected (re-shake)" in lines
+    assert f"{two}: NOT READABLE (count): 2 dice found, 3 expected (re-shake)" in lines
     status, lines = run_tool(["dice-check", "--calibration", str(written[0]), "--expected", "2", str(two)])
     assert status == EXIT_OK and lines[0] == f"{two}: 2 5 (total 7)"
 
 
 def test_cli_operator_errors(tmp_path: Path, fitted: DiceCalibration) -> None:
     status, lines = run_tool(["dice", "--images", str(tmp_path / "nowhere"), "--labels", str(tmp_path)])
-    assert status == EXIT_USAGE and lines == [f"tablectl: error: {tmp_path / 'nowhere'}: no such folder"]
+    assert status == EXIT_USAGE and lines == [
+        f"tablectl: error: {tmp_path / 'nowhere'}: no such folder (--images and --labels go together)"
+    ]
     empty = tmp_path / "empty"
     empty.mkdir()
     status, lines = run_tool(["dice", "--images", str(empty), "--labels", str(empty)])

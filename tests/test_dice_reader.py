@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from calibration.dice import LabelledDie, LabelledImage, calibrate, load_yolo_folder
-from drivers.dice.reader import FACES, DiceCalibration, DiceReader, DiceResult
+from drivers.dice.reader import FACES, DiceCalibration, DiceReader, DiceRefusal, DiceResult
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "dice"
 
@@ -145,7 +145,7 @@ def test_three_dice_are_read_left_to_right(reader: DiceReader) -> None:
 @pytest.mark.parametrize("angle", [0, 15, 30, 45, 60, 75, 89])
 def test_every_face_at_every_rotation(reader: DiceReader, angle: float) -> None:
     for value in range(1, 7):
-        result = reader.read(scene([die((160, 120), value, angle)], size=(320, 240)), expected=1)
+        result = reader.read(scene([die((160, 120), value, angle)], size=(320, 240)), expect=1)
         assert result.values == (value,), (value, angle, result.reason)
 
 
@@ -163,11 +163,11 @@ def test_triples_and_mixed_rounds(reader: DiceReader, values: tuple[int, int, in
 def test_a_grey_image_is_read_too(reader: DiceReader) -> None:
     grey = cv2.cvtColor(scene([die((160, 120), 4, 30)], size=(320, 240)), cv2.COLOR_BGR2GRAY)
     # the die must still stand out from the felt in lightness alone; it does (ivory on dark green)
-    assert reader.read(grey, expected=1).values == (4,)
+    assert reader.read(grey, expect=1).values == (4,)
 
 
 def test_expected_none_accepts_any_count(reader: DiceReader) -> None:
-    result = reader.read(scene(THREE[:2]), expected=None)
+    result = reader.read(scene(THREE[:2]), expect=None)
     assert result.readable and result.values == (2, 5)
 
 
@@ -184,7 +184,8 @@ def test_two_touching_dice_are_refused(reader: DiceReader) -> None:
     assert not result.readable and result.values is None
     assert reasons(result) == ["touching another die", ""]
     assert result.dice[1].value == 6
-    assert result.reason == "2 dice found, 3 expected; die 1: touching another die"
+    assert isinstance(result, DiceRefusal) and result.reason == "touching"
+    assert result.detail == "2 dice found, 3 expected; die 1: touching another die"
 
 
 def test_two_dice_touching_at_an_angle_are_refused(reader: DiceReader) -> None:
@@ -202,7 +203,8 @@ def test_a_blurred_image_is_refused(reader: DiceReader) -> None:
         result = reader.read(blurred)
         assert not result.readable
         assert reasons(result) == ["blurred"] * 3
-        assert result.reason == "die 1: blurred; die 2: blurred; die 3: blurred"
+        assert result.reason == "blurred"
+        assert result.detail == "die 1: blurred; die 2: blurred; die 3: blurred"
 
 
 def test_a_die_with_seven_pips_is_refused(reader: DiceReader) -> None:
@@ -227,9 +229,9 @@ def test_a_die_with_seven_pips_is_refused(reader: DiceReader) -> None:
     ],
 )
 def test_illegal_pip_patterns_are_refused(reader: DiceReader, pips: Pips, why: str) -> None:
-    rows_of_three = reader.read(scene([die((160, 120), 6, 20 + 90)], size=(320, 240)), expected=1)
+    rows_of_three = reader.read(scene([die((160, 120), 6, 20 + 90)], size=(320, 240)), expect=1)
     assert rows_of_three.values == (6,)  # a 6 turned a quarter is still a 6 (its rows are columns)
-    result = reader.read(scene([die((160, 120), 1, 20, pips=pips)], size=(320, 240)), expected=1)
+    result = reader.read(scene([die((160, 120), 1, 20, pips=pips)], size=(320, 240)), expect=1)
     assert not result.readable
     assert reasons(result) == [why]
 
@@ -237,19 +239,20 @@ def test_illegal_pip_patterns_are_refused(reader: DiceReader, pips: Pips, why: s
 def test_only_two_dice_is_refused(reader: DiceReader) -> None:
     result = reader.read(scene(THREE[:2]))
     assert not result.readable and result.values is None
-    assert result.reason == "2 dice found, 3 expected"
+    assert result.reason == "count" and result.detail == "2 dice found, 3 expected"
     assert [d.value for d in result.dice] == [2, 5]  # both read, the count is what is wrong
 
 
 def test_four_dice_is_refused(reader: DiceReader) -> None:
     result = reader.read(scene([*THREE, die((320, 420), 1, 5)]))
-    assert not result.readable and result.reason == "4 dice found, 3 expected"
+    assert not result.readable and result.reason == "count" and result.detail == "4 dice found, 3 expected"
 
 
 def test_no_dice_at_all(reader: DiceReader) -> None:
     empty = scene([])
-    assert reader.read(empty).reason == "0 dice found, 3 expected"
-    assert reader.read(empty, expected=None).reason == "no dice found"
+    assert reader.read(empty).detail == "0 dice found, 3 expected"
+    assert reader.read(empty, expect=None).detail == "no dice found"
+    assert reader.read(empty, expect=None).reason == "count"
 
 
 def test_a_die_cut_by_the_edge_of_the_view_is_refused(reader: DiceReader) -> None:
@@ -260,27 +263,26 @@ def test_a_die_cut_by_the_edge_of_the_view_is_refused(reader: DiceReader) -> Non
 
 def test_a_die_too_large_or_too_small_is_refused(reader: DiceReader) -> None:
     # a stacked die is nearer the camera, so larger; a die half under another is smaller
-    large = reader.read(scene([die((320, 240), 5, 10, side=SIDE * 1.3)]), expected=1)
-    assert large.dice[0].reason.startswith("die too large") and large.dice[0].reason.endswith(
-        "stacked or cocked"
-    )
-    small = reader.read(scene([die((320, 240), 5, 10, side=SIDE * 0.6)]), expected=1)
+    large = reader.read(scene([die((320, 240), 5, 10, side=SIDE * 1.3)]), expect=1)
+    assert large.dice[0].reason.startswith("die too large") and large.dice[0].reason.endswith("stacked")
+    assert large.reason == "stacked"
+    small = reader.read(scene([die((320, 240), 5, 10, side=SIDE * 0.6)]), expect=1)
     assert small.dice[0].reason.startswith("die too small")
 
 
 def test_a_squashed_die_is_cocked(reader: DiceReader) -> None:
     image = scene([die((320, 240), 4, 0)])
     squashed = cv2.resize(image, (640, 300), interpolation=cv2.INTER_AREA)  # seen from a slant
-    result = reader.read(squashed, expected=1)
+    result = reader.read(squashed, expect=1)
     assert not result.readable
-    assert "cocked" in result.dice[0].reason
+    assert "cocked" in result.dice[0].reason and result.reason == "cocked"
 
 
 def test_a_faint_extra_mark_on_a_face_is_refused(reader: DiceReader) -> None:
     # a 4 whose centre shows a faint grey mark: a 5 with a worn pip? Not guessed.
     image = scene([die((160, 120), 4, 0)], size=(320, 240))
     cv2.circle(image, (160, 120), 5, (150, 150, 150), -1, cv2.LINE_AA)
-    result = reader.read(image, expected=1)
+    result = reader.read(image, expect=1)
     assert not result.readable and result.dice[0].value is None
 
 
@@ -297,17 +299,18 @@ def test_a_faint_extra_mark_on_a_face_is_refused(reader: DiceReader) -> None:
 )
 def test_what_is_not_an_image_is_refused_not_raised(reader: DiceReader, image: Any) -> None:
     result = reader.read(image)
-    assert result == DiceResult((), False, None, "not a colour or grey image")
+    assert result == DiceRefusal("image", "not a colour or grey image")
 
 
 def test_a_roi_outside_the_image_is_refused(calibration: DiceCalibration) -> None:
     reader = DiceReader(calibration.model_copy(update={"roi": (1000, 1000, 50, 50)}))
-    assert reader.read(scene(THREE)).reason == "the calibrated tray area is outside the image"
+    refusal = reader.read(scene(THREE))
+    assert refusal.reason == "image" and refusal.detail == "the calibrated tray area is outside the image"
 
 
 def test_the_roi_limits_where_dice_are_looked_for(calibration: DiceCalibration) -> None:
     reader = DiceReader(calibration.model_copy(update={"roi": (0, 0, 400, 480)}))
-    result = reader.read(scene([*THREE[:2], die((560, 240), 3)]), expected=2)
+    result = reader.read(scene([*THREE[:2], die((560, 240), 3)]), expect=2)
     assert result.values == (2, 5)  # the third die is outside the tray area
 
 
@@ -360,7 +363,7 @@ def test_never_a_confident_wrong_value(
         centre = (round(x + ox), round(y + oy))
         grey = round(darkness * IVORY[0] * gain)
         cv2.circle(image, centre, max(1, round(radius * side)), (grey, grey, grey), -1, cv2.LINE_AA)
-    result = reader.read(image, expected=1)
+    result = reader.read(image, expect=1)
     if result.readable:
         assert result.values == (value,)
     else:
@@ -374,7 +377,7 @@ def test_plain_faces_over_sizes_and_angles_are_mostly_read(reader: DiceReader) -
     for index in range(60):
         value, angle, side = index % 6 + 1, rng.uniform(0, 90), rng.uniform(54, 66)
         result = reader.read(
-            scene([die((160, 120), value, angle, side)], size=(320, 240), seed=index), expected=1
+            scene([die((160, 120), value, angle, side)], size=(320, 240), seed=index), expect=1
         )
         outcomes["right" if result.values == (value,) else "refused" if not result.readable else "wrong"] += 1
     assert outcomes["wrong"] == 0
@@ -431,4 +434,4 @@ def test_real_webcam_photos_no_confident_wrong_reading() -> None:
     total = sum(outcomes.values())
     assert total == 231
     assert outcomes["wrong"] == 0, outcomes
-    assert outcomes["right"] >= 0.75 * total, outcomes  # measured: 206 of 231 (89%)
+    assert outcomes["right"] >= 0.75 * total, outcomes  # measured: 199 of 231 (86%), read at scale 0.66

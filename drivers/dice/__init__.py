@@ -1,13 +1,39 @@
-"""Sic bo dice: a one-shot camera (I/O: `camera`) and the reader (pure image processing: `reader`).
+"""Sic bo dice: the reader (pure image processing), the table's wait-until-still loop, a synthetic renderer.
 
-At the table: when the shaker reports the dice at rest, the camera device (`drivers.camera.CameraRunner`)
-`grab()`s the next fresh frame and keeps it in its capture, `DiceReader.read(frame.image)` reads it; a result
-that is not `readable` means a re-shake, never a guess. `DiceCamera.capture(name)` grabs and saves one frame
-without a running camera device (calibration, benches).
+The API the sic bo flow calls:
+
+    from calibration.dice import load       # CalibrationError: missing, other kind, other version
+    from drivers.dice import DiceReader, DiceReading, DiceRefusal, read_at_rest
+
+    reader = DiceReader(load("dice-calibration.json"))
+    result = await read_at_rest(camera_runner.grab, reader, expect=3)   # waits for still dice, then reads
+    result = reader.read(frame, expect=3)                  # one frame (a camera Frame or a BGR image)
+    if isinstance(result, DiceReading):
+        result.values        # (2, 5, 6) left to right; result.total; result.confidence (the least die's)
+        result.dice          # DieReading per die: value, confidence, box (x, y, w, h), pip_centres
+        result.frame         # the captured frame's file, when read from a captured Frame
+    else:                    # DiceRefusal: re-shake, never a guess
+        result.reason        # "image" | "moving" | "touching" | "stacked" | "cocked" | "edge" | "count" |
+                             # "blurred" | "unclear" (the most basic one found)
+        result.detail        # what was seen, for the log and the dealer; result.dice: what was found
+
+`read_still(frames, reader, expect=3)` is the same over any iterable of frames; `Stillness` is the pure check
+both use. `DiceCamera.capture(name)` grabs and saves one frame without a running camera device (calibration,
+benches). `drivers.dice.synthetic` renders dice scenes with their truth (tests, demo, benchmark).
 """
 
 from drivers.dice.camera import CameraError, CapturedFrame, DiceCamera
-from drivers.dice.reader import DiceCalibration, DiceReader, DiceResult, DieReading
+from drivers.dice.reader import (
+    DiceCalibration,
+    DiceReader,
+    DiceReading,
+    DiceRefusal,
+    DiceResult,
+    DieReading,
+    RefusalReason,
+)
+from drivers.dice.stillness import Stillness
+from drivers.dice.table import read_at_rest, read_still
 
 __all__ = [
     "CameraError",
@@ -15,6 +41,12 @@ __all__ = [
     "DiceCalibration",
     "DiceCamera",
     "DiceReader",
+    "DiceReading",
+    "DiceRefusal",
     "DiceResult",
     "DieReading",
+    "RefusalReason",
+    "Stillness",
+    "read_at_rest",
+    "read_still",
 ]

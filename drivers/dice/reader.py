@@ -25,6 +25,18 @@ Method, in the order the checks run:
    a 6 must not read as 4, a 5 as 4, a 3 as 2), and the rest of the face must be clean.
 6. The die must be sharp (Laplacian spread over the die relative to its contrast): a blurred image is refused.
 
+Before step 1 the frame is cut to the calibrated tray region (`roi`) and shrunk by `scale` (a die about 48 px
+wide); boxes and pip centres in the results are in the frame's own pixels.
+
+Public API (see also `drivers.dice` and `drivers.dice.table`):
+
+    DiceReader(calibration).read(frame, expect=3) -> DiceReading | DiceRefusal
+    DiceReading(values, dice, confidence, roi, frame)      # .total
+    DiceRefusal(reason: RefusalReason, detail, dice, roi, frame)
+    DieReading(value, confidence, box, pips, reason, problem, pip_centres)
+
+A calibration of another version than `CALIBRATION_VERSION` is refused when it is loaded (fit it again).
+
 A die is read only when every check passes; its confidence is the smallest remaining margin of the checks
 (1 = every measurement in the middle of its calibrated range, 0 = one of them at its limit), and it must reach
 the calibrated minimum. The result is readable only when every die is read and the count is the expected one.
@@ -43,7 +55,7 @@ from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 CALIBRATION_KIND = "tablectl.calibration.dice"
-CALIBRATION_VERSION = 1
+CALIBRATION_VERSION = 2  # 2: `scale` and `max_pips_left_out`; version 1 files must be fitted again
 
 Box = tuple[int, int, int, int]  # x, y, w, h in the image
 Pixels = NDArray[Any]  # an image or a mask; OpenCV's own typing of its results is looser than numpy's
@@ -73,6 +85,16 @@ class DiceCalibration(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+    @field_validator("version")
+    @classmethod
+    def _this_version(cls, value: int) -> int:
+        if value != CALIBRATION_VERSION:
+            raise ValueError(
+                f"dice calibration version {value}; this tablectl reads version {CALIBRATION_VERSION}: "
+                "fit it again with `tablectl calibrate dice`"
+            )
+        return value
+
     @field_validator("pip_unit_ratio", "min_face_aspect")
     @classmethod
     def _one_per_face(cls, value: tuple[object, ...]) -> tuple[object, ...]:
@@ -84,6 +106,9 @@ class DiceCalibration(BaseModel):
     version: int = CALIBRATION_VERSION
     created_utc: str = ""
     roi: tuple[int, int, int, int] | None = None  # x, y, w, h of the tray; None = the whole image
+    # the tray is read resized by this factor (a die about `READ_SIDE_PX` wide: the pips stay several pixels
+    # wide, the work shrinks with the square of it); every size in pixels below is at this scale
+    scale: float = Field(default=1.0, gt=0.0, le=1.0)
 
     # dice against the background
     die_side_px: tuple[float, float] = (20.0, 120.0)  # accepted range of sqrt(die blob area)
@@ -116,6 +141,8 @@ class DiceCalibration(BaseModel):
     max_centre_offset: float = 0.2  # face centre from the die blob's centre, in die sides
     max_empty_level: float = 0.35  # mark at a grid position the face leaves empty, relative to the pips
     max_clutter_level: float = 0.5  # strongest mark anywhere else on the face, relative to the pips
+    # pips tried left out as side-face pips (a camera at a slant sees side faces; straight above, none do)
+    max_pips_left_out: int = Field(default=MAX_PIPS_LEFT_OUT, ge=0, le=MAX_PIPS_LEFT_OUT)
 
     # the image
     min_sharpness: float = 5.0  # Laplacian spread over the die / its contrast, x100 (see `_sharpness`)
@@ -125,21 +152,83 @@ class DiceCalibration(BaseModel):
     fitted_on: dict[str, Any] = Field(default_factory=dict)  # what the calibration was made from
 
 
+#: Why a frame was not read (the dice are re-shaken), most basic first: what the flow may tell the dealer.
+RefusalReason = Literal[
+    "image",  # not an image, or the calibrated tray is not in it
+    "moving",  # the dice were not still over the frames asked for
+    "touching",  # two dice touch: one blob
+    "stacked",  # a die on another (nearer the camera: too large), or one partly under another
+    "cocked",  # a die leaning: not square from above, or its face tilted
+    "edge",  # a die cut by the edge of the tray region
+    "count",  # another number of dice than expected
+    "blurred",  # the image is not sharp enough to read
+    "unclear",  # pips not in a legal pattern, marks, too faint, ambiguous, low confidence
+]
+REFUSAL_ORDER: tuple[RefusalReason, ...] = (
+    "image",
+    "moving",
+    "touching",
+    "stacked",
+    "cocked",
+    "edge",
+    "count",
+    "blurred",
+    "unclear",
+)
+
+
 @dataclass(frozen=True)
 class DieReading:
+    """One die: its value with the evidence, or why it could not be read. Coordinates are the frame's."""
+
     value: int | None  # 1-6; None = unreadable
-    confidence: float  # 0..1
-    box: Box
-    pips: int
-    reason: str = ""  # "" when read; else why not
+    confidence: float  # 0..1: the smallest margin of every check (0 when unreadable)
+    box: Box  # x, y, w, h of the die in the frame
+    pips: int  # pips found on the face
+    reason: str = ""  # "" when read; else why not, for a person
+    problem: RefusalReason | None = None  # None when read; else the kind of refusal
+    pip_centres: tuple[tuple[float, float], ...] = ()  # (x, y) of each pip of the value read
+
+    @property
+    def centre(self) -> tuple[float, float]:
+        x, y, w, h = self.box
+        return (x + w / 2, y + h / 2)
 
 
 @dataclass(frozen=True)
-class DiceResult:
-    dice: tuple[DieReading, ...]  # left to right in the image
-    readable: bool  # every die read, and as many dice as expected
-    values: tuple[int, ...] | None  # left to right; None unless readable
-    reason: str = ""
+class DiceReading:
+    """A frame read: as many dice as expected, flat and apart, each read above the least confidence."""
+
+    values: tuple[int, ...]  # left to right in the frame
+    dice: tuple[DieReading, ...]  # the evidence, in the same order
+    confidence: float  # the least confident die's
+    roi: Box | None = None  # the tray region that was read (frame coordinates); None = the whole frame
+    frame: str = ""  # the frame's capture file when it came from a captured `Frame` (an audit reference)
+
+    readable = True
+    reason = ""
+    detail = ""
+
+    @property
+    def total(self) -> int:
+        return sum(self.values)
+
+
+@dataclass(frozen=True)
+class DiceRefusal:
+    """A frame not read: re-shake. `reason` is the kind; `detail` says what was seen (log, dealer)."""
+
+    reason: RefusalReason
+    detail: str
+    dice: tuple[DieReading, ...] = ()  # what was found, read or not, left to right
+    roi: Box | None = None
+    frame: str = ""
+
+    readable = False
+    values = None
+
+
+DiceResult = DiceReading | DiceRefusal
 
 
 # --- internal measurements ----------------------------------------------------------------------------
@@ -200,28 +289,73 @@ class FaceMeasure:
 # --- the reader -------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class View:
+    """What the reader works on: the tray region of a frame, resized by the calibration's scale, in Lab."""
+
+    lab: Pixels
+    origin: tuple[int, int] = (0, 0)  # the frame coordinates of the view's top-left pixel
+    scale: float = 1.0  # view pixels per frame pixel
+
+    def to_frame(self, point: tuple[float, float]) -> tuple[float, float]:
+        return (point[0] / self.scale + self.origin[0], point[1] / self.scale + self.origin[1])
+
+    def to_view(self, point: tuple[float, float]) -> tuple[float, float]:
+        return ((point[0] - self.origin[0]) * self.scale, (point[1] - self.origin[1]) * self.scale)
+
+    def box_to_frame(self, box: Box) -> Box:
+        x, y, w, h = box
+        left, top = self.to_frame((x, y))
+        return (round(left), round(top), max(1, round(w / self.scale)), max(1, round(h / self.scale)))
+
+
 class DiceReader:
+    """Reads the dice of one camera frame with one calibration. Pure and thread-safe (no state per call)."""
+
     def __init__(self, calibration: DiceCalibration) -> None:
         self.calibration = calibration
 
     # public ---------------------------------------------------------------------------------------
 
-    def read(self, image: np.ndarray, expected: int | None = 3) -> DiceResult:
-        """Read every die in the image. `expected`: how many dice must be there (None: any number)."""
-        lab = to_lab(image)
-        if lab is None:
-            return DiceResult((), False, None, "not a colour or grey image")
-        offset = (0, 0)
-        roi = self.calibration.roi
+    def read(self, frame: Any, expect: int | None = 3) -> DiceReading | DiceRefusal:
+        """Read the dice of a frame: a `drivers.camera.Frame` or a BGR/grey uint8 image.
+
+        `expect`: how many dice must lie in the tray (None: any number, at least one). Returns the values
+        with their evidence, or a refusal with its reason; never raises for a bad image."""
+        image = getattr(frame, "image", frame)
+        reference = str(getattr(frame, "file", "") or "")
+        view = self.view(image)
+        if isinstance(view, str):
+            return DiceRefusal("image", view, frame=reference)
+        readings = [self.read_region(view.lab, region, view) for region in self.find_dice(view.lab)]
+        readings.sort(key=lambda reading: reading.box[0] + reading.box[2] / 2)
+        return _combine(tuple(readings), expect, self.calibration.roi, reference)
+
+    def view(self, image: object, *, tray: bool = True) -> View | str:
+        """The part of `image` the reader reads (the calibrated tray unless `tray` is False), at the
+        calibrated scale, in Lab; or why there is none."""
+        if not isinstance(image, np.ndarray) or image.size == 0 or image.dtype != np.uint8:
+            return "not a colour or grey image"
+        origin = (0, 0)
+        roi = self.calibration.roi if tray else None
         if roi is not None:
             x, y, w, h = roi
-            lab = lab[y : y + h, x : x + w]
-            offset = (x, y)
-            if lab.size == 0:
-                return DiceResult((), False, None, "the calibrated tray area is outside the image")
-        readings = [self.read_region(lab, region, offset) for region in self.find_dice(lab)]
-        readings.sort(key=lambda reading: reading.box[0] + reading.box[2] / 2)
-        return _combine(tuple(readings), expected)
+            image = image[y : y + h, x : x + w]
+            origin = (x, y)
+            if image.size == 0:
+                return "the calibrated tray area is outside the image"
+            if image.shape[0] < h or image.shape[1] < w:
+                return f"the image ({_size(image)} from {x},{y}) does not hold the calibrated tray {w}x{h}"
+        scale = self.calibration.scale
+        if scale != 1.0 and image.ndim in (2, 3):
+            width = image.shape[1]
+            size = (max(1, round(width * scale)), max(1, round(image.shape[0] * scale)))
+            image = cv2.resize(image, size, interpolation=cv2.INTER_AREA)
+            scale = size[0] / width  # as resized, to the pixel
+        lab = to_lab(image)
+        if lab is None:
+            return "not a colour or grey image"
+        return View(lab, origin, scale)
 
     def read_die_at(self, image: np.ndarray, point: tuple[float, float]) -> DieReading:
         """Read only the die under `point` (image coordinates), e.g. in a crop centred on one die.
@@ -229,14 +363,15 @@ class DiceReader:
         Other dice are ignored unless they touch this one, and the calibrated tray area is not applied.
         Nothing about the die's value is given away: the point only says which blob to read. For measuring
         and calibrating; the table reads whole frames with `read`."""
-        lab = to_lab(image)
-        if lab is None:
-            return DieReading(None, 0.0, (0, 0, 0, 0), 0, "not a colour or grey image")
-        regions = self.find_dice(lab)
-        chosen = _region_at(regions, point)
+        view = self.view(image, tray=False)
+        if isinstance(view, str):
+            return DieReading(None, 0.0, (0, 0, 0, 0), 0, view, "image")
+        regions = self.find_dice(view.lab)
+        chosen = _region_at(regions, view.to_view(point))
         if chosen is None:
-            return DieReading(None, 0.0, (round(point[0]), round(point[1]), 0, 0), 0, "no die there")
-        return self.read_region(lab, chosen)
+            box = (round(point[0]), round(point[1]), 0, 0)
+            return DieReading(None, 0.0, box, 0, "no die there", "count")
+        return self.read_region(view.lab, chosen, view)
 
     # segmentation ---------------------------------------------------------------------------------
 
@@ -279,27 +414,29 @@ class DiceReader:
 
     # one die ----------------------------------------------------------------------------------------
 
-    def read_region(self, lab: Pixels, region: DieRegion, offset: tuple[int, int] = (0, 0)) -> DieReading:
-        """Read one blob found by `find_dice` in the Lab image `lab`; `offset` shifts the box reported."""
-        x, y, w, h = region.box
-        box = (x + offset[0], y + offset[1], w, h)
+    def read_region(self, lab: Pixels, region: DieRegion, view: View | None = None) -> DieReading:
+        """Read one blob found by `find_dice` in the Lab image `lab` (of `view`: its box and pips are given in
+        the frame's coordinates)."""
+        view = view or View(lab)
+        box = view.box_to_frame(region.box)
         problem = self.region_problem(region)
         if problem:
-            return DieReading(None, 0.0, box, 0, problem)
+            return DieReading(None, 0.0, box, 0, problem, _problem_of(problem))
         measures = self.measure_face(lab, region)
         judged = [(measure, *self.judge(measure)) for measure in measures]
         good = [(m, value, confidence) for m, value, confidence, _ in judged if value is not None]
         values = sorted({value for _, value, _ in good})
         if len(values) == 1:
             measure, value, confidence = max(good, key=lambda item: item[2])
-            return DieReading(value, round(confidence, 4), box, len(measure.pips), "")
+            pips = tuple(_rounded(view.to_frame(pip.centre)) for pip in measure.pips)
+            return DieReading(value, round(confidence, 4), box, len(measure.pips), "", None, pips)
         if values:
             shown = "/".join(str(value) for value in values)
-            return DieReading(None, 0.0, box, 0, f"ambiguous: could be {shown}")
+            return DieReading(None, 0.0, box, 0, f"ambiguous: could be {shown}", "unclear")
         # the reason given is the whole face's (no pip left out), of the pip polarity that found pips
         whole = [item for item in judged if item[0].left_out == 0]
         measure, _, _, reason = next((item for item in whole if item[0].pips), whole[0])
-        return DieReading(None, 0.0, box, len(measure.pips), reason)
+        return DieReading(None, 0.0, box, len(measure.pips), reason, _problem_of(reason))
 
     def region_problem(self, region: DieRegion) -> str:
         """Why this blob cannot be one die lying flat ("" if it can)."""
@@ -312,14 +449,16 @@ class DiceReader:
         too_big = region.area > max(TOUCHING_AREA_RATIO * usual_area, 1.3 * high * high)
         if region.solidity < cal.min_die_solidity or too_big:
             return "touching another die"
-        if region.aspect >= SIDE_BY_SIDE_ASPECT and region.area >= 1.5 * usual_area:
-            return "touching another die"  # two dice edge to edge make a convex oblong
-        if region.side > high:
-            return f"die too large ({region.side:.0f} px): stacked or cocked"
-        if region.side < low:
-            return f"die too small ({region.side:.0f} px): partly hidden or cocked"
+        if region.aspect >= min(SIDE_BY_SIDE_ASPECT, cal.max_die_aspect) and region.area >= 1.5 * usual_area:
+            # two dice edge to edge make a convex oblong; a cocked die's outline (its top face foreshortened,
+            # a side face beside it) is oblong too, but smaller than 1.5 dice
+            return "touching another die"
         if region.aspect > cal.max_die_aspect:
             return f"die not square from above ({region.aspect:.2f}): cocked"
+        if region.side > high:
+            return f"die too large ({region.side:.0f} px): stacked"
+        if region.side < low:
+            return f"die too small ({region.side:.0f} px): partly hidden, or not a die"
         return ""
 
     def measure_face(self, lab: Pixels, region: DieRegion) -> list[FaceMeasure]:
@@ -404,7 +543,7 @@ class DiceReader:
                 self._measure_pattern(measure, response, inner, region, origin)
                 measure.colour_spread = _colour_spread(kept, body)
             measures.append(measure)
-            if left_out >= MAX_PIPS_LEFT_OUT:
+            if left_out >= cal.max_pips_left_out:
                 break
         return measures
 
@@ -522,16 +661,47 @@ def _refusal(check: str, pips: int) -> str:
     return reasons[check]
 
 
-def _combine(readings: tuple[DieReading, ...], expected: int | None) -> DiceResult:
+def _problem_of(reason: str) -> RefusalReason:
+    """The kind of refusal a die's reason belongs to (the reasons are written in this module)."""
+    if reason.startswith("touching"):
+        return "touching"
+    if reason.startswith("die too large"):
+        return "stacked"
+    if reason.endswith("cocked"):
+        return "cocked"
+    if reason.startswith("at the edge"):
+        return "edge"
+    if reason == "blurred":
+        return "blurred"
+    return "unclear"
+
+
+def _combine(
+    readings: tuple[DieReading, ...], expect: int | None, roi: Box | None, frame: str
+) -> DiceReading | DiceRefusal:
     unreadable = [(i, r) for i, r in enumerate(readings, 1) if r.value is None]
-    reasons = [f"die {i}: {r.reason}" for i, r in unreadable]
-    if expected is not None and len(readings) != expected:
-        reasons.insert(0, f"{len(readings)} dice found, {expected} expected")
-    if not readings and expected is None:
-        reasons.append("no dice found")
-    if reasons:
-        return DiceResult(readings, False, None, "; ".join(reasons))
-    return DiceResult(readings, True, tuple(r.value for r in readings if r.value is not None), "")
+    details = [f"die {i}: {r.reason}" for i, r in unreadable]
+    problems: set[RefusalReason] = {r.problem or "unclear" for _, r in unreadable}
+    if expect is not None and len(readings) != expect:
+        details.insert(0, f"{len(readings)} dice found, {expect} expected")
+        problems.add("count")
+    if not readings and expect is None:
+        details.append("no dice found")
+        problems.add("count")
+    if problems:
+        reason = min(problems, key=REFUSAL_ORDER.index)
+        return DiceRefusal(reason, "; ".join(details), readings, roi, frame)
+    values = tuple(r.value for r in readings if r.value is not None)
+    confidence = min(r.confidence for r in readings)
+    return DiceReading(values, readings, confidence, roi, frame)
+
+
+def _rounded(point: tuple[float, float]) -> tuple[float, float]:
+    return (round(point[0], 1), round(point[1], 1))
+
+
+def _size(image: Pixels) -> str:
+    return f"{image.shape[1]}x{image.shape[0]}"
 
 
 def to_lab(image: object) -> Pixels | None:

@@ -1,0 +1,384 @@
+"""The dice reader as a table uses it: calibrated from photos labelled with values only, measured whole-frame.
+
+    python bench/dice_table.py                          # everything: real sets, synthetic suite, speed
+    python bench/dice_table.py --parts real --datasets matteop65
+    python bench/dice_table.py --parts synthetic,speed --scenes 2000
+
+Three parts:
+
+- real: the photographs in shared/data/dice. Each set is split in halves as in `dice_accuracy.py`
+  (matteop65 by blocks of 10 consecutive frames); the reader is calibrated with `calibrate_from_samples` on
+  one half, from the VALUES of each photo only (derived from its labels; boxes are not used), and measured on
+  the other half, then the halves swap. Each photo is read whole with `DiceReader.read(image, expect=<dice
+  labelled>)`: exact (every value right), refused, or misread (read confidently and wrong: a wrong value, or
+  the dice read are not the labelled ones). Per die, each labelled die is matched to the read die whose box
+  holds the label's centre: right / wrong / not read.
+- synthetic: `--scenes` scenes of `drivers.dice.synthetic` (1-7 dice, every hazard at its default weight),
+  read with a calibration fitted from 40 other synthetic photos (values only). A reading of a scene that must
+  be refused (touching, cocked, stacked) counts as a misread too.
+- speed: milliseconds per 1280x720 frame of three dice on one core (OpenCV limited to one thread), with
+  where the time goes (tray view: crop, shrink, Lab; segmentation; the faces).
+
+Writes bench/results/dice-table-<YYYYMMDD>.json and .md. Nothing is asserted; the tests hold the bounds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from collections import Counter
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import cv2
+import numpy as np
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO_ROOT))
+
+from bench.dice_accuracy import (  # noqa: E402
+    DATASETS,
+    DEFAULT_DATA,
+    apply_errata,
+    cpu_model,
+    dataset_commits,
+    git_commit,
+    os_name,
+    split,
+    split_description,
+)
+from calibration.dice import (  # noqa: E402
+    CalibrationError,
+    LabelledImage,
+    ValueSample,
+    calibrate_from_samples,
+    load_yolo_folder,
+)
+from drivers.dice.reader import DiceReader, DiceReading, DiceRefusal  # noqa: E402
+from drivers.dice.synthetic import DiceScene, random_scene, render  # noqa: E402
+
+# --- real photographs ------------------------------------------------------------------------------------
+
+
+def as_samples(examples: list[LabelledImage]) -> list[ValueSample]:
+    """What a technician writes in SAMPLES.csv: the photo and its values, in no particular order."""
+    return [ValueSample(e.image, tuple(sorted(d.value for d in e.dice)), e.name) for e in examples]
+
+
+def score_image(example: LabelledImage, result: DiceReading | DiceRefusal, dice: Counter[str]) -> str:
+    for die in example.dice:
+        cx, cy = die.centre
+        found = [
+            r
+            for r in result.dice
+            if r.box[0] <= cx < r.box[0] + r.box[2] and r.box[1] <= cy < r.box[1] + r.box[3]
+        ]
+        if len(found) != 1 or found[0].value is None:
+            dice["not read"] += 1
+        else:
+            dice["right" if found[0].value == die.value else "WRONG"] += 1
+    if isinstance(result, DiceRefusal):
+        return "refused"
+    right = all(
+        any(
+            r.box[0] <= d.centre[0] < r.box[0] + r.box[2]
+            and r.box[1] <= d.centre[1] < r.box[1] + r.box[3]
+            and r.value == d.value
+            for r in result.dice
+        )
+        for d in example.dice
+    )
+    return "exact" if right and sorted(result.values) == sorted(d.value for d in example.dice) else "MISREAD"
+
+
+def run_real(data: Path, dataset: str) -> dict[str, Any]:
+    folder = data / dataset
+    examples, _ = apply_errata(
+        dataset,
+        load_yolo_folder(folder / "images", folder / "labels", DATASETS[dataset]),  # type: ignore[arg-type]
+    )
+    halves = split(dataset, examples)
+    images: Counter[str] = Counter()
+    dice: Counter[str] = Counter()
+    reasons: Counter[str] = Counter()
+    misread: list[dict[str, Any]] = []
+    folds = []
+    by_count: dict[int, Counter[str]] = {}
+    for number, (fit, test) in enumerate(((halves[0], halves[1]), (halves[1], halves[0])), 1):
+        started = time.perf_counter()
+        try:
+            calibration = calibrate_from_samples(as_samples(fit))
+        except CalibrationError as exc:  # reported, not hidden: the set cannot be calibrated from values
+            print(f"  {dataset} fold {number}: no calibration: {exc}", file=sys.stderr)
+            folds.append({"fold": number, "calibration_photos": len(fit), "calibration_error": str(exc)})
+            images["not calibrated"] += len(test)
+            continue
+        seconds = time.perf_counter() - started
+        reader = DiceReader(calibration)
+        fold_images: Counter[str] = Counter()
+        for example in test:
+            result = reader.read(example.load(), expect=len(example.dice))
+            outcome = score_image(example, result, dice)
+            fold_images[outcome] += 1
+            by_count.setdefault(min(len(example.dice), 8), Counter())[outcome] += 1
+            if isinstance(result, DiceRefusal):
+                reasons[result.reason] += 1
+            elif outcome == "MISREAD":
+                misread.append(
+                    {
+                        "image": example.name,
+                        "values": [d.value for d in example.dice],
+                        "read": list(result.values),
+                    }
+                )
+        images.update(fold_images)
+        folds.append(
+            {
+                "fold": number,
+                "calibration_photos": len(fit),
+                "calibration_seconds": round(seconds, 1),
+                "calibration": {
+                    k: v for k, v in calibration.model_dump(mode="json").items() if k not in ("fitted_on",)
+                }
+                | {"fitted_on": {k: v for k, v in calibration.fitted_on.items() if k != "wrong_readings"}},
+                "test_photos": len(test),
+                "images": dict(fold_images),
+            }
+        )
+        print(
+            f"  {dataset} fold {number}: {dict(fold_images)} ({seconds:.0f} s to calibrate)", file=sys.stderr
+        )
+    return {
+        "dataset": dataset,
+        "split": split_description(dataset),
+        "images": dict(images),
+        "dice": dict(dice),
+        "refusals": dict(reasons.most_common()),
+        "misreadings": misread,
+        "images_by_dice_count": {("8+" if k == 8 else str(k)): dict(v) for k, v in sorted(by_count.items())},
+        "folds": folds,
+    }
+
+
+# --- synthetic -------------------------------------------------------------------------------------------
+
+
+def synthetic_calibration(seed: int = 5, photos: int = 40) -> Any:
+    rng = np.random.default_rng(seed)
+    samples = []
+    for index in range(photos):
+        scene = random_scene(
+            rng, dice=int(rng.integers(1, 8)), hazards={"none": 0.8, "touching": 0.1, "cocked": 0.1}
+        )
+        samples.append(
+            ValueSample(render(scene, seed=index), tuple(d.value for d in scene.dice), f"s{index}")
+        )
+    return calibrate_from_samples(samples)
+
+
+def judge(scene: DiceScene, result: DiceReading | DiceRefusal) -> str:
+    if isinstance(result, DiceRefusal):
+        return "refused"
+    if not scene.readable:
+        return "MISREAD"  # a hazard accepted
+    for die in result.dice:
+        x, y, w, h = die.box
+        under = [d for d in scene.dice if x <= d.centre[0] <= x + w and y <= d.centre[1] <= y + h]
+        if len(under) != 1 or under[0].value != die.value:
+            return "MISREAD"
+    return "exact" if len(result.dice) == len(scene.dice) else "MISREAD"
+
+
+def run_synthetic(reader: DiceReader, scenes: int) -> dict[str, Any]:
+    rng = np.random.default_rng(20261201)
+    by_hazard: dict[str, Counter[str]] = {}
+    reasons: dict[str, Counter[str]] = {}
+    misread = []
+    for index in range(scenes):
+        scene = random_scene(rng, dice=3 if index % 3 else int(rng.integers(1, 8)))
+        result = reader.read(render(scene, seed=index), expect=len(scene.dice))
+        outcome = judge(scene, result)
+        by_hazard.setdefault(scene.hazard, Counter())[outcome] += 1
+        if isinstance(result, DiceRefusal):
+            reasons.setdefault(scene.hazard, Counter())[result.reason] += 1
+        if outcome == "MISREAD":
+            misread.append(
+                {"scene": index, "hazard": scene.hazard, "values": scene.values, "read": result.values}
+            )
+    total: Counter[str] = Counter()
+    for counts in by_hazard.values():
+        total.update(counts)
+    return {
+        "scenes": scenes,
+        "outcomes": dict(total),
+        "by_hazard": {h: dict(c) for h, c in sorted(by_hazard.items())},
+        "refusals_by_hazard": {h: dict(c.most_common()) for h, c in sorted(reasons.items())},
+        "misreadings": misread,
+    }
+
+
+# --- speed -----------------------------------------------------------------------------------------------
+
+
+def run_speed(reader: DiceReader, frames: int = 60) -> dict[str, Any]:
+    cv2.setNumThreads(1)
+    rng = np.random.default_rng(7)
+    images = [render(random_scene(rng, hazard="none"), seed=i) for i in range(frames)]
+    for image in images[:5]:
+        reader.read(image)
+    total, view_ms, find_ms, face_ms = [], [], [], []
+    for image in images:
+        started = time.perf_counter()
+        reader.read(image)
+        total.append((time.perf_counter() - started) * 1000)
+        t0 = time.perf_counter()
+        view = reader.view(image)
+        t1 = time.perf_counter()
+        assert not isinstance(view, str)
+        regions = reader.find_dice(view.lab)
+        t2 = time.perf_counter()
+        for region in regions:
+            reader.read_region(view.lab, region, view)
+        t3 = time.perf_counter()
+        view_ms.append((t1 - t0) * 1000)
+        find_ms.append((t2 - t1) * 1000)
+        face_ms.append((t3 - t2) * 1000)
+    return {
+        "frame": "1280x720, three dice about 64 px wide",
+        "opencv_threads": 1,
+        "tray_roi": reader.calibration.roi,
+        "scale": reader.calibration.scale,
+        "max_pips_left_out": reader.calibration.max_pips_left_out,
+        "ms_median": round(statistics.median(total), 2),
+        "ms_p95": round(float(np.percentile(total, 95)), 2),
+        "ms_view_median": round(statistics.median(view_ms), 2),
+        "ms_segmentation_median": round(statistics.median(find_ms), 2),
+        "ms_faces_median": round(statistics.median(face_ms), 2),
+    }
+
+
+# --- report ----------------------------------------------------------------------------------------------
+
+
+def pct(count: int, total: int) -> str:
+    return f"{count} ({100 * count / total:.1f}%)" if total else "0"
+
+
+def markdown(report: dict[str, Any]) -> str:
+    m = report["machine"]
+    lines = [
+        "# Dice reader at the table: values-only calibration, whole frames",
+        "",
+        f"Date {report['date_utc']}; tablectl commit {report['git_commit']}; {m['cpu']}, {m['cores']} cores, "
+        f"{m['os']}, Python {m['python']}, OpenCV {m['opencv']}, numpy {m['numpy']}.",
+        "",
+    ]
+    if report.get("real"):
+        lines += [
+            "Real photographs: calibrated from the values of one half (no boxes), measured on the other, "
+            "two folds. MISREAD = read with confidence and wrong.",
+            "",
+            "| data set | photos | not calibrated | exact | refused | MISREAD "
+            "| dice | right | WRONG | not read |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        ]
+        for r in report["real"]:
+            im, di = r["images"], r["dice"]
+            n, d = sum(im.values()), sum(di.values())
+            lines.append(
+                f"| {r['dataset']} | {n} | {im.get('not calibrated', 0)} | {pct(im.get('exact', 0), n)} "
+                f"| {pct(im.get('refused', 0), n)} "
+                f"| {pct(im.get('MISREAD', 0), n)} | {d} | {pct(di.get('right', 0), d)} "
+                f"| {pct(di.get('WRONG', 0), d)} | {pct(di.get('not read', 0), d)} |"
+            )
+        lines.append("")
+        for r in report["real"]:
+            lines.append(
+                f"- {r['dataset']} refusals: {r['refusals']}; by dice per photo: {r['images_by_dice_count']}"
+            )
+        lines.append("")
+    if report.get("synthetic"):
+        s = report["synthetic"]
+        o, n = s["outcomes"], s["scenes"]
+        lines += [
+            f"Synthetic suite: {n} scenes (1-7 dice, every hazard): exact {pct(o.get('exact', 0), n)}, "
+            f"refused {pct(o.get('refused', 0), n)}, MISREAD {pct(o.get('MISREAD', 0), n)}.",
+            "",
+            "| hazard | scenes | exact | refused | MISREAD |",
+            "|---|---:|---:|---:|---:|",
+        ]
+        for hazard, c in s["by_hazard"].items():
+            t = sum(c.values())
+            lines.append(
+                f"| {hazard} | {t} | {pct(c.get('exact', 0), t)} | {pct(c.get('refused', 0), t)} "
+                f"| {pct(c.get('MISREAD', 0), t)} |"
+            )
+        lines.append("")
+    if report.get("speed"):
+        sp = report["speed"]
+        lines += [
+            f"Speed, one core, {sp['frame']}: median {sp['ms_median']} ms, p95 {sp['ms_p95']} ms "
+            f"(tray view {sp['ms_view_median']} ms, segmentation {sp['ms_segmentation_median']} ms, "
+            f"faces {sp['ms_faces_median']} ms; scale {sp['scale']}, tray {sp['tray_roi']}, "
+            f"pips left out {sp['max_pips_left_out']}).",
+            "",
+        ]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--datasets", default=",".join(DATASETS))
+    parser.add_argument("--parts", default="real,synthetic,speed")
+    parser.add_argument("--scenes", type=int, default=2000)
+    parser.add_argument("--output", type=Path, default=None)
+    args = parser.parse_args(argv)
+    parts = set(args.parts.split(","))
+    now = datetime.now(UTC)
+    report: dict[str, Any] = {
+        "benchmark": "dice-table",
+        "date_utc": now.strftime("%Y-%m-%d %H:%M"),
+        "git_commit": git_commit(),
+        "machine": {
+            "cpu": cpu_model(),
+            "cores": os.cpu_count(),
+            "python": platform.python_version(),
+            "os": os_name(),
+            "opencv": cv2.__version__,
+            "numpy": np.__version__,
+        },
+        "dataset_sources": dataset_commits(args.data),
+    }
+    if "real" in parts:
+        report["real"] = []
+        for name in args.datasets.split(","):
+            print(f"{name}: calibrating from values and measuring two folds...", file=sys.stderr)
+            report["real"].append(run_real(args.data, name))
+    if parts & {"synthetic", "speed"}:
+        print("synthetic: calibrating from 40 photos (values only)...", file=sys.stderr)
+        calibration = synthetic_calibration()
+        report["synthetic_calibration"] = calibration.model_dump(mode="json")
+        reader = DiceReader(calibration)
+        if "speed" in parts:
+            report["speed"] = run_speed(reader)
+        if "synthetic" in parts:
+            print(f"synthetic: {args.scenes} scenes...", file=sys.stderr)
+            report["synthetic"] = run_synthetic(reader, args.scenes)
+    stem = args.output or REPO_ROOT / "bench" / "results" / f"dice-table-{now.strftime('%Y%m%d')}"
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    text = markdown(report)
+    Path(f"{stem}.json").write_text(json.dumps(report, indent=1, default=str) + "\n", encoding="utf-8")
+    Path(f"{stem}.md").write_text(text, encoding="utf-8")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
