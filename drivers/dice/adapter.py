@@ -46,7 +46,7 @@ class DiceReading:
             raise ValueError(str(exc)) from None
 
     def read(self, image: NDArray[Any], expected: int = 3) -> Readout:
-        result = self._reader.read(image, expected=expected)
+        result = self._reader.read(image, expect=expected)
         dice = tuple(
             {
                 "value": die.value,

@@ -11,7 +11,7 @@ cycle id), so frames of one rest differ only by the source's sensor noise.
 
 `examples()` draws labelled images of flat dice in the same style for `calibration.dice.calibrate`, and
 `CALIBRATION_FILE` is that calibration, committed (`python -m drivers.dice.shaker_scene` writes it again);
-`tests/test_sicbo_camera.py` checks it still reads this renderer's dice.
+`tests/test_sicbo_table.py` plays rounds with it on this renderer's dice.
 """
 
 from __future__ import annotations
