@@ -64,6 +64,7 @@ if str(REPO_ROOT) not in sys.path:  # `python bench/chaos.py` puts bench/, not t
     sys.path.insert(0, str(REPO_ROOT))
 
 from drivers.line.device import LoggedLine  # noqa: E402
+from drivers.line.framing import SEQ_MODULO, seq_text  # noqa: E402
 from drivers.shoe.simulator import ShoeFaults, ShoeSimulator  # noqa: E402
 from tests.baccarat_reference import ExpectedRound, expected_rounds  # noqa: E402
 from tests.mosquitto import MosquittoBroker, MqttRecorder, find_binary, wait_until  # noqa: E402
@@ -76,6 +77,9 @@ DECKS = 8
 CUT_POSITION = 16
 JOURNAL_NAME = f"{TABLE}-journal.sqlite3"
 RESTART_REASON = "controller restarted mid-round"
+#: a card the dealer drew for a round that the table voided meanwhile (the shoe was offline before the round's
+#: first card reached the table): the table refuses it, and the dealer sets it aside
+EXPECTED_REJECTIONS = ("the round was voided", "no card is expected")
 #: a table that makes no progress for this long after a fault's recovery is stuck: a violation
 STALL_S = 45.0
 
@@ -130,11 +134,38 @@ def fill_file_system(directory: Path) -> Path:
 
 @dataclass
 class ShoeLoad:
-    """One shoe put in the simulator: its cards, the cut, and the reference's rounds for it."""
+    """One shoe put in the simulator: its cards, the cut, the cards the dealer drew and those set aside (the
+    table rejected them: dealt into a round it had voided), and the reference's rounds of what was played."""
 
     cards: list[str]
     cut_index: int
-    rounds: list[ExpectedRound]
+    drawn: int = 0
+    aside: set[int] = field(default_factory=set)
+    rounds: list[ExpectedRound] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.replan()
+
+    def replan(self) -> None:
+        played = [card for n, card in enumerate(self.cards) if n not in self.aside]
+        cut = self.cut_index - sum(1 for n in self.aside if n < self.cut_index)
+        self.rounds = expected_rounds(played, cut)
+
+    @property
+    def played(self) -> list[str]:
+        """The cards drawn and not set aside, in order."""
+        return [card for n, card in enumerate(self.cards[: self.drawn]) if n not in self.aside]
+
+    def position(self) -> tuple[int, int] | None:
+        """(round index, cards drawn in it) for the next card; None when the shoe's last round is dealt."""
+        count = len(self.played)
+        start = 0
+        for index, round_ in enumerate(self.rounds):
+            size = len(round_.player) + len(round_.banker)
+            if count < start + size:
+                return index, count - start
+            start += size
+        return None
 
 
 @dataclass
@@ -209,9 +240,11 @@ class Campaign:
         self.failstops: list[tuple[int, int, int | None]] = []
         # the shoe: every shoe loaded, every card drawn (in order)
         self.shoes: list[ShoeLoad] = []
-        self.drawn: list[str] = []
-        self._round_index = 0  # in the current shoe's reference rounds
-        self._drawn_in_round = 0
+        self._card_at: dict[str, tuple[int, int]] = {}  # a CARD line's seq -> (shoe, position in it)
+        self._rejections_seen = 0
+        self.rejected: list[dict[str, Any]] = []
+        # the round whose start the dealer waits for (the first round's LOCK may come before the dealer looks)
+        self._marked: tuple[int, int] | None = (1, 0)
         self._round_end_mark = 0  # len(shoe.received) when the last round's last card was ACKed
         self._shoe_seed = settings.seed * 1000
         self._transaction = 0
@@ -275,6 +308,14 @@ class Campaign:
         if hasattr(self, "broker"):
             self.broker.kill()
         if self.tmpfs:
+            # the journal outlives the tmpfs, for the checks and for a look afterwards
+            kept = self.workdir / JOURNAL_NAME
+            with contextlib.suppress(sqlite3.Error):
+                source, target = sqlite3.connect(self.journal_path), sqlite3.connect(kept)
+                source.backup(target)
+                source.close()
+                target.close()
+                self.journal_path = kept
             unmount(self.data_dir)
         if self._own_workdir and not self.violations:
             shutil.rmtree(self.workdir, ignore_errors=True)
@@ -288,22 +329,36 @@ class Campaign:
     def _shoe_loaded(self) -> None:
         device = self.shoe.device
         assert device.cut_index is not None
-        rounds = expected_rounds(device.cards, device.cut_index)
-        self.shoes.append(ShoeLoad(list(device.cards), device.cut_index, rounds))
-        self._round_index = 0
-        self._drawn_in_round = 0
+        self.shoes.append(ShoeLoad(list(device.cards), device.cut_index))
 
     # -- the virtual dealer ------------------------------------------------------------------------------
-    def _current_round(self) -> ExpectedRound:
-        return self.shoes[-1].rounds[self._round_index]
+    @property
+    def drawn(self) -> list[str]:
+        """Every card the shoe dealt, in order (set-aside ones included)."""
+        return [card for shoe in self.shoes for card in shoe.cards[: shoe.drawn]]
 
     @property
     def mid_round(self) -> bool:
-        return 0 < self._drawn_in_round < len(self._round_cards(self._current_round()))
+        position = self.shoes[-1].position()
+        if position is None:
+            return False
+        index, count = position
+        return 0 < count < len(self.shoes[-1].rounds[index].cards_in_dealing_order)
 
-    @staticmethod
-    def _round_cards(expected: ExpectedRound) -> list[str]:
-        return [code for _position, code in expected.cards_in_dealing_order]
+    def _notice_rejections(self) -> None:
+        """A card the table rejected (it voided the round, e.g. the shoe went offline before the round's first
+        card reached it) is set aside by the dealer; the rounds after it are dealt from the next cards."""
+        rejected = self.subscriber.on(f"{BASE}/events/card.rejected")
+        for message in rejected[self._rejections_seen :]:
+            data = message.json()["data"]
+            self.rejected.append(data)
+            fields = str(data.get("raw") or "").split()
+            where = self._card_at.get(fields[1]) if len(fields) >= 2 and fields[0] == "CARD" else None
+            if where is not None and where[1] not in self.shoes[where[0]].aside:
+                shoe = self.shoes[where[0]]
+                shoe.aside.add(where[1])
+                shoe.replan()
+        self._rejections_seen = len(rejected)
 
     async def _dealer(self) -> None:
         device = self.shoe.device
@@ -311,31 +366,35 @@ class Campaign:
             await asyncio.sleep(0.01 + self.rng.random() * 0.02)
             if self._dealer_hold or device.queued:
                 continue  # a card (or the cut card) not acknowledged yet: the dealer waits for the shoe
-            expected = self._current_round()
-            size = len(self._round_cards(expected))
-            if self._drawn_in_round == size:
-                # the round is dealt and its last card acknowledged
-                self._round_end_mark = len(device.received)
-                if expected.last_round_of_shoe:
-                    self.shoe.load_new_deck(self._next_shoe_seed(), decks=DECKS, cut_position=CUT_POSITION)
-                    self._shoe_loaded()
-                else:
-                    self._round_index += 1
-                    self._drawn_in_round = 0
+            self._notice_rejections()
+            shoe = self.shoes[-1]
+            position = shoe.position()
+            if position is None:
+                # the shoe's last round is dealt and its last card acknowledged
+                self.shoe.load_new_deck(self._next_shoe_seed(), decks=DECKS, cut_position=CUT_POSITION)
+                self._shoe_loaded()
                 continue
+            index, count = position
+            size = len(shoe.rounds[index].cards_in_dealing_order)
+            if count == 0 and self._marked != (len(self.shoes), index):
+                # the last round is dealt and its last card acknowledged: wait for the next round's LOCK
+                self._marked = (len(self.shoes), index)
+                self._round_end_mark = len(device.received)
             if device.locked:
                 continue
-            if self._drawn_in_round == 0 and not any(
+            if count == 0 and not any(
                 line.text == "LOCK" for line in device.received[self._round_end_mark :]
             ):
-                continue  # the gate is still open from the last round: wait for the next round's LOCK
-            draws = 2 if self.settings.double_draw and size - self._drawn_in_round >= 2 else 1
+                continue  # the gate is still open from the last round
+            draws = 2 if self.settings.double_draw and size - count >= 2 else 1
             for _ in range(draws):
-                code = device.cards[device.position]
                 if not self.shoe.draw():
                     break
-                self.drawn.append(code)
-                self._drawn_in_round += 1
+                self._card_at[seq_text((device._next_seq - 1) % SEQ_MODULO)] = (
+                    len(self.shoes) - 1,
+                    shoe.drawn,
+                )
+                shoe.drawn += 1
 
     # -- the virtual supervisor -------------------------------------------------------------------------
     def _latest_state(self) -> dict[str, Any] | None:
@@ -457,12 +516,15 @@ class Campaign:
             await wait_until(lambda: self._card_acks() >= target, timeout=STALL_S, what="progress")
         except AssertionError:
             self.stalls += 1
-            state = self._latest_state()
+            state = self._latest_state() or {}
             self.violations.append(
                 Violation(
                     "progress",
-                    f"no card acknowledged for {STALL_S:g} s after a fault; state {state}; "
-                    f"shoe locked={self.shoe.locked} queued={self.shoe.device.queued}\n{self._log_tail()}",
+                    f"no card acknowledged for {STALL_S:g} s after a fault: shoe locked={self.shoe.locked} "
+                    f"queued={self.shoe.device.queued} plugged={self.shoe.port.plugged}, dealer at "
+                    f"{self.shoes[-1].position()}, last state seen: round {state.get('round_id')} "
+                    f"{state.get('phase')} paused={state.get('paused')} prompt={state.get('prompt')!r}\n"
+                    f"{self._log_tail()}",
                 )
             )
             if self.service.process is None or self.service.process.poll() is not None:
@@ -739,7 +801,8 @@ class Campaign:
 
     def _check_cards(self, journal: list[dict[str, Any]]) -> None:
         dealt = [e for e in journal if e["type"] == "card.dealt"]
-        dealt_lines = [e["data"]["raw"] for e in dealt]
+        # every card line the table took: dealt, or rejected (and journaled as such)
+        dealt_lines = [e["data"]["raw"] for e in journal if e["type"] in ("card.dealt", "card.rejected")]
         acked = [line.text for line in self.shoe.device.acknowledged if line.text.startswith("CARD ")]
         self.cards_acked = len(acked)
         self.cards_dealt = len(dealt)
@@ -761,30 +824,31 @@ class Campaign:
                 )
             )
         codes = [e["data"]["card"] for e in dealt]
-        if codes != self.drawn[: len(codes)] or len(self.drawn) - len(codes) > 1:
+        played = [card for shoe in self.shoes for card in shoe.played]
+        if codes != played:
             self.violations.append(
                 Violation(
                     "cards",
-                    f"journal dealt {len(codes)} cards, the shoe dealt {len(self.drawn)}, not the same",
+                    f"journal dealt {len(codes)} cards, the shoe {len(played)} (not set aside): not the same",
                 )
             )
-        rejected = [e for e in journal if e["type"] == "card.rejected"]
-        if rejected:
-            self.violations.append(
-                Violation("rejected", f"{len(rejected)} card(s) rejected, first: {rejected[0]['data']}")
-            )
+        rejected = [e["data"] for e in journal if e["type"] == "card.rejected"]
+        self.cards_rejected = len(rejected)
+        for data in rejected:
+            if not any(reason in data["reason"] for reason in EXPECTED_REJECTIONS):
+                self.violations.append(Violation("rejected", f"card rejected: {data}"))
 
     def _check_results(self, journal: list[dict[str, Any]]) -> None:
         results = [e for e in journal if e["type"] == "round.result"]
         expected: list[ExpectedRound] = []
-        position = 0
         for shoe in self.shoes:
+            played = len(shoe.played)
+            position = 0
             for round_ in shoe.rounds:
-                size = len(round_.player) + len(round_.banker)
-                if position + size > len(self.drawn):
+                position += len(round_.player) + len(round_.banker)
+                if position > played:
                     break
                 expected.append(round_)
-                position += size
         self.rounds_checked = len(results)
         if len(results) > len(expected):
             self.violations.append(
@@ -884,6 +948,7 @@ class Campaign:
             "failstops_with_a_card_left_unacknowledged": self.acks_withheld_at_failstop,
             "cards_dealt_by_shoe": len(self.drawn),
             "cards_acked": getattr(self, "cards_acked", 0),
+            "cards_rejected_in_voided_rounds": getattr(self, "cards_rejected", 0),
             "cards_journaled": getattr(self, "cards_dealt", 0),
             "rounds_checked_against_reference": getattr(self, "rounds_checked", 0),
             "shoes": len(self.shoes),
@@ -952,6 +1017,8 @@ def markdown(report: dict[str, Any]) -> str:
         f"| cards dealt by the shoe / ACKed / journaled | {report['cards_dealt_by_shoe']}"
         f" / {report['cards_acked']} / {report['cards_journaled']} |",
         f"| rounds checked against the reference | {report['rounds_checked_against_reference']} |",
+        f"| cards rejected (dealt into a round the table had voided) | "
+        f"{report['cards_rejected_in_voided_rounds']} |",
         f"| journal events / received by the subscriber | {report['journal_events']}"
         f" / {report['events_received']} |",
         f"| crashes mid-round (all must come back paused) | {report['mid_round_crashes']} |",
