@@ -243,9 +243,11 @@ class Campaign:
         self._card_at: dict[str, tuple[int, int]] = {}  # a CARD line's seq -> (shoe, position in it)
         self._rejections_seen = 0
         self.rejected: list[dict[str, Any]] = []
-        # the round whose start the dealer waits for (the first round's LOCK may come before the dealer looks)
-        self._marked: tuple[int, int] | None = (1, 0)
-        self._round_end_mark = 0  # len(shoe.received) when the last round's last card was ACKed
+        # what the supervisor has read so far (the recorders only grow: each message is looked at once)
+        self._supervisor_seen = 0
+        self._state: dict[str, Any] | None = None
+        self._boot_online = 0
+        self._replies: dict[str, dict[str, Any]] = {}
         self._shoe_seed = settings.seed * 1000
         self._transaction = 0
         self._pause_seen_at: float | None = None
@@ -348,8 +350,11 @@ class Campaign:
     def _notice_rejections(self) -> None:
         """A card the table rejected (it voided the round, e.g. the shoe went offline before the round's first
         card reached it) is set aside by the dealer; the rounds after it are dealt from the next cards."""
-        rejected = self.subscriber.on(f"{BASE}/events/card.rejected")
-        for message in rejected[self._rejections_seen :]:
+        messages = self.subscriber.messages[self._rejections_seen :]
+        self._rejections_seen += len(messages)
+        for message in messages:
+            if not message.topic.endswith("/card.rejected"):
+                continue
             data = message.json()["data"]
             self.rejected.append(data)
             fields = str(data.get("raw") or "").split()
@@ -358,7 +363,20 @@ class Campaign:
                 shoe = self.shoes[where[0]]
                 shoe.aside.add(where[1])
                 shoe.replan()
-        self._rejections_seen = len(rejected)
+
+    def _locked_since_last_card(self) -> bool:
+        """Whether the shoe received a LOCK after the ACK of the last card: the next round has opened (the
+        gate stays open after a round's last card until then)."""
+        device = self.shoe.device
+        last = next(
+            (line.time for line in reversed(device.acknowledged) if line.text.startswith("CARD ")), None
+        )
+        for line in reversed(device.received):
+            if last is not None and line.time < last:
+                return False
+            if line.text == "LOCK":
+                return True
+        return False
 
     async def _dealer(self) -> None:
         device = self.shoe.device
@@ -376,15 +394,9 @@ class Campaign:
                 continue
             index, count = position
             size = len(shoe.rounds[index].cards_in_dealing_order)
-            if count == 0 and self._marked != (len(self.shoes), index):
-                # the last round is dealt and its last card acknowledged: wait for the next round's LOCK
-                self._marked = (len(self.shoes), index)
-                self._round_end_mark = len(device.received)
             if device.locked:
                 continue
-            if count == 0 and not any(
-                line.text == "LOCK" for line in device.received[self._round_end_mark :]
-            ):
+            if count == 0 and not self._locked_since_last_card():
                 continue  # the gate is still open from the last round
             draws = 2 if self.settings.double_draw and size - count >= 2 else 1
             for _ in range(draws):
@@ -397,9 +409,22 @@ class Campaign:
                 shoe.drawn += 1
 
     # -- the virtual supervisor -------------------------------------------------------------------------
+    def _read_supervisor(self) -> None:
+        messages = self.supervisor.messages[self._supervisor_seen :]
+        self._supervisor_seen += len(messages)
+        for message in messages:
+            with contextlib.suppress(ValueError):
+                body = message.json()
+                if message.topic == f"{BASE}/state":
+                    self._state = body
+                elif message.topic == f"{BASE}/status" and body.get("status") == "online":
+                    self._boot_online = max(self._boot_online, int(body.get("boot", 0)))
+                elif message.topic == f"{BASE}/replies/resume" and isinstance(body.get("transaction"), str):
+                    self._replies[body["transaction"]] = body
+
     def _latest_state(self) -> dict[str, Any] | None:
-        states = self.supervisor.on(f"{BASE}/state")
-        return states[-1].json() if states else None
+        self._read_supervisor()
+        return self._state
 
     async def _supervisor_loop(self) -> None:
         while True:
@@ -431,33 +456,26 @@ class Campaign:
     async def _reply(self, transaction: str, timeout: float) -> dict[str, Any] | None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            for message in self.supervisor.on(f"{BASE}/replies/resume"):
-                with contextlib.suppress(ValueError):
-                    body = message.json()
-                    if body.get("transaction") == transaction:
-                        return dict(body)
+            self._read_supervisor()
+            reply = self._replies.pop(transaction, None)
+            if reply is not None:
+                return reply
             await asyncio.sleep(0.02)
         return None
 
     # -- the service ------------------------------------------------------------------------------------
-    def _boots_online(self) -> list[int]:
-        boots = []
-        for message in self.supervisor.on(f"{BASE}/status"):
-            with contextlib.suppress(ValueError):
-                body = message.json()
-                if body.get("status") == "online":
-                    boots.append(int(body.get("boot", 0)))
-        return boots
+    def _boot(self) -> int:
+        """The highest boot counter the table has said `online` with."""
+        self._read_supervisor()
+        return self._boot_online
 
     async def _spawn(self) -> None:
         """Start `tablectl run` (again) and wait until it says online with a new boot counter."""
-        before = max(self._boots_online(), default=0)
+        before = self._boot()
         self._spawned_at = time.monotonic()
         self.service.start()
         try:
-            await wait_until(
-                lambda: max(self._boots_online(), default=0) > before, timeout=30, what="the service online"
-            )
+            await wait_until(lambda: self._boot() > before, timeout=30, what="the service online")
         except AssertionError:
             self.violations.append(
                 Violation("restart", f"not online 30 s after a restart:\n{self._log_tail()}")
@@ -572,12 +590,10 @@ class Campaign:
     async def fault_kill_mid_flush(self) -> None:
         self.broker.stop()
         await asyncio.sleep(self.rng.uniform(1.0, 2.5))  # the table plays on: events wait in the outbox
-        before = len(self.subscriber.on(f"{BASE}/events/#"))
+        before = len(self.subscriber.messages)
         self.broker.start()
         with contextlib.suppress(AssertionError):
-            await wait_until(
-                lambda: len(self.subscriber.on(f"{BASE}/events/#")) > before, timeout=15, what="the flush"
-            )
+            await wait_until(lambda: len(self.subscriber.messages) > before, timeout=15, what="the flush")
         await asyncio.sleep(self.rng.uniform(0, 0.05))
         self.service.kill9()
         self.exit_codes["kill -9"] += 1
