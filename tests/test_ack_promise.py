@@ -27,6 +27,8 @@ from controller.journal import Journal
 from controller.runtime import make_event
 from controller.service import ServiceFailure, TableService
 from drivers.line.framing import seq_text
+from drivers.shoe.protocol import Ack, Card, Hello, State
+from drivers.shoe.session import ShoeSession
 from drivers.shoe.simulator import ShoeSimulator
 from tests.mosquitto import MosquittoBroker, MqttRecorder, wait_until
 from tests.test_service_e2e import BASE, CARDS, ROOT, TABLE, Service, draw, events, wait_event, write_config
@@ -260,3 +262,19 @@ def test_a_full_disk_is_reported_as_such_even_when_sqlite_rolled_the_transaction
     assert journal.last_sequence == 30
     assert len(journal.read(1)) == 30
     journal.close()
+
+
+def test_a_restarted_shoe_session_acks_the_repeat_of_a_journaled_card_without_reading_it_again() -> None:
+    card, state = Card(5, "9S").encode(), State("READY").encode()
+    session = ShoeSession("shoe")
+    assert session.acknowledges(card.decode().strip()) and not session.acknowledges(state.decode().strip())
+    session.delivered_before(card.decode().strip())
+    session.delivered_before(state.decode().strip())  # a message without seq: nothing to remember
+    session.connection_made(0.0)
+    session.data_to_send()
+    readings = session.data_received(Hello("SIMSHOE", "1.0.0", "SIM0001").encode() + card, 0.1)
+    assert [type(r).__name__ for r in readings] == ["DeviceOnline"]
+    assert session.data_to_send() == Ack(5).encode()  # acknowledged: the shoe stops repeating it
+    assert session.stats.duplicates == 1
+    readings = session.data_received(Card(6, "8D").encode(), 0.2)
+    assert [getattr(r, "code", None) for r in readings] == ["8D"]
