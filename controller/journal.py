@@ -149,10 +149,16 @@ class Journal:
     # --- writing -----------------------------------------------------------------------------------
 
     def append(
-        self, events: Sequence[Event], snapshot: bytes | None = None, *, reply: CommandReply | None = None
+        self,
+        events: Sequence[Event],
+        snapshot: bytes | None = None,
+        *,
+        reply: CommandReply | None = None,
+        delivered: tuple[str, str] | None = None,
     ) -> list[Envelope]:
         """Journal events (and the state snapshot after them) in one committed transaction; with `reply`, the
-        reply to the command that caused them too, so the command is never applied again."""
+        reply to the command that caused them too, so the command is never applied again; with `delivered`
+        (device, raw), the device message they came from (see `delivered`)."""
         recorded = iso_ms(self.clock())
         envelopes: list[Envelope] = []
         pending: list[PendingEvent] = []
@@ -187,6 +193,8 @@ class Journal:
             self._set_meta("last_sequence", str(sequence))
             if reply is not None:
                 self._store_reply(reply, recorded)
+            if delivered is not None:
+                self._set_meta(f"delivered:{delivered[0]}", delivered[1])
         # Only after COMMIT succeeded: a failed transaction must not advance the counter, and nothing
         # uncommitted may be handed to the bus.
         self._last_sequence = sequence
@@ -365,6 +373,11 @@ class Journal:
             return None if pruned is None else Envelope.model_validate_json(pruned)
         return Envelope.model_validate_json(row[0])
 
+    def delivered(self, device: str) -> str | None:
+        """The last acknowledged-protocol message of `device` whose readings were journaled: after a crash
+        before its ACK left, the device repeats it, and the restarted table must not apply it twice."""
+        return self._meta(f"delivered:{device}")
+
     @property
     def last_sequence(self) -> int:
         return self._last_sequence
@@ -385,7 +398,10 @@ class Journal:
         try:
             yield
         except BaseException:
-            self._db.execute("ROLLBACK")
+            # SQLite may have rolled back already (e.g. on SQLITE_FULL); a second ROLLBACK would raise
+            # "no transaction is active" and hide the reason.
+            if self._db.in_transaction:
+                self._db.execute("ROLLBACK")
             raise
         self._db.execute("COMMIT")
 

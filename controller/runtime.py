@@ -94,11 +94,9 @@ DEVICE_ACTIONS: dict[str, DeviceCommand] = {
 MAX_HELD_READINGS = 500
 
 #: the version of `TableRecord`; bump it with a migration in `controller.table_state.MIGRATIONS`
-#: 2: hand-entered cards kept with the round; 3: each device's recent numbered readings (`recent_refs`);
-#: 4: card games keep the shuffle their next round waits for (`CardFlowRecord.shuffle`)
-STATE_VERSION = 4
-#: per device, how many of its last numbered readings are journaled, to know a repeat after a restart
-RECENT_REFS = 16
+#: 2: hand-entered cards kept with the round; 3: card games keep the shuffle their next round waits for
+#: (`CardFlowRecord.shuffle`)
+STATE_VERSION = 3
 
 
 class StateMismatch(ValueError):
@@ -135,8 +133,6 @@ class TableRecord(BaseModel):
     pause: PauseRecord | None = None
     held: list[HeldRecord] = []
     rejected: dict[str, int] = {}
-    #: per device, the last numbered readings it delivered (`CardSeen:0042`): see `TableCore.on_reading`
-    recent_refs: dict[str, list[str]] = {}
     flow: dict[str, Any]
 
 
@@ -200,9 +196,6 @@ class TableCore:
         self.pause: PauseInfo | None = None
         self.held: list[Reading] = []
         self.rejected: dict[str, int] = {}
-        self.recent_refs: dict[str, list[str]] = {}
-        #: after a restart: per device, the refs journaled before it, until the device moves past them
-        self._refs_before_restart: dict[str, set[str]] = {}
 
     # -- state -----------------------------------------------------------------------------------------
     def export_state(self) -> dict[str, Any]:
@@ -218,7 +211,6 @@ class TableCore:
             "game": self.game,
             "held": [held_record(reading).model_dump(mode="json") for reading in self.held],
             "pause": None if self.pause is None else self.pause.model_dump(mode="json"),
-            "recent_refs": self.recent_refs,
             "rejected": self.rejected,
             "state_version": STATE_VERSION,
             "table_id": self.table_id,
@@ -251,8 +243,6 @@ class TableCore:
         self.pause = record.pause
         self.held = held
         self.rejected = dict(record.rejected)
-        self.recent_refs = {device: list(refs) for device, refs in record.recent_refs.items()}
-        self._refs_before_restart = {device: set(refs) for device, refs in self.recent_refs.items()}
 
     # -- queries ---------------------------------------------------------------------------------------
     @property
@@ -326,35 +316,11 @@ class TableCore:
                 step, reading, f"device {reading.device} is {health.status}", now, "device not online"
             )
             return step
-        if self._repeated_after_restart(reading):
-            # The device's acknowledgement of this reading was lost with the process (killed after the
-            # journal's commit, before the ACK left): the device sends it again, and the restarted session,
-            # which remembers nothing, passes it on. It is already in the journal: counted, not applied.
-            self.rejected["repeated after restart"] = self.rejected.get("repeated after restart", 0) + 1
-            return step
         if self.paused:
             self._hold(step, reading, now)
             return step
         self._apply_reading(step, reading, now)
         return step
-
-    def _repeated_after_restart(self, reading: Reading) -> bool:
-        """Keep the device's recent numbered readings; say whether this one is a repeat of one journaled
-        before a restart. Only right after a restart: once the device sends a reading it had not sent
-        before, its numbering has moved on (a session de-duplicates repeats itself while it runs)."""
-        ref = getattr(reading, "ref", "")
-        if not ref:
-            return False
-        key = f"{type(reading).__name__}:{ref}"
-        before = self._refs_before_restart.get(reading.device)
-        if before is not None:
-            if key in before:
-                return True
-            del self._refs_before_restart[reading.device]
-        refs = self.recent_refs.setdefault(reading.device, [])
-        refs.append(key)
-        del refs[:-RECENT_REFS]
-        return False
 
     def _take(self, step: Step, out: FlowOutput, now: float) -> None:
         """Add a flow's output to the step, and pause the table if the flow asked for it."""

@@ -147,6 +147,10 @@ class TableService:
                 capture=capture,
                 open_link=link_opener(device.protocol),
             )
+            # A message journaled just before a crash, whose ACK may not have left: its repeat is a duplicate.
+            last = self.journal.delivered(name)
+            if last is not None:
+                session.delivered_before(last)
         # Device requests leave through one queue, in order, sent by `_dispatch_loop`. Never sent from inside
         # `_apply`: a runner delivering readings holds its own lock, and a request sent back to that runner
         # from there (a shoe fault pausing the table locks that shoe) would wait on that lock forever.
@@ -159,20 +163,27 @@ class TableService:
     # Everything from the core's call to the journal commit and the publish is synchronous: no await, so one
     # reading, tick or command is applied whole before anything else runs on the loop (no lock needed).
     def _apply(
-        self, step: Step, *, want_results: bool = False, reply: CommandReply | None = None
+        self,
+        step: Step,
+        *,
+        want_results: bool = False,
+        reply: CommandReply | None = None,
+        delivered: tuple[str, str] | None = None,
     ) -> list[asyncio.Future[None]]:
         """Journal, publish and queue the device requests of one step.
 
         With `want_results`, returns one future per request, resolved when the device took it (or failed
         with UnknownDeviceCommand): a command's sender is told if the device cannot do what was asked.
-        `reply` (a command's) is journaled with the step's events, in the same transaction."""
+        `reply` (a command's) is journaled with the step's events, in the same transaction, and so is
+        `delivered` (device, raw): the device message the step applied (the device repeats it until ACKed).
+        """
         if self.failure is not None:
             return []  # stopping: nothing more may be published that is not journaled
         self._deadlines_changed.set()
         state = self.core.export_state_json()
-        if step.events or reply is not None or state != self._stored_state:
+        if step.events or reply is not None or delivered is not None or state != self._stored_state:
             try:
-                envelopes = self.journal.append(step.events, snapshot=state, reply=reply)
+                envelopes = self.journal.append(step.events, snapshot=state, reply=reply, delivered=delivered)
             except (sqlite3.Error, OSError) as exc:
                 # Fail-stop (like Klipper on a lost MCU): an event that is not durable must not be published,
                 # and a table whose journal cannot be written cannot promise anything. systemd restarts the
@@ -246,7 +257,10 @@ class TableService:
         sends the device its acknowledgement. Raises ServiceFailure if they could not be committed."""
         for reading in readings:
             self._last_step_time = max(self._last_step_time, reading.time)
-            self._apply(self.core.on_reading(reading, reading.time))
+            runner = self.runners.get(reading.device)
+            acknowledged = runner is not None and reading.raw and runner.session.acknowledges(reading.raw)
+            delivered = (reading.device, reading.raw) if acknowledged else None
+            self._apply(self.core.on_reading(reading, reading.time), delivered=delivered)
             if self.failure is not None:
                 raise ServiceFailure(self.failure)
 

@@ -25,14 +25,7 @@ def _v1_to_v2(record: dict[str, Any]) -> dict[str, Any]:
 
 
 def _v2_to_v3(record: dict[str, Any]) -> dict[str, Any]:
-    """Version 3: the core keeps each device's recent numbered readings (`recent_refs`), so that one the
-    device repeats after a restart is known; a version-2 record kept none."""
-    record.setdefault("recent_refs", {})
-    return record
-
-
-def _v3_to_v4(record: dict[str, Any]) -> dict[str, Any]:
-    """Version 4: a card game's flow keeps the shuffle its next round waits for. A version-3 table asked
+    """Version 3: a card game's flow keeps the shuffle its next round waits for. A version-2 table asked
     nothing of a shuffler that it waits for: none is pending (the next need comes at the end of a round)."""
     flow = record.get("flow")
     if isinstance(flow, dict) and "composition" in flow and "shuffle" not in flow:
@@ -51,7 +44,6 @@ def _v3_to_v4(record: dict[str, Any]) -> dict[str, Any]:
 MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
     1: _v1_to_v2,
     2: _v2_to_v3,
-    3: _v3_to_v4,
 }
 
 DISCARD_HINT = (

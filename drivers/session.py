@@ -107,6 +107,16 @@ class DeviceSession(ABC):
         """A request from the table. Raise UnknownDeviceCommand for what this device cannot do."""
         raise UnknownDeviceCommand(f"{self.protocol} device {self.name!r} has no command {command.name!r}")
 
+    # -- acknowledged messages across a restart ----------------------------------------------------
+    def acknowledges(self, raw: str) -> bool:
+        """Whether `raw` (a reading's device text) is a message the device repeats until the host ACKs it."""
+        return False
+
+    def delivered_before(self, raw: str) -> None:
+        """The table journaled this message's readings before it restarted, but its ACK may not have left:
+        the device's repeat of it is a duplicate, not a new message."""
+        return None
+
     # -- outputs -----------------------------------------------------------------------------------
     def data_to_send(self) -> bytes:
         """Drain the bytes queued for the device."""

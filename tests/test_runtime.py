@@ -286,22 +286,3 @@ def test_a_supervisors_void_lifts_the_pause_but_an_automatic_one_does_not() -> N
     core.on_tick(later)
     step = core.on_reading(DeviceFault(device="shoe", time=later, code="JAM", reason="jam"), later)
     assert "round.voided" in types(step) and core.paused
-
-
-def test_a_card_the_shoe_repeats_after_a_restart_is_not_dealt_twice() -> None:
-    # killed after the journal's commit, before the ACK left: the shoe repeats the card to the new process
-    core = make_core()
-    now = open_and_close_betting(core)
-    first = CardSeen(device="shoe", time=now, code="9S", ref="0007", raw="CARD 0007 9S")
-    assert types(core.on_reading(first, now)) == ["card.dealt"]
-    restarted = restore(core)
-    restarted.recovered(now + 1)
-    online(restarted, now + 1)
-    restarted.on_command(Resume(), now + 2)
-    again = CardSeen(device="shoe", time=now + 2, code="9S", ref="0007", raw="CARD 0007 9S")
-    assert restarted.on_reading(again, now + 2).events == []
-    assert restarted.state()["rejected"] == {"repeated after restart": 1}
-    assert restarted.state()["game_state"]["player"] == ["9S"]
-    after = CardSeen(device="shoe", time=now + 3, code="8D", ref="0008", raw="CARD 0008 8D")
-    assert types(restarted.on_reading(after, now + 3)) == ["card.dealt"]
-    assert restarted.state()["game_state"]["banker"] == ["8D"]

@@ -66,7 +66,8 @@ class LineFaults:
 
 @dataclass(frozen=True, slots=True)
 class LoggedLine:
-    """A line a device emitted (`kind`: line, bad_checksum, noise, duplicate) or received from the host."""
+    """A line a device emitted (`kind`: line, bad_checksum, noise, duplicate), received from the host, or
+    whose ACK it received (`acknowledged`)."""
 
     time: float
     text: str
@@ -122,6 +123,10 @@ class LineDeviceCore(ABC, Generic[HostMessageT, FaultsT]):
         self.hello = hello
         self.sent: list[LoggedLine] = []
         self.received: list[LoggedLine] = []
+        #: the seq messages the host acknowledged, as sent (`text`), at the time their ACK arrived
+        self.acknowledged: list[LoggedLine] = []
+        #: called at once with each entry added to `acknowledged` (tests act at the instant of an ACK)
+        self.on_acknowledged: Callable[[LoggedLine], None] | None = None
         self.host_rejects: Counter[str] = Counter()
         self._faults = faults
         # The machine's own faults draw from this; the line faults have their own generator.
@@ -273,8 +278,12 @@ class LineDeviceCore(ABC, Generic[HostMessageT, FaultsT]):
         elif isinstance(message, Ack):
             # Stop-and-wait: only the outstanding message can be acknowledged; a late ACK is ignored.
             if self._queue and self._queue[0][0] == message.seq:
-                self._queue.popleft()
+                _seq, line = self._queue.popleft()
                 self._retransmit_at = now
+                acked = LoggedLine(now, line.rstrip(b"\r\n").decode("latin-1"), "acknowledged")
+                self.acknowledged.append(acked)
+                if self.on_acknowledged is not None:
+                    self.on_acknowledged(acked)
         elif isinstance(message, StatusQuery):
             self._say_state()
         else:

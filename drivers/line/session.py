@@ -262,6 +262,25 @@ class LineDeviceSession(DeviceSession, Generic[MessageT]):
             readings += self.handle_message(message, raw, now)
         return readings
 
+    def acknowledges(self, raw: str) -> bool:
+        return self._seq_message(raw) is not None
+
+    def delivered_before(self, raw: str) -> None:
+        key = self._seq_message(raw)
+        if key is not None:
+            self._already_seen(*key)
+
+    def _seq_message(self, raw: str) -> tuple[int, str] | None:
+        """(seq, body) of a line that carries a seq, else None."""
+        body = parse_frame(raw.encode("ascii", "replace"))
+        if isinstance(body, FrameError) or parse_common(body) is not None:
+            return None
+        message = self.parse_message(body)
+        if isinstance(message, ParseFailure):
+            return None
+        seq = self.message_seq(message)
+        return None if seq is None else (seq, body)
+
     def _already_seen(self, seq: int, body: str) -> bool:
         key = (seq, body)
         if key in self._seen_set:

@@ -1,0 +1,26 @@
+"""A short run of the fault-injection campaign (`bench/chaos.py`, the same code): every kind of fault, at
+random moments, against the real service, shoe pty and Mosquitto; no check may find a violation."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bench.chaos import KINDS, Campaign, CampaignSettings, markdown
+
+
+@pytest.mark.timeout(600)
+async def test_a_short_chaos_campaign_finds_no_violation(tmp_path: Path) -> None:
+    campaign = Campaign(CampaignSettings(faults=30, seed=2026, workdir=tmp_path))
+    report = await campaign.run()
+    (tmp_path / "report.json").write_text(json.dumps(report, indent=2))
+    assert report["violations"] == [], markdown(report)
+    assert sum(report["injected"].values()) == 30
+    kinds = set(KINDS) if campaign.tmpfs else set(KINDS) - {"disk_full"}
+    assert set(report["injected"]) == kinds, report["injected"]
+    assert report["cards_acked"] == report["cards_journaled"] > 30
+    assert report["rounds_checked_against_reference"] > 5
+    assert report["mid_round_crashes"] > 0
+    assert report["exit_codes"]["final stop: exit 0"] == 1
