@@ -6,7 +6,6 @@ Runs the real service in-process (pty shoe, synthetic camera source, real Mosqui
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from pathlib import Path
 
 from controller.commands import Resume
@@ -15,15 +14,7 @@ from controller.events import Envelope
 from controller.service import TableService
 from drivers.camera import SyntheticSource
 from drivers.shoe.simulator import ShoeSimulator
-from tests.mosquitto import MosquittoBroker
-
-
-async def wait_until(condition: Callable[[], bool], what: str, timeout: float = 15) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not condition():
-        assert loop.time() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.02)
+from tests.mosquitto import MosquittoBroker, wait_until
 
 
 async def test_a_covered_camera_pauses_the_round_and_its_recovery_lets_it_resume(
@@ -59,19 +50,27 @@ async def test_a_covered_camera_pauses_the_round_and_its_recovery_lets_it_resume
         return {name: d["status"] for name, d in service.public_state()["devices"].items()}
 
     try:
-        await wait_until(lambda: devices() == {"shoe": "online", "overhead": "online"}, "both devices online")
-        await wait_until(lambda: any(e.type == "round.betting_closed" for e in events), "betting to close")
+        await wait_until(
+            lambda: devices() == {"shoe": "online", "overhead": "online"},
+            timeout=15,
+            what="both devices online",
+        )
+        await wait_until(
+            lambda: any(e.type == "round.betting_closed" for e in events), timeout=15, what="betting to close"
+        )
         while not any(e.type == "card.dealt" for e in events):
             shoe.draw()
             await asyncio.sleep(0.15)
         source.mode = "covered"
-        await wait_until(lambda: service.core.paused, "the covered camera to pause the table")
+        await wait_until(
+            lambda: service.core.paused, timeout=15, what="the covered camera to pause the table"
+        )
         pause = service.public_state()["pause"]
         assert pause["device"] == "overhead" and "overhead fault" in pause["reason"]
         fault = next(e for e in events if e.type == "device.fault")
         assert fault.data["device"] == "overhead" and fault.data["code"] == "COVERED"
         source.mode = "normal"
-        await wait_until(lambda: devices()["overhead"] == "online", "the camera to recover")
+        await wait_until(lambda: devices()["overhead"] == "online", timeout=15, what="the camera to recover")
         await service.handle_command(Resume(by="supervisor:desk-1"))
         assert not service.core.paused
     finally:

@@ -9,7 +9,6 @@ times are the journal's own)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from pathlib import Path
 
 from controller.commands import Pause, Resume, VoidRound
@@ -20,15 +19,7 @@ from controller.service import TableService
 from drivers.capture import read_capture
 from drivers.line.framing import encode_line
 from drivers.shoe.simulator import ShoeSimulator
-from tests.mosquitto import MosquittoBroker
-
-
-async def wait_until(condition: Callable[[], bool], what: str, timeout: float = 15) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not condition():
-        assert loop.time() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.02)
+from tests.mosquitto import MosquittoBroker, wait_until
 
 
 async def test_replay_of_a_tables_own_capture_reproduces_its_events(
@@ -62,19 +53,23 @@ async def test_replay_of_a_tables_own_capture_reproduces_its_events(
 
     try:
         # round 1: a card, a supervisor's pause and resume, then the hand to its end
-        await wait_until(lambda: count("round.betting_closed") >= 1, "betting to close")
+        await wait_until(lambda: count("round.betting_closed") >= 1, timeout=15, what="betting to close")
         await deal_until("card.dealt", 1)
         await service.handle_command(Pause(reason="checking the shoe", by="supervisor:desk-1"))
         await asyncio.sleep(0.3)
         await service.handle_command(Resume(by="supervisor:desk-1"))
         await deal_until("round.result", 1)
         # round 2: a card, a pause, and the supervisor voids the round (which lifts the pause)
-        await wait_until(lambda: count("round.betting_closed") >= 2, "betting to close again")
+        await wait_until(
+            lambda: count("round.betting_closed") >= 2, timeout=15, what="betting to close again"
+        )
         await deal_until("card.dealt", count("card.dealt") + 1)
         await service.handle_command(Pause(reason="wrong card order", by="supervisor:desk-2"))
         await service.handle_command(VoidRound(reason="misdeal", by="supervisor:desk-2"))
         # round 3 plays through
-        await wait_until(lambda: count("round.betting_closed") >= 3, "betting to close a third time")
+        await wait_until(
+            lambda: count("round.betting_closed") >= 3, timeout=15, what="betting to close a third time"
+        )
         await deal_until("round.result", 2)
     finally:
         service.stop()
