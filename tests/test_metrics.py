@@ -105,6 +105,8 @@ async def test_metrics_follow_the_table_through_a_fault_and_a_broker_outage(
         await wait_until(shoe.draw, timeout=10, what="the gate to open")
         await wait_until(lambda: events_of(service, "card.dealt") >= 1, timeout=10, what="the card dealt")
         await wait_until(lambda: service.bus.stats.published >= service.journal.last_sequence, timeout=10)
+        # acknowledged events leave the outbox in batches (every 50 ms or 500 events), after the PUBACKs
+        await wait_until(lambda: service.journal.outbox_size() == 0, timeout=10, what="the outbox to drain")
 
         first = await scrape(url)
         (info,) = first.families["tablectl_info"].samples
