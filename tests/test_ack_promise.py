@@ -48,11 +48,6 @@ def acked_cards(shoe: ShoeSimulator) -> list[str]:
 
 
 @pytest.mark.timeout(400)
-@pytest.mark.xfail(
-    strict=False,
-    reason="KNOWN, open (issue 7): in full-suite runs of the merged code the last card was reported "
-    "ACKed but not journaled as dealt; it passes alone; not yet known whether it was held in a pause or lost",
-)
 async def test_a_kill_9_at_the_instant_of_an_ack_never_loses_the_acknowledged_card(tmp_path: Path) -> None:
     campaign = Campaign(
         CampaignSettings(
@@ -63,6 +58,9 @@ async def test_a_kill_9_at_the_instant_of_an_ack_never_loses_the_acknowledged_ca
     assert report["violations"] == []
     assert report["injected"] == {"kill_at_ack": 20}
     assert report["exit_codes"]["kill -9"] == 20
+    # a card the shoe sent while the restarted table was paused is held until the supervisor's resume: the
+    # campaign waits for that before it stops the service, so every ACKed card is dealt by then
+    assert report["cards_held_at_stop"] == 0
 
     # Read back from the journal file itself: every card the shoe saw ACKed, in order, once.
     dealt = [e["data"]["raw"] for e in journal_rows(campaign.journal_path, "card.dealt")]
