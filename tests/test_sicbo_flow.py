@@ -371,6 +371,7 @@ STAGES = ["no round", "betting", "shaking", "reading", "supervisor"]
 INPUTS = ["at_rest", "at_rest stale", "read ok", "read refused", "read stale"]
 EXPECTED = {
     ("shaking", "at_rest"): "read requested",
+    ("shaking", "at_rest stale"): "rejected, shake again",  # the shaker is free now: it may take our SHAKE
     ("reading", "read ok"): "result",
     ("reading", "read refused"): "re-shake",
 }
@@ -407,6 +408,8 @@ def test_every_reading_in_every_stage(stage: str, what: str) -> None:
     types = [e.type for e in table.events[before:]]
     if outcome == "rejected":
         assert types == ["reading.rejected"] and step.requests == []
+    elif outcome == "rejected, shake again":
+        assert types == ["reading.rejected"] and step.requests == [shake(cycle)]
     elif outcome == "read requested":
         assert types == [] and step.requests == [read_dice(cycle)]
     elif outcome == "result":
@@ -474,6 +477,25 @@ def test_a_shaker_fault_mid_round_pauses_and_on_resume_the_dice_are_shaken_again
     table.reading(DeviceFaultCleared(device="shaker", time=T0 + BET + 50))
     step = table.command(Resume(by="sup"))
     assert step.requests == [shake("1.2")]
+
+
+def test_a_shaker_still_busy_with_the_old_cycle_at_the_resume_is_asked_again_once_at_rest() -> None:
+    # The camera was covered while the shaker shook cycle 1.1; the supervisor resumed before the shaker was
+    # done, so it answered SHAKE 1.2 with its state only. Its AT_REST of 1.1 says it is free: ask again now,
+    # not after the shake timeout (20 s of a round standing still).
+    table = Table()
+    table.open_and_close()
+    table.reading(DeviceFault(device="camera", time=table.now + 0.5, code="COVERED", reason="covered"))
+    table.reading(DeviceFaultCleared(device="camera", time=table.now + 1))
+    assert table.command(Resume(by="sup")).requests == [shake("1.2")]
+    step = table.at_rest(cycle="1.1", dt=1.0)
+    assert table.types(step) == ["reading.rejected"]
+    assert step.requests == [shake("1.2")]
+    assert table.flow.shakes == 2  # the same cycle asked again: not a re-shake of the round
+    assert table.core.next_deadline() == table.now + table.flow.settings.shake_timeout_seconds
+    assert table.at_rest(cycle="1.2").requests == [read_dice("1.2")]
+    table.read((2, 2, 6))
+    assert table.result()["dice"] == [2, 2, 6] and table.result()["reshakes"] == 1
 
 
 def test_a_reading_held_during_a_pause_belongs_to_the_old_cycle_and_is_rejected() -> None:

@@ -37,9 +37,11 @@ Device trouble is the runtime's: a shaker fault (motor, dome, sensor, lamp, lost
 frame, frozen, covered, too dark) pauses the table with the device's reason; the round has started with the
 first shake, so it stays paused until a supervisor resumes or voids it. On resume the dice are shaken again
 (a new cycle): whatever was at rest during the interruption may have been touched, and a reading of it that
-was held meanwhile belongs to the old cycle and is rejected. The shaker may also stay silent (a SHAKE it could
-not start is answered with its state only): no AT_REST within `shake_timeout_seconds` is a new shake, and
-after `max_silent_shakes` of those in a row the flow asks for a pause. A camera that does not answer within
+was held meanwhile belongs to the old cycle and is rejected. A shaker still busy with the old cycle answers
+that SHAKE with its state only; its AT_REST of the old cycle then says it is free, and the SHAKE is sent
+again. The shaker may also stay silent (a SHAKE it could not start is answered with its state only): no
+AT_REST within `shake_timeout_seconds` is a new shake, and after `max_silent_shakes` of those in a row the
+flow asks for a pause. A camera that does not answer within
 `read_timeout_seconds` counts as a refused reading.
 
 The flow is pure (time is passed in) and its state is a typed record (`SicBoRecord`).
@@ -242,6 +244,11 @@ class SicBoFlow(GameFlow):
             self._reject(
                 reading, now, out, f"dice at rest in cycle {reading.cycle_id}: {self._waiting_for()}"
             )
+            if self.stage == "shaking":
+                # The shaker finished an older cycle (e.g. one it was still shaking when a resume asked for a
+                # new one): our SHAKE came while it was busy and was answered with its state only. It is at
+                # rest now, so it can take ours: ask again at once instead of waiting out the shake timeout.
+                self._ask_shaker(now, out)
             return
         self.rounds.cancel_timer(SHAKE)
         self.silent_shakes = 0
@@ -318,9 +325,12 @@ class SicBoFlow(GameFlow):
         self.stage = "shaking"
         self.at_rest_raw = ""
         self.prompt = prompt
+        self.rounds.cancel_timer(READ)
+        self._ask_shaker(now, out)
+
+    def _ask_shaker(self, now: float, out: FlowOutput) -> None:
         command = DeviceCommand("shake", {"cycle_id": self.cycle_id, "pushes": self.settings.pushes})
         out.requests.append(DeviceRequest(self.settings.shaker_device, command))
-        self.rounds.cancel_timer(READ)
         self.rounds.set_timer(SHAKE, now + self.settings.shake_timeout_seconds)
 
     def _shaker_silent(self, now: float, out: FlowOutput) -> None:
