@@ -14,7 +14,8 @@ and CPU seconds. Two shapes of capture:
 
 Also measured, as the floor no replay of that capture can go below: reading the capture (the JSON Lines
 decoded and checked into records), and that plus the wheel's sans-IO framer and parser over every received
-byte (`floor`), in CPU seconds. On a capture where every line is a status line, that floor is most of the cost.
+byte (`floor`), in CPU seconds. On a capture where every line is a status line, that floor is most of
+the cost.
 
 `--digest FILE` writes the replay's events (type, subject, time and data; ids and record times differ per
 run) so that two versions of the code can be compared for identical output (`events_sha256`).
@@ -99,7 +100,7 @@ def record(path: Path, seconds: float, seed: int, start: float = T0, changes_onl
 
 
 def measure_floor(capture: Path) -> dict[str, float]:
-    """CPU seconds of what any replay of the capture must do: read its records, and parse the wheel's bytes."""
+    """CPU seconds of what any replay of the capture must do: read its records, parse the wheel's bytes."""
     from drivers.capture import read_capture
     from drivers.wheel.protocol import WheelFramer
 
