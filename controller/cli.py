@@ -467,4 +467,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # `python -m controller.cli` runs this file as `__main__`, a second copy of the module: a command module
+    # that imports `controller.cli.OperatorError` would raise a class this copy's `main` does not catch (a
+    # traceback instead of one line). Run the real module's `main`.
+    from controller.cli import main as real_main
+
+    sys.exit(real_main())

@@ -204,3 +204,18 @@ def test_building_the_parser_does_not_import_opencv() -> None:
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True
     )
     assert result.stdout.strip() == "[]"
+
+
+def test_an_error_raised_by_a_command_module_is_one_line_under_python_m() -> None:
+    # the PIN tool lives in the panel's module and raises `controller.cli.OperatorError`: `python -m` runs
+    # cli.py as `__main__`, which must still catch it (one line, usage exit code, no traceback)
+    result = subprocess.run(
+        [sys.executable, "-m", "controller.cli", "panel-hash-pin"],
+        input="12\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip() == "tablectl: error: a PIN is 4 to 12 digits"
