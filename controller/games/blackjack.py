@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -120,6 +120,15 @@ class Insurance(Command):
 
     seat: int = Field(1, ge=1, le=9)
     take: bool = Field(True, description="true: the box takes insurance; false: it declines")
+
+
+class Seated(Command):
+    """The boxes that hold a bet in this round (Live Blackjack), sent by the rules engine while betting is
+    open: only they are dealt. Without it every configured seat is dealt."""
+
+    seats: list[Annotated[int, Field(ge=1, le=9)]] = Field(
+        min_length=1, max_length=9, description="the seated boxes, 1 = the dealer's left"
+    )
 
 
 class BurnDone(Command):
@@ -695,7 +704,7 @@ class BoxedBlackjackFlow(BlackjackTable):
 
     def restore_conflict(self, data: dict[str, Any]) -> str | None:
         seats = {hand.get("seat") for hand in data.get("hands", [])}
-        if data.get("rounds", {}).get("round_id") is not None and seats and seats != set(self.seats):
+        if data.get("rounds", {}).get("round_id") is not None and not seats <= set(self.seats):
             return f"the round in play has boxes {sorted(seats)} but this table has {len(self.seats)} seats"
         return super().restore_conflict(data)
 
@@ -710,7 +719,7 @@ class BoxedBlackjackFlow(BlackjackTable):
         return bool(getattr(self.settings, "surrender", False))
 
     def _initial_order(self) -> list[str]:
-        boxes = [box_position(seat) for seat in self.seats]
+        boxes = [hand.position for hand in self.hands if hand.hand == 1]  # the seated boxes
         order = [*boxes, "dealer", *boxes]
         return [*order, "hole"] if self.rules.hole_card else order
 
@@ -1159,11 +1168,29 @@ class LiveBlackjackFlow(BoxedBlackjackFlow):
         insurance_with_blackjack=True,
         policy="basic_strategy_h17",
     )
-    inputs: ClassVar[dict[str, str]] = {**BoxedBlackjackFlow.inputs, "new_shoe": "_new_shoe_input"}
+    inputs: ClassVar[dict[str, str]] = {
+        **BoxedBlackjackFlow.inputs,
+        "new_shoe": "_new_shoe_input",
+        "seated": "_seated",
+    }
     settings: LiveBlackjackSettings
 
     def __init__(self, table_id: str, settings: LiveBlackjackSettings) -> None:
         super().__init__(table_id, settings)
+
+    def _seated(self, payload: dict[str, Any], now: float) -> FlowOutput:
+        """Deal only the boxes with a bet (GAMES.md: "to each seated box"), said while betting is open."""
+        if not self.rounds.in_round or self.rounds.phase != Phase.BETTING_OPEN:
+            raise InputRejected("seated: the boxes are said while betting is open, before the first card")
+        seats = sorted(set(payload["seats"]))
+        unknown = [seat for seat in seats if seat not in self.seats]
+        if unknown:
+            raise InputRejected(
+                f"seated: box(es) {unknown} do not exist at this table (seats 1-{len(self.seats)})"
+            )
+        self.hands = [BoxHand(seat=seat) for seat in seats]
+        self.prompt = self._prompt()
+        return FlowOutput()
 
 
 class SingleDeckBlackjackFlow(BoxedBlackjackFlow):
