@@ -1,10 +1,13 @@
 """Blackjack at a table with boxes: Live Blackjack (seed 000) and Single-deck Blackjack (seed 004).
 
 `BlackjackTable` is what every blackjack variant's flow shares (Infinite Blackjack's too, in
-`infinite_blackjack.py`): the shoe (a shoe of many rounds with a cut card, or a fresh deck every round), the
-dealer's hand, the hole card kept secret until it is revealed, and the shoe's gate, open exactly while a card
-is expected. `BoxedBlackjackFlow` is the procedure of a table with boxes, parameterised by `HouseRules`;
-`LiveBlackjackFlow` and `SingleDeckBlackjackFlow` are its two rule sets. The rules themselves (totals, the
+`infinite_blackjack.py`): the shoe (a shoe of many rounds with a cut card, `ShoeFlow`, or a fresh deck every
+round), the round's procedure (betting, the initial deal in the variant's order, insurance and the peek, the
+dealer's cue, the result, a void), the dealer's hand, the hole card kept secret until it is revealed, and the
+shoe's gate, open exactly while a card is expected. A variant says only where its cards go after the initial
+deal, what its players decide and what its result holds. `BoxedBlackjackFlow` is the procedure of a table
+with boxes, parameterised by `HouseRules`; `LiveBlackjackFlow` and `SingleDeckBlackjackFlow` are its two rule
+sets. The rules themselves (totals, the
 dealer's rule, the disconnect policies, outcomes) are `blackjack_rules`.
 
 Procedure (GAMES.md):
