@@ -146,6 +146,11 @@ class PanelSettings(Strict):
     pin_lockout_seconds: float = Field(default=300.0, gt=0, description="...for this long")
     max_streams: int = Field(default=16, ge=1, le=1000, description="live screens at once; more get 503")
 
+    @property
+    def scheme(self) -> str:
+        """The panel is served over plain HTTP, to the kiosk browser on the table PC itself."""
+        return "http"
+
     @field_validator("dealers")
     @classmethod
     def _dealers(cls, dealers: dict[str, str]) -> dict[str, str]:

@@ -36,14 +36,14 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import Receive, Scope, Send
 
 from controller.commands import CommandError, check_remote_identity, parse_command
 from controller.console.link import USER_PATTERN, SignInRefused, StudioLink
 from controller.console.model import StudioModel
 from controller.console.settings import ConsoleConfig
 from controller.events import iso_ms
-from controller.panel.app import PanelHeaders
+from controller.panel.app import PageGuard, PanelHeaders
 from controller.panel.auth import WrongPinLimiter
 from drivers.waiting import wait_event
 
@@ -53,7 +53,6 @@ STATIC_DIR = Path(__file__).resolve().parent / "static"
 SESSION_COOKIE = "tablectl_console"
 TOKEN_HEADER = "x-console-token"
 TOKEN_PLACEHOLDER = "__CONSOLE_TOKEN__"
-SAFE_METHODS = frozenset({"GET", "HEAD"})
 #: the commands the console sends (the supervisors'; the dealer's and the rules engine's are not here)
 CONSOLE_COMMANDS = ("pause", "resume", "void_round", "device_action", "rebirth")
 #: a page gets the changes at most this often (the first change after a quiet spell goes at once)
@@ -325,43 +324,13 @@ async def _read_json(request: Request) -> Any:
 # -- the guard ----------
 
 
-class ConsoleGuard:
-    """Refuses, before any route runs: a `Host` that is not one of the console's names and port (DNS
-    rebinding), and any POST or DELETE without the page's own `Origin` or without this start's page token."""
+class ConsoleGuard(PageGuard):
+    """The console's page: over HTTPS when it has a certificate; the token of the page served at this start
+    of the console (`console.token_ok`)."""
 
-    def __init__(self, app: ASGIApp, console: Console) -> None:
-        self.app = app
-        self.console = console
-        settings = console.settings
-        default_port = 443 if settings.scheme == "https" else 80
-        self.hosts = {f"{name}:{settings.port}" for name in settings.allowed_hosts}
-        if settings.port == default_port:
-            self.hosts |= set(settings.allowed_hosts)
-        self.origins = {f"{settings.scheme}://{host}" for host in self.hosts}
-
-    def _refusal(self, scope: Scope) -> tuple[int, str] | None:
-        headers = {key.decode("latin-1").lower(): value.decode("latin-1") for key, value in scope["headers"]}
-        if headers.get("host", "").lower() not in self.hosts:
-            return 421, "unknown host name for this console (see [console] allowed_hosts)"
-        if scope["method"] in SAFE_METHODS:
-            return None
-        origin = headers.get("origin")
-        if origin is None or origin.lower() not in self.origins:
-            return 403, "requests from another web page are refused"
-        if not self.console.token_ok(headers.get(TOKEN_HEADER)):
-            return 403, "stale page: reload it"
-        return None
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            refusal = self._refusal(scope)
-            if refusal is not None:
-                await _error(*refusal)(scope, receive, send)
-                return
-        elif scope["type"] == "websocket":
-            await send({"type": "websocket.close", "code": 1008})
-            return
-        await self.app(scope, receive, send)
+    page = "console"
+    token_header = TOKEN_HEADER
+    error = staticmethod(_error)
 
 
 # -- the app ----------
@@ -483,7 +452,10 @@ def create_app(console: Console) -> Starlette:
             Route("/api/tables/{table}/commands/{name}", command, methods=["POST"]),
             Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
         ],
-        middleware=[Middleware(PanelHeaders), Middleware(ConsoleGuard, console=console)],
+        middleware=[
+            Middleware(PanelHeaders),
+            Middleware(ConsoleGuard, settings=console.settings, token_ok=console.token_ok),
+        ],
     )
 
 
