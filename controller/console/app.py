@@ -24,12 +24,10 @@ import json
 import logging
 import secrets
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -43,6 +41,7 @@ from controller.console.link import USER_PATTERN, SignInRefused, StudioLink
 from controller.console.model import StudioModel
 from controller.console.settings import ConsoleConfig
 from controller.events import iso_ms
+from controller.http_server import embedded_server, serve_until_cancelled
 from controller.panel.app import PageGuard, PanelHeaders
 from controller.panel.auth import WrongPinLimiter
 from drivers.waiting import wait_event
@@ -463,12 +462,6 @@ class ConsoleError(RuntimeError):
     """The console cannot run (its port is taken, the broker refused its configured user)."""
 
 
-class _Server(uvicorn.Server):
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield  # the caller owns SIGTERM/SIGINT and stops the console by cancelling serve_console
-
-
 async def serve_console(console: Console, *, started: asyncio.Event | None = None) -> None:
     """Serve the console until cancelled."""
     settings = console.settings
@@ -477,20 +470,14 @@ async def serve_console(console: Console, *, started: asyncio.Event | None = Non
     except SignInRefused as exc:
         raise ConsoleError(f"broker user {console.config.fixed_user!r}: {exc}") from None
     app = create_app(console)
-    server = _Server(
-        uvicorn.Config(
-            app,
-            host=settings.host,
-            port=settings.port,
-            limit_concurrency=settings.max_streams + EXTRA_CONNECTIONS,
-            log_level="warning",
-            log_config=None,
-            access_log=False,
-            lifespan="off",
-            timeout_graceful_shutdown=2,
-            ssl_certfile=str(settings.tls_cert_file) if settings.tls_cert_file else None,
-            ssl_keyfile=str(settings.tls_key_file) if settings.tls_key_file else None,
-        )
+    server = embedded_server(
+        app,
+        host=settings.host,
+        port=settings.port,
+        limit_concurrency=settings.max_streams + EXTRA_CONNECTIONS,
+        timeout_graceful_shutdown=2,
+        ssl_certfile=str(settings.tls_cert_file) if settings.tls_cert_file else None,
+        ssl_keyfile=str(settings.tls_key_file) if settings.tls_key_file else None,
     )
     housekeeping = asyncio.create_task(console.housekeeping())
     waiter = None
@@ -502,20 +489,19 @@ async def serve_console(console: Console, *, started: asyncio.Event | None = Non
             started.set()
 
         waiter = asyncio.create_task(announce())
-    try:
-        await server.serve()
-    except SystemExit:
-        raise ConsoleError(
-            f"the console cannot listen on {settings.host}:{settings.port} (port in use?)"
-        ) from None
-    except asyncio.CancelledError:
+
+    def close_sessions() -> None:
         for session in [*console.sessions.values(), *([console.fixed] if console.fixed else [])]:
             session.closed.set()
-        if hasattr(server, "servers"):
-            server.should_exit = True
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(server.shutdown(), 5)
-        raise
+
+    try:
+        await serve_until_cancelled(
+            server,
+            cannot_listen=ConsoleError(
+                f"the console cannot listen on {settings.host}:{settings.port} (port in use?)"
+            ),
+            on_cancel=close_sessions,
+        )
     finally:
         housekeeping.cancel()
         if waiter is not None:

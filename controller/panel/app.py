@@ -28,7 +28,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -39,6 +38,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from controller.commands import BUS_COMMANDS, INPUTS, TABLE_COMMANDS, CommandError, parse_command
 from controller.config import PanelSettings
+from controller.http_server import embedded_server, serve_until_cancelled
 from controller.panel.auth import DEALER_ID_PATTERN, PanelAuth, SignInError
 from controller.service import TableService
 from drivers.waiting import with_timeout
@@ -505,15 +505,6 @@ def new_auth(settings: PanelSettings) -> PanelAuth:
     )
 
 
-class _PanelServer(uvicorn.Server):
-    """uvicorn without its signal handling: the table service owns SIGTERM/SIGINT (a clean stop of the
-    whole table), and the panel is stopped by cancelling `serve_panel`."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
-
-
 async def serve_panel(
     service: TableService, settings: PanelSettings, *, auth: PanelAuth | None = None
 ) -> None:
@@ -522,28 +513,16 @@ async def serve_panel(
     app = create_app(service, settings, auth)
     if not settings.dealers:
         log.warning("panel: no dealers in [panel.dealers]: the panel shows the table, nobody can act on it")
-    server = _PanelServer(
-        uvicorn.Config(
-            app,
-            host=host,
-            port=port,
-            limit_concurrency=settings.max_streams + EXTRA_CONNECTIONS,
-            log_level="warning",
-            log_config=None,  # keep the service's logging setup
-            access_log=False,
-            lifespan="off",
-            timeout_graceful_shutdown=2,
-        )
+    server = embedded_server(
+        app,
+        host=host,
+        port=port,
+        limit_concurrency=settings.max_streams + EXTRA_CONNECTIONS,
+        timeout_graceful_shutdown=2,
     )
-    try:
-        await server.serve()
-    except SystemExit:
-        # uvicorn exits the process when it cannot bind; the table must rather say why and stop cleanly
-        raise PanelError(f"the dealer panel cannot listen on {host}:{port} (port in use?)") from None
-    except asyncio.CancelledError:
-        app.state.hub.close()  # open streams end, so the graceful shutdown does not wait on them
-        if hasattr(server, "servers"):  # it was listening
-            server.should_exit = True
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(server.shutdown(), 5)
-        raise
+    await serve_until_cancelled(
+        server,
+        cannot_listen=PanelError(f"the dealer panel cannot listen on {host}:{port} (port in use?)"),
+        # open streams end, so the graceful shutdown does not wait on them
+        on_cancel=app.state.hub.close,
+    )
