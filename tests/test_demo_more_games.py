@@ -37,6 +37,18 @@ def demo_command(game: str) -> list[str]:
     ]
 
 
+def finish(process: subprocess.Popen[str]) -> tuple[str, str]:
+    """The demo's output; a demo still running after 90 s (two rounds take about 30 s) fails the test with
+    what it published and logged, not a bare timeout."""
+    try:
+        return process.communicate(timeout=90)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        stdout, stderr = process.communicate()
+        kinds = [json.loads(line)["type"] for line in stdout.splitlines() if line.startswith("{")]
+        pytest.fail(f"the demo did not finish: events {kinds[-12:]}, log:\n{stderr[-3000:]}")
+
+
 @pytest.fixture(scope="module")
 def published() -> dict[str, list[dict[str, Any]]]:
     """Both demos run side by side (each has its own broker, pty and data directory): half the wait."""
@@ -51,7 +63,7 @@ def published() -> dict[str, list[dict[str, Any]]]:
     try:
         # read both at once: a demo blocked on a full pipe would stall its whole event loop
         with ThreadPoolExecutor(len(running)) as pool:
-            outputs = {game: pool.submit(p.communicate, timeout=120) for game, p in running.items()}
+            outputs = {game: pool.submit(finish, p) for game, p in running.items()}
         for game, process in running.items():
             stdout, stderr = outputs[game].result()
             assert process.returncode == 0, stderr
