@@ -47,6 +47,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+import statistics
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -79,6 +80,17 @@ NOISE_SIDE_FRACTION = 0.45  # blobs smaller than this fraction of the smallest d
 TOUCHING_AREA_RATIO = 1.8  # a blob this many times a usual die's area is two dice (a stacked die: ~1.3)
 SIDE_BY_SIDE_ASPECT = 1.75  # an oblong this long (and large enough for two) is two dice edge to edge
 MAX_PIPS_LEFT_OUT = 6  # side-face pips tried away from the top face (a die seen at an angle shows 2 sides)
+# Where the dice are is found in the tray shrunk so that a die is about this wide (a die is then ~150 pixels,
+# not ~2,300); each die is then segmented and read in a window around it at the calibrated scale only
+LOCATE_SIDE_PX = 12.0
+BACKGROUND_SIDE_PX = 6.0  # the background is estimated with a die about this wide
+# a place is looked at when it is this fraction of the die contrast away from the background: below the
+# reader's own threshold, so that every blob the reader would find lies in a window (more windows cost time,
+# never a reading)
+LOCATE_CONTRAST_FRACTION = 0.6
+# a window reaches this many die sides beyond what was located: room for the reader's own margin around a
+# die (0.15 sides) and its smoothing
+WINDOW_MARGIN_SIDES = 0.3
 
 
 class DiceCalibration(BaseModel):
@@ -245,12 +257,27 @@ class DieRegion:
     centre: tuple[float, float]  # image coordinates
     angle: float  # degrees, of the blob's rotated rectangle
     aspect: float
-    solidity: float
     at_edge: bool
+    # the blob as found (not its hull), for `solidity`; its area / the hull's is a lower bound of `solidity`
+    contour: Pixels = field(repr=False, compare=False)
+    notch: int  # pip-sized notches in the outline are closed before `solidity` is measured
+    least_solidity: float
 
     @property
     def side(self) -> float:
         return math.sqrt(self.area)
+
+    @functools.cached_property
+    def solidity(self) -> float:
+        """Blob area / convex hull area, once notches narrower than `notch` (pip-sized) are closed: pips on
+        the rim (dark, so "not die") bite into a die's outline; the gap where two dice meet is wider. Measured
+        only when asked (a closing per blob): a reading asks only when `least_solidity` is not enough."""
+        x, y, w, h = self.box
+        pad = self.notch
+        blob = np.zeros((h + 2 * pad, w + 2 * pad), np.uint8)
+        cv2.drawContours(blob, [self.contour - np.array([x - pad, y - pad], np.int32)], -1, 1, cv2.FILLED)
+        closed = cv2.morphologyEx(blob, cv2.MORPH_CLOSE, _disc(pad))
+        return min(1.0, cv2.countNonZero(closed) / self.area) if self.area > 0 else 0.0
 
 
 @dataclass(frozen=True)
@@ -325,16 +352,131 @@ class DiceReader:
         with their evidence, or a refusal with its reason; never raises for a bad image."""
         image = getattr(frame, "image", frame)
         reference = str(getattr(frame, "file", "") or "")
-        view = self.view(image)
-        if isinstance(view, str):
-            return DiceRefusal("image", view, frame=reference)
-        readings = [self.read_region(view.lab, region, view) for region in self.find_dice(view.lab)]
+        located = self.locate(image)
+        if isinstance(located, str):
+            return DiceRefusal("image", located, frame=reference)
+        readings = [self.read_region(view.lab, region, view) for view, region in located]
         readings.sort(key=lambda reading: reading.box[0] + reading.box[2] / 2)
         return _combine(tuple(readings), expect, self.calibration.roi, reference)
+
+    def locate(self, image: object, *, whole: bool = False) -> list[tuple[View, DieRegion]] | str:
+        """Every die-coloured blob of the tray with the view it was found in; or why the image has none.
+
+        The tray is shrunk to find where dice may be (`LOCATE_SIDE_PX`); each place is then segmented by
+        `find_dice` in a window of the tray at the calibrated scale, as the whole tray would be. A blob cut by
+        a window's side (not the tray's) means the windows were too small for it: then the whole tray is
+        segmented. `whole`: segment the whole tray at once (the reference the windows must agree with)."""
+        tray = self._tray(image, tray=True)
+        if isinstance(tray, str):
+            return tray
+        pixels, origin = tray
+        cal = self.calibration
+        frame_side = cal.die_side_median / cal.scale  # the usual die, in frame pixels
+        if whole or frame_side < 2.0 * LOCATE_SIDE_PX or pixels.ndim not in (2, 3):
+            return self._locate_whole(image)
+        coarse, coarse_scale = _shrink(pixels, frame_side / LOCATE_SIDE_PX)
+        coarse_lab = to_lab(coarse)
+        if coarse_lab is None:
+            return "not a colour or grey image"
+        background = self._background(coarse_lab, frame_side * coarse_scale)
+        height, width = pixels.shape[:2]
+        background_scale = background.shape[1] / width  # background pixels per frame pixel
+        places = self._die_places(coarse_lab, background, coarse_scale)
+        margin = WINDOW_MARGIN_SIDES * frame_side
+        windows = _merged(
+            [
+                (
+                    max(0, math.floor(x / coarse_scale - margin)),
+                    max(0, math.floor(y / coarse_scale - margin)),
+                    min(width, math.ceil((x + w) / coarse_scale + margin)),
+                    min(height, math.ceil((y + h) / coarse_scale + margin)),
+                )
+                for x, y, w, h in places
+            ]
+        )
+        located: list[tuple[View, DieRegion]] = []
+        for left, top, right, bottom in windows:
+            part = pixels[top:bottom, left:right]
+            size = (max(1, round((right - left) * cal.scale)), max(1, round((bottom - top) * cal.scale)))
+            if size != (right - left, bottom - top):
+                part = cv2.resize(part, size, interpolation=cv2.INTER_AREA)
+            lab = to_lab(part)
+            if lab is None:
+                return "not a colour or grey image"
+            scale_x, scale_y = size[0] / (right - left), size[1] / (bottom - top)
+            # the background at each window pixel, from the same estimate for the whole tray
+            to_background = np.array(
+                [
+                    [background_scale / scale_x, 0.0, (left + 0.5 / scale_x) * background_scale - 0.5],
+                    [0.0, background_scale / scale_y, (top + 0.5 / scale_y) * background_scale - 0.5],
+                ]
+            )
+            window_background = cv2.warpAffine(
+                background,
+                to_background,
+                size,
+                flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP,
+                borderMode=cv2.BORDER_REPLICATE,
+            )
+            view = View(lab, (origin[0] + left, origin[1] + top), scale_x)
+            tray_sides = (left == 0, top == 0, right == width, bottom == height)
+            for region in self._regions(lab, window_background):
+                if region.at_edge and _cut_inside(region, size, tray_sides):
+                    return self._locate_whole(image)
+                located.append((view, region))
+        return located
+
+    def _locate_whole(self, image: object) -> list[tuple[View, DieRegion]] | str:
+        view = self.view(image)
+        if isinstance(view, str):
+            return view
+        return [(view, region) for region in self.find_dice(view.lab)]
+
+    def _die_places(self, lab: Pixels, background: Pixels, scale: float) -> list[Box]:
+        """Boxes (in `lab`, the tray shrunk by `scale` from the frame) of everything that may be a die:
+        further from the background than a fraction of the die contrast, and larger than a fraction of a
+        speck the reader drops."""
+        cal = self.calibration
+        height, width = lab.shape[:2]
+        near = cv2.resize(background, (width, height), interpolation=cv2.INTER_LINEAR)
+        least = LOCATE_CONTRAST_FRACTION * cal.die_contrast
+        far = _die_distance2(lab, near, cal.shadow_weight) > least**2
+        mask = cv2.morphologyEx(far.astype(np.uint8), cv2.MORPH_CLOSE, _disc(3))
+        count, _, stats, _ = cv2.connectedComponentsWithStats(mask, connectivity=8)
+        view_to_coarse = scale / cal.scale
+        speck = (cal.die_side_px[0] * NOISE_SIDE_FRACTION * view_to_coarse) ** 2
+        return [
+            (
+                int(stats[index, cv2.CC_STAT_LEFT]),
+                int(stats[index, cv2.CC_STAT_TOP]),
+                int(stats[index, cv2.CC_STAT_WIDTH]),
+                int(stats[index, cv2.CC_STAT_HEIGHT]),
+            )
+            for index in range(1, count)
+            if stats[index, cv2.CC_STAT_AREA] >= 0.25 * speck
+        ]
 
     def view(self, image: object, *, tray: bool = True) -> View | str:
         """The part of `image` the reader reads (the calibrated tray unless `tray` is False), at the
         calibrated scale, in Lab; or why there is none."""
+        cropped = self._tray(image, tray=tray)
+        if isinstance(cropped, str):
+            return cropped
+        image, origin = cropped
+        scale = self.calibration.scale
+        if scale != 1.0 and image.ndim in (2, 3):
+            width = image.shape[1]
+            size = (max(1, round(width * scale)), max(1, round(image.shape[0] * scale)))
+            image = cv2.resize(image, size, interpolation=cv2.INTER_AREA)
+            scale = size[0] / width  # as resized, to the pixel
+        lab = to_lab(image)
+        if lab is None:
+            return "not a colour or grey image"
+        return View(lab, origin, scale)
+
+    def _tray(self, image: object, *, tray: bool) -> tuple[Pixels, tuple[int, int]] | str:
+        """The tray region of `image` (all of it unless `tray`) at the frame's scale, with its top-left
+        corner in the frame; or why there is none."""
         if not isinstance(image, np.ndarray) or image.size == 0 or image.dtype != np.uint8:
             return "not a colour or grey image"
         origin = (0, 0)
@@ -347,16 +489,7 @@ class DiceReader:
                 return "the calibrated tray area is outside the image"
             if image.shape[0] < h or image.shape[1] < w:
                 return f"the image ({_size(image)} from {x},{y}) does not hold the calibrated tray {w}x{h}"
-        scale = self.calibration.scale
-        if scale != 1.0 and image.ndim in (2, 3):
-            width = image.shape[1]
-            size = (max(1, round(width * scale)), max(1, round(image.shape[0] * scale)))
-            image = cv2.resize(image, size, interpolation=cv2.INTER_AREA)
-            scale = size[0] / width  # as resized, to the pixel
-        lab = to_lab(image)
-        if lab is None:
-            return "not a colour or grey image"
-        return View(lab, origin, scale)
+        return image, origin
 
     def read_die_at(self, image: np.ndarray, point: tuple[float, float]) -> DieReading:
         """Read only the die under `point` (image coordinates), e.g. in a crop centred on one die.
@@ -378,24 +511,38 @@ class DiceReader:
 
     def find_dice(self, lab: Pixels) -> list[DieRegion]:
         """Die-coloured blobs of a Lab image (specks dropped, pips filled)."""
+        height, width = lab.shape[:2]
+        small = self._background(lab, self.calibration.die_side_median)
+        return self._regions(lab, cv2.resize(small, (width, height), interpolation=cv2.INTER_LINEAR))
+
+    def _background(self, lab: Pixels, die_side: float) -> Pixels:
+        """The local background colour of a Lab image where a die is `die_side` pixels wide: a median over
+        a few die sides (so uneven light does not matter), of the image shrunk to a die of
+        `BACKGROUND_SIDE_PX`; at that size."""
         cal = self.calibration
         height, width = lab.shape[:2]
-        typical = cal.die_side_median
-        factor = max(1.0, typical / 6.0)  # the background is estimated with a die about 6 px wide
+        factor = max(1.0, die_side / BACKGROUND_SIDE_PX)
         small = cv2.resize(
             lab, (max(1, round(width / factor)), max(1, round(height / factor))), interpolation=cv2.INTER_AREA
         )
         kernel = _odd(
-            min(max(3, round(cal.background_kernel_sides * 6.0)), 2 * (min(small.shape[:2]) // 2) - 1)
+            min(
+                max(3, round(cal.background_kernel_sides * BACKGROUND_SIDE_PX)),
+                2 * (min(small.shape[:2]) // 2) - 1,
+            )
         )
-        channels = [cv2.medianBlur(np.ascontiguousarray(small[:, :, i]), kernel) for i in range(3)]
-        background = cv2.resize(cv2.merge(channels), (width, height), interpolation=cv2.INTER_LINEAR)
+        median: Pixels = cv2.medianBlur(np.ascontiguousarray(small), kernel)  # each channel's own median
+        return median
+
+    def _regions(self, lab: Pixels, background: Pixels) -> list[DieRegion]:
+        """The blobs of a Lab image far enough from its `background` (the same size) to be dice."""
+        cal = self.calibration
+        height, width = lab.shape[:2]
+        typical = cal.die_side_median
         smooth = cv2.GaussianBlur(lab, (0, 0), max(0.6, typical * 0.03))
-        diff = smooth.astype(np.float32) - background.astype(np.float32)
-        lightness = diff[:, :, 0]
-        lightness = np.where(lightness > 0, lightness, lightness * cal.shadow_weight)
-        distance2 = lightness**2 + diff[:, :, 1] ** 2 + diff[:, :, 2] ** 2
-        mask: Pixels = (distance2 > cal.die_contrast**2).astype(np.uint8)
+        mask: Pixels = (_die_distance2(smooth, background, cal.shadow_weight) > cal.die_contrast**2).astype(
+            np.uint8
+        )
         # closing first: a pip at the rim of a face (dark, so "not die") must not cut the die in two
         closing = _disc(_odd(max(3, round(cal.die_side_px[0] * 0.15))))
         opening = _disc(_odd(max(3, round(cal.die_side_px[0] * 0.12))))
@@ -448,7 +595,8 @@ class DiceReader:
         usual_area = cal.die_side_median**2
         # twice a usual die, and well beyond the largest single die (where the dice's size varies a lot)
         too_big = region.area > max(TOUCHING_AREA_RATIO * usual_area, 1.3 * high * high)
-        if region.solidity < cal.min_die_solidity or too_big:
+        solid = region.least_solidity >= cal.min_die_solidity or region.solidity >= cal.min_die_solidity
+        if not solid or too_big:
             return "touching another die"
         if region.aspect >= min(SIDE_BY_SIDE_ASPECT, cal.max_die_aspect) and region.area >= 1.5 * usual_area:
             # two dice edge to edge make a convex oblong; a cocked die's outline (its top face foreshortened,
@@ -482,7 +630,7 @@ class DiceReader:
             operation = cv2.MORPH_BLACKHAT if polarity == "dark" else cv2.MORPH_TOPHAT
             response = cv2.morphologyEx(lightness, operation, structuring).astype(np.float32)
             response[inner == 0] = 0.0
-            window = lab[y0:y1, x0:x1].astype(np.float32)
+            window = lab[y0:y1, x0:x1]
             for measure in self._face_from_response(response, inner, window, region, (x0, y0), polarity):
                 measure.sharpness = sharpness
                 measures.append(measure)
@@ -509,7 +657,10 @@ class DiceReader:
         threshold = max(cal.pip_contrast, 0.4 * peak)
         binary = (response > threshold).astype(np.uint8)
         count, labels, stats, centroids = cv2.connectedComponentsWithStats(binary, connectivity=8)
-        body = np.median(colours[(inner > 0) & (binary == 0)], axis=0) if (binary == 0).any() else None
+        background = ((inner > 0) & (binary == 0)).astype(np.uint8)
+        body = None
+        if background.any():
+            body = np.array([_histogram_percentiles(colours, c, background, (50.0,))[0] for c in range(3)])
         low_area = min(cal.pip_area_ratio[0], cal.one_pip_area_ratio[0]) * region.area
         high_area = max(cal.pip_area_ratio[1], cal.one_pip_area_ratio[1]) * region.area
         areas = stats[:, cv2.CC_STAT_AREA].astype(np.float64)
@@ -562,7 +713,7 @@ class DiceReader:
         origin: tuple[int, int],
     ) -> None:
         cal = self.calibration
-        measure.pip_level = float(np.median([pip.level for pip in measure.pips]))
+        measure.pip_level = float(statistics.median(pip.level for pip in measure.pips))
         areas = [pip.area for pip in measure.pips]
         measure.pip_area_spread = max(areas) / min(areas)
         measure.pip_area_range = (min(areas) / region.area, max(areas) / region.area)
@@ -581,15 +732,14 @@ class DiceReader:
             measure.face_aspect = 1.0
         else:
             matrix, translation, error = _fit_face(points, FACES[value])
-            singular = np.linalg.svd(matrix, compute_uv=False)
             measure.layout_error = error
-            measure.unit_ratio = float(math.sqrt(abs(np.linalg.det(matrix)))) / side
-            measure.face_aspect = float(singular[1] / singular[0]) if singular[0] > 0 else 0.0
+            measure.unit_ratio = math.sqrt(abs(_determinant(matrix))) / side
+            measure.face_aspect = _singular_ratio(matrix)
             if value in (2, 3):
                 measure.diagonal_angle = _diagonal_angle(points, region.angle)
         measure.value = value
         measure.centre_offset = math.dist(tuple(translation), region.centre) / side
-        pip_radius = math.sqrt(float(np.median(areas)) / math.pi)
+        pip_radius = math.sqrt(statistics.median(areas) / math.pi)
         measure.empty_level, measure.clutter_level, measure.off_die = _empty_level(
             response, inner, origin, matrix, translation, points, FACES[value], pip_radius, measure.pip_level
         )
@@ -702,6 +852,55 @@ def _combine(
     return DiceReading(values, readings, confidence, roi, frame)
 
 
+def _die_distance2(lab: Pixels, background: Pixels, shadow_weight: float) -> Pixels:
+    """Squared Lab distance of each pixel from the background; darker than the background counts only
+    `shadow_weight` as much (0: dice are lighter, and shadows are not dice)."""
+    diff = lab.astype(np.float32) - background.astype(np.float32)
+    lightness = diff[:, :, 0]
+    lightness = np.where(lightness > 0, lightness, lightness * shadow_weight)
+    distance2: Pixels = lightness**2 + diff[:, :, 1] ** 2 + diff[:, :, 2] ** 2
+    return distance2
+
+
+def _shrink(image: Pixels, factor: float) -> tuple[Pixels, float]:
+    """`image` shrunk by about `factor` (pixel areas averaged), with the scale reached (new px per old px).
+    Halvings first: OpenCV averages 2x2 blocks far faster than arbitrary areas; the last step is small."""
+    scale = 1.0
+    while factor * scale >= 2.0 and min(image.shape[:2]) >= 4:
+        height, width = image.shape[0] // 2 * 2, image.shape[1] // 2 * 2
+        image = cv2.resize(image[:height, :width], (width // 2, height // 2), interpolation=cv2.INTER_AREA)
+        scale /= 2.0
+    rest = factor * scale  # below 2: bilinear samples every pixel, and is far cheaper than area weights
+    width = max(1, round(image.shape[1] / rest))
+    height = max(1, round(image.shape[0] / rest))
+    scale *= width / image.shape[1]
+    return cv2.resize(image, (width, height), interpolation=cv2.INTER_LINEAR), scale
+
+
+def _merged(boxes: list[tuple[int, int, int, int]]) -> list[tuple[int, int, int, int]]:
+    """Boxes (left, top, right, bottom) that overlap joined into one, until none overlap: each blob is then
+    segmented in one window only."""
+    merged = list(boxes)
+    joined = True
+    while joined:
+        joined = False
+        for i, j in itertools.combinations(range(len(merged)), 2):
+            a, b = merged[i], merged[j]
+            if a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]:
+                merged[i] = (min(a[0], b[0]), min(a[1], b[1]), max(a[2], b[2]), max(a[3], b[3]))
+                del merged[j]
+                joined = True
+                break
+    return merged
+
+
+def _cut_inside(region: DieRegion, size: tuple[int, int], tray_sides: tuple[bool, bool, bool, bool]) -> bool:
+    """Whether a blob touches a side of its window that is not a side of the tray."""
+    x, y, w, h = region.box
+    touches = (x <= 0, y <= 0, x + w >= size[0], y + h >= size[1])
+    return any(touch and not side for touch, side in zip(touches, tray_sides, strict=True))
+
+
 def _rounded(point: tuple[float, float]) -> tuple[float, float]:
     return (round(point[0], 1), round(point[1], 1))
 
@@ -741,25 +940,23 @@ def _region(contour: Pixels, width: int, height: int, notch: int) -> DieRegion:
     hull = cv2.convexHull(contour)
     mask = np.zeros((h, w), np.uint8)
     cv2.drawContours(mask, [hull - np.array([x, y], np.int32)], -1, 1, thickness=cv2.FILLED)
-    area = float(mask.sum())
-    ys, xs = np.nonzero(mask)
+    moments = cv2.moments(mask, binaryImage=True)
+    area = float(moments["m00"])
     (_, _), (rect_w, rect_h), angle = cv2.minAreaRect(contour)
-    # solidity once notches narrower than `notch` (pip-sized) are closed: pips on the rim (dark, so "not die")
-    # bite into a die's outline; the gap where two dice meet is wider
-    pad = notch
-    blob = np.zeros((h + 2 * pad, w + 2 * pad), np.uint8)
-    cv2.drawContours(blob, [contour - np.array([x - pad, y - pad], np.int32)], -1, 1, thickness=cv2.FILLED)
-    closed = cv2.morphologyEx(blob, cv2.MORPH_CLOSE, _disc(notch))
-    solid_area = float(closed.sum())
+    blob = np.zeros((h, w), np.uint8)
+    cv2.drawContours(blob, [contour - np.array([x, y], np.int32)], -1, 1, thickness=cv2.FILLED)
     return DieRegion(
         box=(x, y, w, h),
         mask=mask,
         area=area,
-        centre=(float(xs.mean()) + x, float(ys.mean()) + y),
+        centre=(moments["m10"] / area + x, moments["m01"] / area + y) if area > 0 else (x + w / 2, y + h / 2),
         angle=float(angle),
         aspect=max(rect_w, rect_h) / max(1e-6, min(rect_w, rect_h)),
-        solidity=min(1.0, solid_area / area) if area > 0 else 0.0,
         at_edge=x <= 0 or y <= 0 or x + w >= width or y + h >= height,
+        contour=contour,
+        notch=notch,
+        # closing only adds pixels: the blob's own area bounds the solidity from below
+        least_solidity=min(1.0, cv2.countNonZero(blob) / area) if area > 0 else 0.0,
     )
 
 
@@ -801,13 +998,55 @@ def _blob_statistics(
     return roundness, levels, blob_colours
 
 
+def _histogram_percentiles(
+    image: Pixels, channel: int, mask: Pixels, percents: tuple[float, ...]
+) -> list[float]:
+    """`np.percentile` (linear interpolation) of one channel of an 8-bit image where `mask` is set, from its
+    histogram: one OpenCV call instead of a sort."""
+    counts = cv2.calcHist([image], [channel], mask, [256], [0, 256]).ravel()
+    cumulative = np.cumsum(counts)
+    total = int(cumulative[-1])
+    if total == 0:
+        raise ValueError("no values")
+    result = []
+    for percent in percents:
+        position = percent / 100.0 * (total - 1)
+        low = math.floor(position)
+        # the value of rank r (from 0) is the first whose cumulative count exceeds r
+        low_value, high_value = np.searchsorted(cumulative, (low, min(low + 1, total - 1)), side="right")
+        result.append(float(low_value) + float(high_value - low_value) * (position - low))
+    return result
+
+
+def _determinant(matrix: NDArray[np.float64]) -> float:
+    return float(matrix[0, 0] * matrix[1, 1] - matrix[0, 1] * matrix[1, 0])
+
+
+def _inverse(matrix: NDArray[np.float64]) -> NDArray[np.float64] | None:
+    """The inverse of a 2x2 matrix; None if it is singular."""
+    determinant = _determinant(matrix)
+    if determinant == 0.0:
+        return None
+    return np.array([[matrix[1, 1], -matrix[0, 1]], [-matrix[1, 0], matrix[0, 0]]]) / determinant
+
+
+def _singular_ratio(matrix: NDArray[np.float64]) -> float:
+    """Smaller / larger singular value of a 2x2 matrix (1: it maps a square to a square), in closed form:
+    their squares sum to the squared entries and multiply to the squared determinant."""
+    squares = float((matrix**2).sum())
+    determinant = abs(_determinant(matrix))
+    larger2 = (squares + math.sqrt(max(0.0, squares * squares - 4.0 * determinant * determinant))) / 2.0
+    return determinant / larger2 if larger2 > 0.0 else 0.0
+
+
 def _colour_spread(pips: list[PipBlob], body: Pixels | None) -> float:
     """Largest distance of a pip's colour from the pips' median colour, relative to how far that is from the
     die's own colour (0: all pips alike)."""
     if len(pips) < 2 or body is None:
         return 0.0
     colours = np.array([pip.colour for pip in pips], np.float64)
-    median = np.median(colours, axis=0)
+    ordered = np.sort(colours, axis=0)
+    median = (ordered[(len(pips) - 1) // 2] + ordered[len(pips) // 2]) / 2.0
     contrast = max(10.0, float(np.linalg.norm(median - body)))
     return float(np.linalg.norm(colours - median, axis=1).max()) / contrast
 
@@ -815,12 +1054,12 @@ def _colour_spread(pips: list[PipBlob], body: Pixels | None) -> float:
 def _sharpness(lightness: Pixels, where: Pixels) -> float:
     """Laplacian spread over the die relative to its contrast: a blur of width s divides it by about s^2,
     whatever the light and the die's colours."""
-    laplacian = cv2.Laplacian(lightness, cv2.CV_32F)
-    values = laplacian[where > 0]
-    if values.size == 0:
+    if not where.any():
         return 0.0
-    low, high = _percentiles(lightness[where > 0], (2.0, 98.0))
-    return float(100.0 * values.std() / max(8.0, float(high - low)))
+    laplacian = cv2.Laplacian(lightness, cv2.CV_32F)
+    _, spread = cv2.meanStdDev(laplacian, mask=where)
+    low, high = _histogram_percentiles(lightness, 0, where, (2.0, 98.0))
+    return float(100.0 * float(spread[0, 0]) / max(8.0, high - low))
 
 
 def _percentiles(values: Pixels, percents: tuple[float, ...]) -> list[float]:
@@ -927,9 +1166,8 @@ def _empty_level(
         x, y = round(cx), round(cy)
         if not (0 <= x < inner.shape[1] and 0 <= y < inner.shape[0]) or not inner[y, x]:
             return math.inf, math.inf, True
-    try:
-        inverse = np.linalg.inv(matrix)
-    except np.linalg.LinAlgError:
+    inverse = _inverse(matrix)
+    if inverse is None:
         return math.inf, math.inf, True
     size = _odd(max(3, round(pip_radius)))
     smooth = cv2.blur(response, (size, size))  # a mark must be pip-like in extent, not one bright pixel
@@ -958,9 +1196,8 @@ def _marks_on_face(
 ) -> bool:
     if not strays:
         return False
-    try:
-        inverse = np.linalg.inv(matrix)
-    except np.linalg.LinAlgError:
+    inverse = _inverse(matrix)
+    if inverse is None:
         return True
     for mark in strays:
         u, v = inverse @ (np.array(mark.centre) - translation)
