@@ -49,6 +49,7 @@ import itertools
 import math
 import statistics
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any, Literal
 
 import cv2
@@ -91,6 +92,7 @@ LOCATE_CONTRAST_FRACTION = 0.6
 # a window reaches this many die sides beyond what was located: room for the reader's own margin around a
 # die (0.15 sides) and its smoothing
 WINDOW_MARGIN_SIDES = 0.3
+MAX_GRID_STEP = 16  # view pixels a window may grow by on each side to be sampled exactly as the whole view
 
 
 class DiceCalibration(BaseModel):
@@ -345,14 +347,18 @@ class DiceReader:
 
     # public ---------------------------------------------------------------------------------------
 
-    def read(self, frame: Any, expect: int | None = 3) -> DiceReading | DiceRefusal:
+    def read(
+        self, frame: Any, expect: int | None = 3, *, whole_tray: bool = False
+    ) -> DiceReading | DiceRefusal:
         """Read the dice of a frame: a `drivers.camera.Frame` or a BGR/grey uint8 image.
 
         `expect`: how many dice must lie in the tray (None: any number, at least one). Returns the values
-        with their evidence, or a refusal with its reason; never raises for a bad image."""
+        with their evidence, or a refusal with its reason; never raises for a bad image. `whole_tray`:
+        segment the whole tray at once rather than a window per die (slower; what the windows are checked
+        against)."""
         image = getattr(frame, "image", frame)
         reference = str(getattr(frame, "file", "") or "")
-        located = self.locate(image)
+        located = self.locate(image, whole=whole_tray)
         if isinstance(located, str):
             return DiceRefusal("image", located, frame=reference)
         readings = [self.read_region(view.lab, region, view) for view, region in located]
@@ -394,10 +400,14 @@ class DiceReader:
                 for x, y, w, h in places
             ]
         )
+        # the whole tray's view, as `view` makes it: each window is cut on its grid
+        view_width, view_height = max(1, round(width * cal.scale)), max(1, round(height * cal.scale))
         located: list[tuple[View, DieRegion]] = []
-        for left, top, right, bottom in windows:
+        for window in windows:
+            left, right, view_left, view_right = _on_view_grid(window[0], window[2], width, view_width)
+            top, bottom, view_top, view_bottom = _on_view_grid(window[1], window[3], height, view_height)
             part = pixels[top:bottom, left:right]
-            size = (max(1, round((right - left) * cal.scale)), max(1, round((bottom - top) * cal.scale)))
+            size = (view_right - view_left, view_bottom - view_top)
             if size != (right - left, bottom - top):
                 part = cv2.resize(part, size, interpolation=cv2.INTER_AREA)
             lab = to_lab(part)
@@ -892,6 +902,26 @@ def _merged(boxes: list[tuple[int, int, int, int]]) -> list[tuple[int, int, int,
                 joined = True
                 break
     return merged
+
+
+def _on_view_grid(low: int, high: int, length: int, view_length: int) -> tuple[int, int, int, int]:
+    """Frame bounds [low, high) on one axis, moved out to boundaries between pixels of the whole tray's view
+    (`length` frame pixels shrunk to `view_length`): a window shrunk alone is then sampled as the whole view
+    would be, exactly when its bounds fall on whole frame pixels (every `numerator` view pixels of the
+    reduced ratio, when that is short), else to within a frame pixel. Returns the frame and view bounds."""
+    numerator = Fraction(view_length, length).numerator
+    step = numerator if numerator <= MAX_GRID_STEP else 1
+    view_low = (low * view_length // length) // step * step
+    view_high = min(view_length, _ceil_div(_ceil_div(high * view_length, length), step) * step)
+
+    def to_frame(view: int) -> int:
+        return (2 * view * length + view_length) // (2 * view_length)  # rounded
+
+    return to_frame(view_low), to_frame(view_high), view_low, view_high
+
+
+def _ceil_div(numerator: int, denominator: int) -> int:
+    return -(-numerator // denominator)
 
 
 def _cut_inside(region: DieRegion, size: tuple[int, int], tray_sides: tuple[bool, bool, bool, bool]) -> bool:
