@@ -273,6 +273,22 @@ def test_a_die_cut_by_the_edge_of_the_view_is_refused(reader: DiceReader) -> Non
     assert reasons(result) == ["", "", "at the edge of the view"]
 
 
+def test_something_cut_by_the_edge_is_no_die_once_every_expected_die_is_read(reader: DiceReader) -> None:
+    """A die-coloured blob cut by the edge of the view (a rim, a shadow, the desk beyond a view without a
+    tray): with the expected number of dice read whole, it is no die of the table; otherwise it may be one."""
+    image = scene(THREE)
+    image[150:330, 600:] = IVORY  # not die-shaped, and cut by the right edge
+    result = reader.read(image, expect=3)
+    assert result.readable and result.values == (2, 5, 6), result
+    assert len(result.dice) == 3
+    for expect in (None, 4):  # any number of dice, or one more than read: the blob may be a die
+        refused = reader.read(image, expect=expect)
+        assert isinstance(refused, DiceRefusal) and refused.reason == "edge", (expect, refused)
+    # one of the expected dice at the edge: fewer read than expected
+    cut = reader.read(scene([*THREE[:2], die((630, 300), 4, 10)]), expect=3)
+    assert isinstance(cut, DiceRefusal) and cut.reason == "edge", cut
+
+
 def test_a_die_too_large_or_too_small_is_refused(reader: DiceReader) -> None:
     # a stacked die is nearer the camera, so larger; a die half under another is smaller
     large = reader.read(scene([die((320, 240), 5, 10, side=SIDE * 1.3)]), expect=1)

@@ -187,7 +187,7 @@ def test_each_die_read_in_its_window_as_in_the_whole_tray(reader: DiceReader) ->
         if fast.readable and whole.readable:
             assert fast.values == whole.values, (index, fast, whole)
         same += (fast.values, fast.reason) == (whole.values, whole.reason)
-    assert same >= 0.95 * scenes, same  # measured: 295 of 300 scenes
+    assert same >= 0.95 * scenes, same  # measured: 294 of 300 scenes
 
 
 @pytest.mark.parametrize(

@@ -845,6 +845,12 @@ def _problem_of(reason: str) -> RefusalReason:
 def _combine(
     readings: tuple[DieReading, ...], expect: int | None, roi: Box | None, frame: str
 ) -> DiceReading | DiceRefusal:
+    read = tuple(r for r in readings if r.value is not None)
+    if expect and len(read) == expect and all(r.problem == "edge" for r in readings if r.value is None):
+        # every die the table has is read, each whole in view and past every check: a blob cut by the edge of
+        # the view is then no die of this table (the tray's rim, a shadow; beyond a view without a tray, the
+        # desk). A die at the edge is one of `expect`: then fewer are read, and the frame is refused.
+        readings = read
     unreadable = [(i, r) for i, r in enumerate(readings, 1) if r.value is None]
     details = [f"die {i}: {r.reason}" for i, r in unreadable]
     problems: set[RefusalReason] = {r.problem or "unclear" for _, r in unreadable}
