@@ -1198,22 +1198,21 @@ def _empty_level(
     its grid position; texture, scratches and glare may be anywhere (a looser limit)."""
     shift = translation - np.array(origin, np.float64)
     positions = np.array(GRID, np.float64) @ matrix.T + shift
-    for cx, cy in positions:
-        x, y = round(cx), round(cy)
-        if not (0 <= x < inner.shape[1] and 0 <= y < inner.shape[0]) or not inner[y, x]:
-            return math.inf, math.inf, True
+    # to the nearest pixel, halves to even (as `round`)
+    xs_at, ys_at = np.rint(positions[:, 0]).astype(np.intp), np.rint(positions[:, 1]).astype(np.intp)
+    inside = (xs_at >= 0) & (xs_at < inner.shape[1]) & (ys_at >= 0) & (ys_at < inner.shape[0])
+    if not inside.all() or not inner[ys_at, xs_at].all():
+        return math.inf, math.inf, True
     inverse = _inverse(matrix)
     if inverse is None:
         return math.inf, math.inf, True
     size = _odd(max(3, round(pip_radius)))
     smooth = cv2.blur(response, (size, size))  # a mark must be pip-like in extent, not one bright pixel
     level = max(pip_level, 1e-6)
-    empty = 0.0
-    for position, (cx, cy) in zip(GRID, positions, strict=True):
-        if position not in face:
-            x, y = round(cx), round(cy)
-            window = smooth[max(0, y - 1) : y + 2, max(0, x - 1) : x + 2]
-            empty = max(empty, float(window.max()) / level)
+    # the strongest mark within a pixel of each empty grid position
+    empty_places = _EMPTY_PLACES[face]
+    strongest = cv2.dilate(smooth, _SQUARE3)[ys_at[empty_places], xs_at[empty_places]]
+    empty = float(strongest.max()) / level if strongest.size else 0.0
     # grid coordinates of every pixel, by broadcasting a row of x against a column of y
     xs = np.arange(response.shape[1], dtype=np.float64)[None, :]
     ys = np.arange(response.shape[0], dtype=np.float64)[:, None]
@@ -1225,6 +1224,13 @@ def _empty_level(
         on_face &= (xs - px) ** 2 + (ys - py) ** 2 > (1.6 * pip_radius) ** 2
     clutter = float(smooth[on_face].max()) / level if on_face.any() else 0.0
     return empty, max(clutter, empty), False
+
+
+_EMPTY_PLACES: dict[tuple[tuple[int, int], ...], NDArray[np.intp]] = {
+    face: np.array([index for index, place in enumerate(GRID) if place not in face], np.intp)
+    for face in FACES.values()
+}
+_SQUARE3 = np.ones((3, 3), np.uint8)
 
 
 def _marks_on_face(
