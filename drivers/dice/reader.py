@@ -80,6 +80,9 @@ FACE_HALF_EXTENT = 1.5
 NOISE_SIDE_FRACTION = 0.45  # blobs smaller than this fraction of the smallest die are specks, not dice
 TOUCHING_AREA_RATIO = 1.8  # a blob this many times a usual die's area is two dice (a stacked die: ~1.3)
 SIDE_BY_SIDE_ASPECT = 1.75  # an oblong this long (and large enough for two) is two dice edge to edge
+# a pip-sized mark at least this fraction of the least pip roundness is nearly a pip: a reading that it would
+# make another legal face is doubted (refused as ambiguous)
+NEAR_PIP_ROUNDNESS = 0.8
 MAX_PIPS_LEFT_OUT = 6  # side-face pips tried away from the top face (a die seen at an angle shows 2 sides)
 # Where the dice are is found in the tray shrunk so that a die is about this wide (a die is then ~150 pixels,
 # not ~2,300); each die is then segmented and read in a window around it at the calibrated scale only
@@ -299,6 +302,9 @@ class FaceMeasure:
     pips: list[PipBlob] = field(default_factory=list)
     strays: list[PipBlob] = field(default_factory=list)  # marks that are not pips (size/shape)
     left_out: int = 0  # pips left out as side-face pips (they are among `strays`)
+    near_pips: int = (
+        0  # marks counted as pips though a little too flat (to doubt a reading, never to make one)
+    )
     value: int | None = None  # pattern fitted to the pip count, if 1-6 pips
     layout_error: float = math.inf
     unit_ratio: float = 0.0
@@ -580,10 +586,15 @@ class DiceReader:
         problem = self.region_problem(region)
         if problem:
             return DieReading(None, 0.0, box, 0, problem, _problem_of(problem))
-        measures = self.measure_face(lab, region)
+        measures = self.measure_face(lab, region, doubts=True)
         judged = [(measure, *self.judge(measure)) for measure in measures]
-        good = [(m, value, confidence) for m, value, confidence, _ in judged if value is not None]
+        good = [(m, v, confidence) for m, v, confidence, _ in judged if v is not None and not m.near_pips]
         values = sorted({value for _, value, _ in good})
+        # a mark just too flat to be a pip, with which the pips lie where another face's would: either may be
+        # right (whatever else that face's checks say: a face's pattern is the evidence of its value)
+        doubts = {m.value for m in measures if m.near_pips and m.value is not None and self.pattern_fits(m)}
+        if len(values) == 1 and doubts - set(values):
+            values = sorted(doubts | set(values))
         if len(values) == 1:
             measure, value, confidence = max(good, key=lambda item: item[2])
             pips = tuple(_rounded(view.to_frame(pip.centre)) for pip in measure.pips)
@@ -592,7 +603,7 @@ class DiceReader:
             shown = "/".join(str(value) for value in values)
             return DieReading(None, 0.0, box, 0, f"ambiguous: could be {shown}", "unclear")
         # the reason given is the whole face's (no pip left out), of the pip polarity that found pips
-        whole = [item for item in judged if item[0].left_out == 0]
+        whole = [item for item in judged if item[0].left_out == 0 and not item[0].near_pips]
         measure, _, _, reason = next((item for item in whole if item[0].pips), whole[0])
         return DieReading(None, 0.0, box, len(measure.pips), reason, _problem_of(reason))
 
@@ -620,8 +631,9 @@ class DiceReader:
             return f"die too small ({region.side:.0f} px): partly hidden, or not a die"
         return ""
 
-    def measure_face(self, lab: Pixels, region: DieRegion) -> list[FaceMeasure]:
-        """Pips and pattern measurements of one die, for each pip polarity the calibration allows."""
+    def measure_face(self, lab: Pixels, region: DieRegion, *, doubts: bool = False) -> list[FaceMeasure]:
+        """Pips and pattern measurements of one die, for each pip polarity the calibration allows; with
+        `doubts`, also the face with the marks a little too flat to be pips counted as pips (`near_pips`)."""
         cal = self.calibration
         side = region.side
         x, y, w, h = region.box
@@ -641,7 +653,8 @@ class DiceReader:
             response = cv2.morphologyEx(lightness, operation, structuring).astype(np.float32)
             response[inner == 0] = 0.0
             window = lab[y0:y1, x0:x1]
-            for measure in self._face_from_response(response, inner, window, region, (x0, y0), polarity):
+            faces = self._face_from_response(response, inner, window, region, (x0, y0), polarity, doubts)
+            for measure in faces:
                 measure.sharpness = sharpness
                 measures.append(measure)
         return measures
@@ -654,6 +667,7 @@ class DiceReader:
         region: DieRegion,
         origin: tuple[int, int],
         polarity: str,
+        doubts: bool = False,
     ) -> list[FaceMeasure]:
         """Pip candidates, then one measurement per candidate top face.
 
@@ -712,6 +726,20 @@ class DiceReader:
             measures.append(measure)
             if left_out >= cal.max_pips_left_out:
                 break
+        # the roundness limit is a sharp line: a pip a little flatter than it (blur, a slant) is a stray, and
+        # the rest may then form another legal face (a 2 with a flat pip reads as 1)
+        near = [
+            blob
+            for blob in strays
+            if low_area <= blob.area <= high_area
+            and blob.roundness >= NEAR_PIP_ROUNDNESS * cal.min_pip_roundness
+        ]
+        if doubts and near and len(pips) + len(near) <= 6:
+            others = [blob for blob in strays if blob not in near]
+            measure = FaceMeasure(polarity=polarity, pips=pips + near, strays=others, near_pips=len(near))
+            self._measure_pattern(measure, response, inner, region, origin)
+            measure.colour_spread = _colour_spread(measure.pips, body)
+            measures.append(measure)
         return measures
 
     def _measure_pattern(
@@ -754,6 +782,21 @@ class DiceReader:
             response, inner, origin, matrix, translation, points, FACES[value], pip_radius, measure.pip_level
         )
         measure.stray_on_face = _marks_on_face(measure.strays, matrix, translation)
+
+    def pattern_fits(self, measure: FaceMeasure) -> bool:
+        """Whether 2-6 pips lie where the pips of that face would: fitted to its grid, on a diagonal (2-3),
+        the face's size for this die, on the die's centre. Nothing about marks, tilt, light or focus."""
+        cal = self.calibration
+        pips = len(measure.pips)
+        if not 2 <= pips <= 6 or measure.off_die:
+            return False
+        low_unit, high_unit = cal.pip_unit_ratio[pips - 1]
+        return (
+            measure.layout_error < cal.max_layout_error
+            and (pips > 3 or measure.diagonal_angle < cal.max_diagonal_angle)
+            and low_unit < measure.unit_ratio < high_unit
+            and measure.centre_offset < cal.max_centre_offset
+        )
 
     def judge(self, measure: FaceMeasure) -> tuple[int | None, float, str]:
         """Accept or refuse one measured face: (value, confidence, "") or (None, 0, why)."""
