@@ -14,7 +14,9 @@ Method, in the order the checks run:
 3. Inside a die, pips are the small blobs that differ from the die's own lightness (black-hat for dark pips,
    top-hat for light ones, so shading across the die does not matter); a pip must have a pip's size and be
    round. Seen at an angle a die shows pips of its side faces too: the outermost pips are tried left out
-   one by one, and a left-out pip must then lie off the fitted face. If two different values fit: refused.
+   one by one, and a left-out pip must then lie off the fitted face. If two different values fit: refused;
+   so too when a mark a little too flat to be a pip, counted as one, puts the pips where another face's
+   pips would be.
 4. The pips must form the legal pattern of a face 1-6: their centres are fitted to the canonical 3x3 pip grid
    of that face, over every pairing (similarity for 2-3 pips, affine for 4-6, so a face seen slightly from
    the side still fits). The fit error must be small; the grid must have this face's size relative to the
@@ -25,8 +27,15 @@ Method, in the order the checks run:
    a 6 must not read as 4, a 5 as 4, a 3 as 2), and the rest of the face must be clean.
 6. The die must be sharp (Laplacian spread over the die relative to its contrast): a blurred image is refused.
 
-Before step 1 the frame is cut to the calibrated tray region (`roi`) and shrunk by `scale` (a die about 48 px
-wide); boxes and pip centres in the results are in the frame's own pixels.
+Before step 1 the frame is cut to the calibrated tray region (`roi`); the dice are read at the calibrated
+`scale` (a die about 48 px wide). For speed, where dice may be is found first in the tray shrunk to a die of
+about 12 px, against a lower contrast than step 1's (so that no blob step 1 would find is missed); steps 1-6
+then run in a window around each such place only, cut on the pixel grid the whole tray would have at
+`scale` (if a blob reaches a window's side that is not the tray's, the whole tray is segmented instead).
+Boxes and pip centres in the results are in the frame's own pixels.
+
+A blob cut by the edge of the tray region is not read (it may be a die partly out of view); it refuses the
+frame unless the expected number of dice were all read whole, when it cannot be one of them.
 
 Public API (see also `drivers.dice` and `drivers.dice.table`):
 
