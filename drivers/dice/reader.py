@@ -103,7 +103,7 @@ BACKGROUND_SIDE_PX = 6.0  # the background is estimated with a die about this wi
 LOCATE_CONTRAST_FRACTION = 0.6
 # a window reaches this many die sides beyond what was located: room for the reader's own margin around a
 # die (0.15 sides) and its smoothing
-WINDOW_MARGIN_SIDES = 0.3
+WINDOW_MARGIN_SIDES = 0.2
 MAX_GRID_STEP = 16  # view pixels a window may grow by on each side to be sampled exactly as the whole view
 
 
