@@ -4,6 +4,7 @@
     python bench/dice_table.py --parts real --datasets matteop65
     python bench/dice_table.py --parts synthetic,speed --scenes 2000
     python bench/dice_table.py --parts speed             # the speed only: bench/results/dice-speed-<date>
+    python bench/dice_table.py --parts speed --against 6336b0a   # and an older reader, frame by frame in turn
 
 Three parts:
 
@@ -31,8 +32,10 @@ import math
 import os
 import platform
 import statistics
+import subprocess
 import sys
 import time
+import types
 from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
@@ -228,14 +231,35 @@ def run_synthetic(reader: DiceReader, scenes: int) -> dict[str, Any]:
 # --- speed -----------------------------------------------------------------------------------------------
 
 
-def run_speed(reader: DiceReader, frames: int = 200, rounds: int = 3) -> dict[str, Any]:
+def reader_at(commit: str, calibration: Any) -> Any:
+    """A `DiceReader` of the reader module as it was at `commit` (from git, loaded on its own: the module
+    needs only OpenCV, numpy and pydantic), with the same calibration."""
+    source = subprocess.run(
+        ["git", "show", f"{commit}:drivers/dice/reader.py"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    name = f"dice_reader_at_{commit}"
+    module = types.ModuleType(name)
+    sys.modules[name] = module  # dataclasses look their module up while the class is being made
+    exec(compile(source, f"{commit}:drivers/dice/reader.py", "exec"), module.__dict__)
+    return module.DiceReader(module.DiceCalibration.model_validate(calibration.model_dump()))
+
+
+def run_speed(
+    reader: DiceReader, frames: int = 200, rounds: int = 3, against: str | None = None
+) -> dict[str, Any]:
     """Milliseconds per `read` of a 1280x720 frame of three dice, OpenCV on one thread.
 
     CPU time (`time.process_time`) is the figure: the machine may be shared, and wall time then counts the
     other processes' turns too; wall time is kept beside it. Each frame is read `rounds` times, and its
     fastest is kept (the least disturbed); the median and p95 are over frames. The split: locating the dice
     (the tray shrunk, each die segmented in its window) and reading the faces; and, for comparison, reading
-    with the whole tray segmented at once (`locate(whole=True)`, what every read did before)."""
+    with the whole tray segmented at once (`locate(whole=True)`, what every read did before). `against`: a
+    commit whose reader reads every frame too, in turn with this one (the same moments of a shared
+    machine's load), for the ratio of the two."""
     cv2.setNumThreads(1)
     rng = np.random.default_rng(7)
     images = [render(random_scene(rng, hazard="none"), seed=i) for i in range(frames)]
@@ -252,8 +276,11 @@ def run_speed(reader: DiceReader, frames: int = 200, rounds: int = 3) -> dict[st
             best_wall = min(best_wall, time.perf_counter() - wall)
         return best_cpu * 1000, best_wall * 1000
 
-    cpu_ms, wall_ms, locate_ms, faces_ms, whole_ms = [], [], [], [], []
+    other = reader_at(against, reader.calibration) if against else None
+    cpu_ms, wall_ms, locate_ms, faces_ms, whole_ms, other_ms = [], [], [], [], [], []
     for image in images:
+        if other is not None:
+            other_ms.append(fastest(lambda image=image: other.read(image))[0])
         cpu, wall = fastest(lambda image=image: reader.read(image))
         cpu_ms.append(cpu)
         wall_ms.append(wall)
@@ -268,7 +295,16 @@ def run_speed(reader: DiceReader, frames: int = 200, rounds: int = 3) -> dict[st
     def median(values: list[float]) -> float:
         return round(statistics.median(values), 2)
 
-    return {
+    compared = {}
+    if other is not None:
+        ratios = [theirs / ours for theirs, ours in zip(other_ms, cpu_ms, strict=True)]
+        compared = {
+            "against_commit": against,
+            "against_cpu_ms_median": median(other_ms),
+            "against_cpu_ms_p95": round(float(np.percentile(other_ms, 95)), 2),
+            "speedup_median_of_frames": round(statistics.median(ratios), 2),
+        }
+    return compared | {
         "frame": "1280x720, three dice about 64 px wide",
         "frames": frames,
         "rounds_per_frame": rounds,
@@ -357,6 +393,13 @@ def markdown(report: dict[str, Any]) -> str:
             f"{load['before']} before, {load['after']} after.",
             "",
         ]
+        if sp.get("against_commit"):
+            lines += [
+                f"The reader of {sp['against_commit']}, reading each frame in turn with this one: CPU median "
+                f"{sp['against_cpu_ms_median']} ms, p95 {sp['against_cpu_ms_p95']} ms; per frame "
+                f"{sp['speedup_median_of_frames']}x as long (median).",
+                "",
+            ]
     return "\n".join(lines)
 
 
@@ -367,6 +410,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--parts", default="real,synthetic,speed")
     parser.add_argument("--scenes", type=int, default=2000)
     parser.add_argument("--output", type=Path, default=None)
+    parser.add_argument("--against", default=None, help="speed: also time the reader of this commit, in turn")
     args = parser.parse_args(argv)
     parts = set(args.parts.split(","))
     now = datetime.now(UTC)
@@ -395,7 +439,7 @@ def main(argv: list[str] | None = None) -> int:
         report["synthetic_calibration"] = calibration.model_dump(mode="json")
         reader = DiceReader(calibration)
         if "speed" in parts:
-            report["speed"] = run_speed(reader)
+            report["speed"] = run_speed(reader, against=args.against)
         if "synthetic" in parts:
             print(f"synthetic: {args.scenes} scenes...", file=sys.stderr)
             report["synthetic"] = run_synthetic(reader, args.scenes)
