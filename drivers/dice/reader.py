@@ -26,6 +26,7 @@ Method, in the order the checks run:
 5. Every grid position the face leaves empty must BE empty (a pip too faint to be found still leaves a mark:
    a 6 must not read as 4, a 5 as 4, a 3 as 2), and the rest of the face must be clean.
 6. The die must be sharp (Laplacian spread over the die relative to its contrast): a blurred image is refused.
+   (This is judged first: blur explains pips not found, or smeared together.)
 
 Before step 1 the frame is cut to the calibrated tray region (`roi`); the dice are read at the calibrated
 `scale` (a die about 48 px wide). For speed, where dice may be is found first in the tray shrunk to a die of
@@ -811,12 +812,12 @@ class DiceReader:
         """Accept or refuse one measured face: (value, confidence, "") or (None, 0, why)."""
         cal = self.calibration
         pips = len(measure.pips)
+        if measure.sharpness < cal.min_sharpness:  # first: blur explains pips missed or smeared together
+            return None, 0.0, "blurred"
         if pips == 0:
             return None, 0.0, "no pips found"
         if pips > 6:
             return None, 0.0, f"pip count {pips}"
-        if measure.sharpness < cal.min_sharpness:
-            return None, 0.0, "blurred"
         if measure.off_die:
             return None, 0.0, "pips not in a legal pattern (pattern runs off the die)"
         if measure.stray_on_face:
