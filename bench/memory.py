@@ -18,17 +18,14 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime as dt
-import json
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import paho.mqtt.client as mqtt
-from paho.mqtt.enums import CallbackAPIVersion
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_ROOT = BENCH_DIR.parent
@@ -37,7 +34,7 @@ for entry in (str(REPO_ROOT), str(BENCH_DIR)):
         sys.path.insert(0, entry)
 
 import latency as common  # noqa: E402
-from startup import tablectl_command  # noqa: E402
+import table_rig  # noqa: E402
 
 STUDIO, TABLE = "bench", "bac-memory"
 ROOT = f"studio/{STUDIO}/table/{TABLE}"
@@ -51,6 +48,16 @@ def proc_status(pid: int) -> dict[str, int]:
         if key in ("VmRSS", "VmHWM"):
             values[key] = int(rest.split()[0])
     return values
+
+
+def rss_sample(pid: int, rounds: int, began: float) -> dict[str, Any]:
+    status = proc_status(pid)
+    return {
+        "rounds": rounds,
+        "seconds": round(time.monotonic() - began, 1),
+        "rss_kb": status["VmRSS"],
+        "hwm_kb": status["VmHWM"],
+    }
 
 
 def slope_per_1000(points: list[tuple[int, int]]) -> float | None:
@@ -67,20 +74,12 @@ def slope_per_1000(points: list[tuple[int, int]]) -> float | None:
     return round(cov / var * 1000, 1)
 
 
-class RoundCounter:
+class RoundCounter(table_rig.Subscriber):
     def __init__(self, port: int) -> None:
         self.closed = 0
         self.voided = 0
         self.events = 0
-        self._ready = threading.Event()
-        self.client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id="bench-memory", protocol=mqtt.MQTTv5)
-        self.client.on_connect = lambda c, *_: c.subscribe(f"{ROOT}/events/#", qos=1)
-        self.client.on_subscribe = lambda *_: self._ready.set()
-        self.client.on_message = self._on_message
-        self.client.connect("127.0.0.1", port)
-        self.client.loop_start()
-        if not self._ready.wait(10):
-            raise RuntimeError("no SUBACK")
+        super().__init__(port, client_id="bench-memory", topic=f"{ROOT}/events/#")
 
     def _on_message(self, client: Any, userdata: Any, message: mqtt.MQTTMessage) -> None:
         self.events += 1
@@ -89,54 +88,31 @@ class RoundCounter:
         elif message.topic.endswith("/round.voided"):
             self.voided += 1
 
-    def close(self) -> None:
-        self.client.disconnect()
-        self.client.loop_stop()
-
 
 def run(args: argparse.Namespace) -> int:
     started = dt.datetime.now(dt.UTC)
     samples: list[dict[str, Any]] = []
-    with common.scratch_dir(args.data_dir) as workdir:
-        binary = common.find_binary("mosquitto", "/usr/sbin", "/usr/local/sbin")
-        if binary is None:
-            raise SystemExit("mosquitto is not installed (Debian: apt-get install mosquitto)")
-        broker = common.MosquittoBroker(binary, workdir / "mosquitto", persistence=False)
-        broker.start()
-        log = (workdir / "tablectl.log").open("ab")
-        shoe = subprocess.Popen(
-            [
-                *tablectl_command(),
-                "simulate",
-                "shoe",
-                "--pty",
-                str(workdir / "shoe"),
-                "--deal-every",
-                str(args.deal_every),
-                "--seed",
-                "11",
-            ],
-            stdout=subprocess.PIPE,
-            stderr=log,
-            stdin=subprocess.DEVNULL,
-        )
+    with (
+        common.scratch_dir(args.data_dir) as workdir,
+        table_rig.broker_and_shoe(workdir, deal_every=args.deal_every, seed=11) as rig,
+    ):
         counter = table = None
         try:
-            assert shoe.stdout is not None
-            shoe_path = shoe.stdout.readline().decode().strip()
             config = workdir / "table.toml"
             config.write_text(
                 f'[table]\nstudio_id = "{STUDIO}"\ntable_id = "{TABLE}"\ngame = "baccarat"\n'
-                f'data_dir = "{workdir / "data"}"\n\n[broker]\nurl = "mqtt://127.0.0.1:{broker.port}"\n\n'
-                f'[devices.shoe]\nprotocol = "shoe-line"\nport = "{shoe_path}"\n\n'
+                f'data_dir = "{workdir / "data"}"\n\n[broker]\nurl = "mqtt://127.0.0.1:{rig.broker.port}"\n\n'
+                f'[devices.shoe]\nprotocol = "shoe-line"\nport = "{rig.shoe_path}"\n\n'
                 "[game]\nbetting_closes_on_first_card = true\nround_gap_seconds = 0\n",
                 encoding="utf-8",
             )
-            counter = RoundCounter(broker.port)
+            counter = RoundCounter(rig.broker.port)
             loads = {"start": common.load_average()}
             began = time.monotonic()
             table = subprocess.Popen(
-                [*tablectl_command(), "run", "--config", str(config)], stdout=log, stderr=log
+                [*table_rig.tablectl_command(), "run", "--config", str(config)],
+                stdout=rig.log,
+                stderr=rig.log,
             )
             next_sample = 0
             while counter.closed < args.rounds:
@@ -146,31 +122,15 @@ def run(args: argparse.Namespace) -> int:
                 if table.poll() is not None:
                     raise RuntimeError(f"tablectl exited with {table.returncode}")
                 if counter.closed >= next_sample:
-                    status = proc_status(table.pid)
-                    samples.append(
-                        {
-                            "rounds": counter.closed,
-                            "seconds": round(time.monotonic() - began, 1),
-                            "rss_kb": status["VmRSS"],
-                            "hwm_kb": status["VmHWM"],
-                        }
-                    )
+                    samples.append(rss_sample(table.pid, counter.closed, began))
                     if len(samples) % 10 == 1:
                         print(f"{samples[-1]}", file=sys.stderr)
                     next_sample += args.sample_every
                 time.sleep(0.05)
-            status = proc_status(table.pid)
-            samples.append(
-                {
-                    "rounds": counter.closed,
-                    "seconds": round(time.monotonic() - began, 1),
-                    "rss_kb": status["VmRSS"],
-                    "hwm_kb": status["VmHWM"],
-                }
-            )
+            samples.append(rss_sample(table.pid, counter.closed, began))
             loads["end"] = common.load_average()
             journal_bytes = sum(p.stat().st_size for p in (workdir / "data").glob("*") if p.is_file())
-            machine = common.machine_info(binary)
+            machine = common.machine_info(rig.binary)
             rounds, events, voided = counter.closed, counter.events, counter.voided
         finally:
             if table is not None:
@@ -179,11 +139,6 @@ def run(args: argparse.Namespace) -> int:
                     table.wait(10)
             if counter is not None:
                 counter.close()
-            shoe.send_signal(signal.SIGTERM)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                shoe.wait(10)
-            broker.stop()
-            log.close()
     half = [(s["rounds"], s["rss_kb"]) for s in samples if s["rounds"] >= rounds / 2]
     first = next((s for s in samples if s["rounds"] >= min(100, rounds)), samples[0])
     report = {
@@ -208,9 +163,7 @@ def run(args: argparse.Namespace) -> int:
         "journal_bytes": journal_bytes,
         "samples": samples,
     }
-    output = args.output or BENCH_DIR / "results" / f"memory-{started:%Y%m%d}.json"
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    output = table_rig.write_result(report, args.output, "memory", started)
     print()
     print(
         "| rounds | seconds | RSS after 100 rounds MB | RSS at end MB | peak MB | growth kB / 1,000 rounds |"
@@ -233,8 +186,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--sample-every", type=int, default=250, help="rounds between RSS samples")
     parser.add_argument("--max-seconds", type=float, default=3600.0, help="give up after (s)")
-    parser.add_argument("--data-dir", type=Path, default=None, help="parent of the scratch dir (a real disk)")
-    parser.add_argument("--output", type=Path, default=None, help="JSON result path")
+    table_rig.add_scratch_and_output_arguments(parser)
     return parser.parse_args(argv)
 
 

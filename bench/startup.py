@@ -22,7 +22,6 @@ Run: `python bench/startup.py` (see bench/README.md). Writes `bench/results/star
 from __future__ import annotations
 
 import argparse
-import contextlib
 import datetime as dt
 import json
 import os
@@ -38,7 +37,6 @@ from pathlib import Path
 from typing import Any
 
 import paho.mqtt.client as mqtt
-from paho.mqtt.enums import CallbackAPIVersion
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_ROOT = BENCH_DIR.parent
@@ -47,18 +45,12 @@ for entry in (str(REPO_ROOT), str(BENCH_DIR)):
         sys.path.insert(0, entry)
 
 import latency as common  # noqa: E402
+import table_rig  # noqa: E402
 
 STUDIO, TABLE = "bench", "bac-start"
 ROOT = f"studio/{STUDIO}/table/{TABLE}"
 #: modules a table without a panel or a camera must not load
 UNWANTED = ("starlette", "uvicorn", "amqtt", "cv2", "numpy", "httpx", "jsonschema")
-
-
-def tablectl_command() -> list[str]:
-    script = Path(sys.executable).with_name("tablectl")
-    if script.exists():
-        return [str(script)]
-    return [sys.executable, "-m", "controller.cli"]
 
 
 def restart_sec(unit: Path) -> float:
@@ -72,23 +64,13 @@ def restart_sec(unit: Path) -> float:
     return float(value.rstrip("s"))
 
 
-class Watcher:
+class Watcher(table_rig.Subscriber):
     """Every message on the table's topics, stamped on arrival (paho's thread)."""
 
     def __init__(self, port: int) -> None:
         self.messages: list[tuple[float, str, bytes, bool]] = []
         self._lock = threading.Lock()
-        self._ready = threading.Event()
-        self.client = mqtt.Client(
-            CallbackAPIVersion.VERSION2, client_id="bench-startup", protocol=mqtt.MQTTv5
-        )
-        self.client.on_connect = lambda c, *_: c.subscribe(f"{ROOT}/#", qos=1)
-        self.client.on_subscribe = lambda *_: self._ready.set()
-        self.client.on_message = self._on_message
-        self.client.connect("127.0.0.1", port)
-        self.client.loop_start()
-        if not self._ready.wait(10):
-            raise RuntimeError("no SUBACK")
+        super().__init__(port, client_id="bench-startup", topic=f"{ROOT}/#")
 
     def _on_message(self, client: Any, userdata: Any, message: mqtt.MQTTMessage) -> None:
         stamp = time.perf_counter()
@@ -109,10 +91,6 @@ class Watcher:
                     return stamp, body
             time.sleep(0.002)
         raise TimeoutError("not seen in time")
-
-    def close(self) -> None:
-        self.client.disconnect()
-        self.client.loop_stop()
 
 
 def write_config(path: Path, port: int, shoe: str, data_dir: Path) -> None:
@@ -147,7 +125,7 @@ def status_online(boot: int) -> Any:
 
 def one_repeat(watcher: Watcher, config: Path, data_dir: Path, log: Any) -> dict[str, Any]:
     shutil.rmtree(data_dir, ignore_errors=True)
-    command = [*tablectl_command(), "run", "--config", str(config)]
+    command = [*table_rig.tablectl_command(), "run", "--config", str(config)]
     exec_at = time.perf_counter()
     process = subprocess.Popen(command, stdout=log, stderr=log)
     try:
@@ -196,7 +174,10 @@ def import_profile(config: Path, data_dir: Path, watcher: Watcher, log: Any) -> 
     env = dict(os.environ, PYTHONPROFILEIMPORTTIME="1")
     exec_at = time.perf_counter()
     process = subprocess.Popen(
-        [*tablectl_command(), "run", "--config", str(config)], stdout=log, stderr=subprocess.PIPE, env=env
+        [*table_rig.tablectl_command(), "run", "--config", str(config)],
+        stdout=log,
+        stderr=subprocess.PIPE,
+        env=env,
     )
     try:
         watcher.first(exec_at, status_online(1))
@@ -229,55 +210,29 @@ def median(values: list[float]) -> float:
 def run(args: argparse.Namespace) -> int:
     started = dt.datetime.now(dt.UTC)
     delay = restart_sec(REPO_ROOT / "systemd" / "tablectl.service")
-    with common.scratch_dir(args.data_dir) as workdir:
-        binary = common.find_binary("mosquitto", "/usr/sbin", "/usr/local/sbin")
-        if binary is None:
-            raise SystemExit("mosquitto is not installed (Debian: apt-get install mosquitto)")
-        broker = common.MosquittoBroker(binary, workdir / "mosquitto", persistence=False)
-        broker.start()
-        log = (workdir / "tablectl.log").open("ab")
-        shoe = subprocess.Popen(
-            [
-                *tablectl_command(),
-                "simulate",
-                "shoe",
-                "--pty",
-                str(workdir / "shoe"),
-                "--deal-every",
-                str(args.deal_every),
-                "--seed",
-                "3",
-            ],
-            stdout=subprocess.PIPE,
-            stderr=log,
-            stdin=subprocess.DEVNULL,
-        )
+    with (
+        common.scratch_dir(args.data_dir) as workdir,
+        table_rig.broker_and_shoe(workdir, deal_every=args.deal_every, seed=3) as rig,
+    ):
         watcher = None
         try:
-            assert shoe.stdout is not None
-            shoe_path = shoe.stdout.readline().decode().strip()
             config = workdir / "table.toml"
             data_dir = workdir / "data"
-            write_config(config, broker.port, shoe_path, data_dir)
-            watcher = Watcher(broker.port)
+            write_config(config, rig.broker.port, rig.shoe_path, data_dir)
+            watcher = Watcher(rig.broker.port)
             loads = {"start": common.load_average()}
-            imports = import_profile(config, data_dir, watcher, log)
+            imports = import_profile(config, data_dir, watcher, rig.log)
             repeats = []
             for number in range(args.repeat):
-                result = one_repeat(watcher, config, data_dir, log)
+                result = one_repeat(watcher, config, data_dir, rig.log)
                 result["load_average_after"] = common.load_average()
                 repeats.append(result)
                 print(f"repeat {number + 1}: {json.dumps(result)}", file=sys.stderr)
             loads["end"] = common.load_average()
-            machine = common.machine_info(binary)
+            machine = common.machine_info(rig.binary)
         finally:
             if watcher is not None:
                 watcher.close()
-            shoe.send_signal(signal.SIGTERM)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                shoe.wait(10)
-            broker.stop()
-            log.close()
     keys = [k for k in repeats[0] if k.endswith("_ms")]
     medians = {k: median([r[k] for r in repeats]) for k in keys}
     worst = {k: max(r[k] for r in repeats) for k in keys}
@@ -295,9 +250,7 @@ def run(args: argparse.Namespace) -> int:
         "kill_to_round_paused_with_restart_sec_ms": round(recovery, 1),
         "repeats": repeats,
     }
-    output = args.output or BENCH_DIR / "results" / f"startup-{started:%Y%m%d}.json"
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    output = table_rig.write_result(report, args.output, "startup", started)
     print()
     print("| measure | median ms | worst ms |")
     print("|---|---:|---:|")
@@ -318,8 +271,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--repeat", type=int, default=5, help="cold start + kill + restart, N times (5)")
     parser.add_argument("--deal-every", type=float, default=0.2, help="the simulated dealer's pace (s)")
-    parser.add_argument("--data-dir", type=Path, default=None, help="parent of the scratch dir (a real disk)")
-    parser.add_argument("--output", type=Path, default=None, help="JSON result path")
+    table_rig.add_scratch_and_output_arguments(parser)
     return parser.parse_args(argv)
 
 

@@ -32,7 +32,7 @@ for entry in (str(REPO_ROOT), str(BENCH_DIR)):
         sys.path.insert(0, entry)
 
 import latency as common  # noqa: E402
-from startup import tablectl_command  # noqa: E402
+from table_rig import tablectl_command  # noqa: E402
 
 STUDIO = "bench"
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")

@@ -17,11 +17,19 @@ import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, Self
 from urllib.parse import urlsplit
 
 import pydantic
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_core import InitErrorDetails
 
 from controller.games import GAMES, game_spec
@@ -39,19 +47,52 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+def _topic_level(value: str) -> str:
+    # ids become MQTT topic levels: no '/', '+', '#', spaces
+    if not _ID.match(value):
+        raise ValueError("use letters, digits, '-' or '_' (max 64), starting with a letter or digit")
+    return value
+
+
+#: a studio's or a table's id
+TopicLevel = Annotated[str, AfterValidator(_topic_level)]
+
+
+def _host_names(hosts: list[str]) -> list[str]:
+    names = []
+    for host in hosts:
+        name = host.strip().lower()
+        if not re.fullmatch(r"[a-z0-9.-]+|\[[0-9a-f:.]+\]", name):
+            raise ValueError(
+                f"{host!r} is not a host name (no scheme, no port; an IPv6 address in brackets: [::1])"
+            )
+        names.append(name)
+    return names
+
+
+#: the names a web page of the table (the panel) or of the studio (the console) may be reached by: what its
+#: `Host` header must say, so that a DNS-rebinding page cannot reach it under a name of its own
+HostNames = Annotated[list[str], AfterValidator(_host_names)]
+
+
+def allowed_hosts_field(description: str) -> Any:
+    """The `allowed_hosts` of a web page: by default only its loopback names; never none."""
+    return Field(
+        default_factory=lambda: ["127.0.0.1", "localhost", "[::1]"], min_length=1, description=description
+    )
+
+
+def require_tls_pair(cert_file: Path | None, key_file: Path | None, message: str) -> None:
+    """A certificate is of no use without its private key, nor a key without its certificate."""
+    if (cert_file is None) != (key_file is None):
+        raise ValueError(message)
+
+
 class TableSettings(Strict):
-    studio_id: str = "studio"
-    table_id: str
+    studio_id: TopicLevel = "studio"
+    table_id: TopicLevel
     game: str
     data_dir: Path = Path("/var/lib/tablectl")
-
-    @field_validator("studio_id", "table_id")
-    @classmethod
-    def _topic_safe(cls, value: str) -> str:
-        # ids become MQTT topic levels: no '/', '+', '#', spaces
-        if not _ID.match(value):
-            raise ValueError("use letters, digits, '-' or '_' (max 64), starting with a letter or digit")
-        return value
 
     @field_validator("game")
     @classmethod
@@ -90,11 +131,9 @@ class PanelSettings(Strict):
     enabled: bool = False
     host: str = Field(default="127.0.0.1", description="the address to listen on; keep it on the loopback")
     port: int = Field(default=8080, ge=1, le=65535)
-    allowed_hosts: list[str] = Field(
-        default_factory=lambda: ["127.0.0.1", "localhost", "[::1]"],
-        min_length=1,
-        description="host names the kiosk's URL may use (the Host header); any other is refused, "
-        "which defeats DNS rebinding",
+    allowed_hosts: HostNames = allowed_hosts_field(
+        "host names the kiosk's URL may use (the Host header); any other is refused, "
+        "which defeats DNS rebinding"
     )
     dealers: dict[str, str] = Field(
         default_factory=dict,
@@ -107,18 +146,10 @@ class PanelSettings(Strict):
     pin_lockout_seconds: float = Field(default=300.0, gt=0, description="...for this long")
     max_streams: int = Field(default=16, ge=1, le=1000, description="live screens at once; more get 503")
 
-    @field_validator("allowed_hosts")
-    @classmethod
-    def _host_names(cls, hosts: list[str]) -> list[str]:
-        names = []
-        for host in hosts:
-            name = host.strip().lower()
-            if not re.fullmatch(r"[a-z0-9.-]+|\[[0-9a-f:.]+\]", name):
-                raise ValueError(
-                    f"{host!r} is not a host name (no scheme, no port; an IPv6 address in brackets: [::1])"
-                )
-            names.append(name)
-        return names
+    @property
+    def scheme(self) -> str:
+        """The panel is served over plain HTTP, to the kiosk browser on the table PC itself."""
+        return "http"
 
     @field_validator("dealers")
     @classmethod
@@ -273,8 +304,11 @@ class BrokerSettings(pydantic.BaseModel):
         tls_files = (self.tls_ca_file, self.tls_cert_file, self.tls_key_file)
         if not self.tls and (any(tls_files) or self.tls_insecure):
             raise ValueError("TLS options need an mqtts:// broker url")
-        if (self.tls_cert_file is None) != (self.tls_key_file is None):
-            raise ValueError("a client certificate needs both tls_cert_file and tls_key_file")
+        require_tls_pair(
+            self.tls_cert_file,
+            self.tls_key_file,
+            "a client certificate needs both tls_cert_file and tls_key_file",
+        )
         if self.reconnect_max_seconds < self.reconnect_min_seconds:
             raise ValueError("reconnect_max_seconds must be >= reconnect_min_seconds")
         return self
@@ -292,16 +326,9 @@ class BrokerSettings(pydantic.BaseModel):
         return urlsplit(self.url).port or (8883 if self.tls else 1883)
 
 
-class TableConfig(Strict):
-    table: TableSettings
-    broker: BrokerSettings = BrokerSettings()
-    devices: dict[str, DeviceSettings]
-    game: dict[str, Any] = Field(
-        default_factory=dict, description="the game's own settings (validated by the game)"
-    )
-    panel: PanelSettings = PanelSettings()
-    retention: RetentionSettings = RetentionSettings()
-    metrics: MetricsSettings = MetricsSettings()
+class BrokerConfigFile(Strict):
+    """A config file with a `[broker]` table (a table's, the console's). Each subclass declares its
+    `broker: BrokerSettings` among its own keys, in the order they are shown."""
 
     @model_validator(mode="before")
     @classmethod
@@ -315,6 +342,26 @@ class TableConfig(Strict):
                 "the password in the environment (TABLECTL__BROKER__PASSWORD=...)"
             )
         return data
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any], *, environ: Mapping[str, str] | None, source: str) -> Self:
+        """The file's table with the environment's overrides, validated; ConfigError (one line) if not."""
+        try:
+            return cls.model_validate(_merged(raw, environ))
+        except ValidationError as exc:
+            raise ConfigError(f"{source}: {_describe(exc)}") from None
+
+
+class TableConfig(BrokerConfigFile):
+    table: TableSettings
+    broker: BrokerSettings = BrokerSettings()
+    devices: dict[str, DeviceSettings]
+    game: dict[str, Any] = Field(
+        default_factory=dict, description="the game's own settings (validated by the game)"
+    )
+    panel: PanelSettings = PanelSettings()
+    retention: RetentionSettings = RetentionSettings()
+    metrics: MetricsSettings = MetricsSettings()
 
     @model_validator(mode="after")
     def _devices_fit_the_game(self) -> TableConfig:
@@ -481,10 +528,7 @@ def _merged(raw: Mapping[str, Any], environ: Mapping[str, str] | None) -> dict[s
 def config_from_dict(
     raw: Mapping[str, Any], *, environ: Mapping[str, str] | None = None, source: str = "config"
 ) -> TableConfig:
-    try:
-        return TableConfig.model_validate(_merged(raw, environ))
-    except ValidationError as exc:
-        raise ConfigError(f"{source}: {_describe(exc)}") from None
+    return TableConfig.from_dict(raw, environ=environ, source=source)
 
 
 def read_config_file(path: str | Path) -> dict[str, Any]:

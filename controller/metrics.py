@@ -18,7 +18,6 @@ Metric names (all prefixed `tablectl_`): see `describe()` or the README's Metric
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import shutil
@@ -29,7 +28,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import uvicorn
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
@@ -41,6 +39,7 @@ from starlette.routing import Route
 from controller import __version__
 from controller.config import MetricsSettings
 from controller.events import Envelope
+from controller.http_server import embedded_server, serve_until_cancelled
 
 if TYPE_CHECKING:
     from controller.service import TableService
@@ -341,39 +340,22 @@ class MetricsError(RuntimeError):
     """The metrics endpoint cannot run (its port is taken)."""
 
 
-class _Server(uvicorn.Server):
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield  # the table service owns SIGTERM/SIGINT
-
-
 async def serve_metrics(metrics: TableMetrics, settings: MetricsSettings) -> None:
     """Serve `/metrics` and sample the loop's lag until cancelled. Raises MetricsError if it cannot listen."""
-    server = _Server(
-        uvicorn.Config(
-            create_app(metrics),
-            host=settings.host,
-            port=settings.port,
-            limit_concurrency=16,
-            log_level="warning",
-            log_config=None,
-            access_log=False,
-            lifespan="off",
-            timeout_graceful_shutdown=1,
-        )
+    server = embedded_server(
+        create_app(metrics),
+        host=settings.host,
+        port=settings.port,
+        limit_concurrency=16,
+        timeout_graceful_shutdown=1,
     )
     sampler = asyncio.create_task(metrics.sample_loop_lag(settings.loop_lag_interval_seconds))
     try:
-        await server.serve()
-    except SystemExit:
-        raise MetricsError(
-            f"metrics cannot listen on {settings.host}:{settings.port} (port in use?)"
-        ) from None
-    except asyncio.CancelledError:
-        if hasattr(server, "servers"):
-            server.should_exit = True
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(server.shutdown(), 5)
-        raise
+        await serve_until_cancelled(
+            server,
+            cannot_listen=MetricsError(
+                f"metrics cannot listen on {settings.host}:{settings.port} (port in use?)"
+            ),
+        )
     finally:
         sampler.cancel()

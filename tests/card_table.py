@@ -1,10 +1,67 @@
 """How the card-game flow tests drive a flow: the way the runtime does, the clock moving only when the test
-says so. Each test module's `Table` dataclass holds `flow`, `now` and `seq` and adds its game's own steps."""
+says so. Each test module's `Table` dataclass holds `flow`, `now` and `seq` and adds its game's own steps.
+Also what those tests read a flow's output and state with."""
 
 from __future__ import annotations
 
-from controller.flow import FlowOutput, GameFlow
+import json
+import pickle
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from controller.cards import full_deck
+from controller.flow import DeviceRequest, FlowOutput, GameFlow
 from drivers.readings import CardSeen, CardUnread, Reading, ShuffleDone, ShuffleFailed
+from drivers.session import DeviceCommand
+
+ResultT = TypeVar("ResultT", bound=BaseModel)
+
+LOCK = DeviceRequest("shoe", DeviceCommand("lock"))
+UNLOCK = DeviceRequest("shoe", DeviceCommand("unlock"))
+ALL_CODES = [card.code for card in full_deck()]
+#: what a shoe's reader may send that is no card code
+GARBAGE = ["", "1X", "ZZ", "10H", "as", "A", "AS ", "XX"]
+
+
+def event_types(out: FlowOutput) -> list[str]:
+    return [event.type for event in out.events]
+
+
+def only(out: FlowOutput, type_: str) -> dict[str, Any]:
+    found = [event.data for event in out.events if event.type == type_]
+    assert len(found) == 1, f"expected one {type_} in {event_types(out)}"
+    return found[0]
+
+
+def round_results(out: FlowOutput, model: type[ResultT]) -> list[ResultT]:
+    """Every round.result's data, checked against the game's result model (the contract)."""
+    return [model.model_validate(e.data) for e in out.events if e.type == "round.result"]
+
+
+def dealt_positions(out: FlowOutput) -> list[tuple[str, str, int]]:
+    dealt = [event.data for event in out.events if event.type == "card.dealt"]
+    return [(data["card"], data["position"], data["index"]) for data in dealt]
+
+
+def assert_rejected(out: FlowOutput) -> None:
+    """The card was refused, and nothing was asked of a device."""
+    assert event_types(out) == ["card.rejected"], event_types(out)
+    assert out.requests == []
+
+
+def public_state_json(flow: GameFlow) -> dict[str, Any]:
+    """The flow's public state as it goes out in JSON, less its positions (checked against the flow's)."""
+    state: dict[str, Any] = json.loads(json.dumps(flow.public_state()))
+    assert state.pop("positions") == json.loads(json.dumps(flow.positions()))  # type: ignore[attr-defined]
+    return state
+
+
+def pickled_and_restored(flow: GameFlow) -> Any:
+    """The flow as a restart restores it (pickled); its public state is the original's."""
+    restored = pickle.loads(pickle.dumps(flow))
+    assert restored.public_state() == flow.public_state()
+    return restored
 
 
 class DrivesCardFlow:
@@ -37,6 +94,24 @@ class DrivesCardFlow:
     def noread(self, ref: str | None = None) -> FlowOutput:
         ref = ref or self.next_ref()
         return self.read(CardUnread(device="shoe", time=self.now, raw=f"NOREAD {ref}", ref=ref))
+
+    def deal(self, *codes: str) -> FlowOutput:
+        out = FlowOutput()
+        for code in codes:
+            out.extend(self.card(code))
+        return out
+
+    def open_round(self) -> FlowOutput:
+        """Tick until a round opens (the first tick, or after the round gap)."""
+        out = self.tick_to_deadline()
+        assert "round.opened" in event_types(out), event_types(out)
+        return out
+
+    def open_and_close_betting(self) -> FlowOutput:
+        out = self.open_round()
+        out.extend(self.tick(self.flow.settings.betting_seconds))
+        assert "round.betting_closed" in event_types(out)
+        return out
 
     # -- the shuffler (a card flow with `shuffler_device = "shuffler"`) ------------------------------------
 

@@ -7,7 +7,9 @@ cards each round takes), re-scans every unread card, and a new shoe follows the 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
+from typing import Any
 
 from drivers.capture import CaptureRecord
 from drivers.shoe.session import ShoeSession
@@ -17,7 +19,23 @@ from tests.baccarat_reference import ExpectedRound, expected_rounds
 STEP = 0.05
 
 
-class _Recorder:
+def numbered_shoe(number: int, *, seed: int, faults: ShoeFaults, **options: Any) -> ShoeDevice:
+    """The `number`th 8-deck shoe of a capture (from 0): its own seed, and seqs apart from the last shoe's."""
+    device = ShoeDevice(
+        decks=8,
+        seed=seed + number,
+        faults=replace(faults, seed=seed + number),
+        first_seq=1 + 1000 * number,
+        **options,
+    )
+    assert device.cut_index is not None
+    return device
+
+
+class Recorder:
+    """The real host session and one simulated shoe at a time on a virtual clock; every byte each way is kept
+    with its time."""
+
     def __init__(self, start: float) -> None:
         self.now = start
         self.records: list[CaptureRecord] = []
@@ -40,33 +58,54 @@ class _Recorder:
                 self.device.receive(sent, self.now)
             self.now = round(self.now + STEP, 6)
 
+    def plug_in(self, device: ShoeDevice) -> None:
+        """The host talks to `device` from now on; it says hello."""
+        self.device = device
+        device.connected(self.now)
+        self.pump(0.5)
+
+    def deal(self, cards: int) -> None:
+        """The dealer draws `cards` cards, re-scanning each unread one until it is read."""
+        assert self.device is not None
+        for _ in range(cards):
+            assert self.device.draw(self.now)
+            self.pump(0.3)
+            while self.device.unread:
+                self.pump(0.4)
+                self.device.rescan(self.now)
+                self.pump(0.3)
+
+    def deal_shoes(
+        self,
+        shoes: int,
+        *,
+        seed: int,
+        faults: ShoeFaults,
+        cards_to_deal: Callable[[ShoeDevice], int],
+        **options: Any,
+    ) -> None:
+        """Deal `shoes` 8-deck shoes (`numbered_shoe`) one after the other, each as far as `cards_to_deal`
+        says (it is asked before the shoe is plugged in)."""
+        for number in range(shoes):
+            device = numbered_shoe(number, seed=seed, faults=faults, **options)
+            cards = cards_to_deal(device)
+            self.plug_in(device)
+            self.deal(cards)
+            self.pump(1.0)
+
 
 def record_shoes(
     shoes: int, *, seed: int, faults: ShoeFaults, start: float = 1_790_000_000.0
 ) -> tuple[list[CaptureRecord], list[ExpectedRound]]:
-    recorder = _Recorder(start)
+    recorder = Recorder(start)
     expected: list[ExpectedRound] = []
-    for number in range(shoes):
-        device = ShoeDevice(
-            decks=8,
-            seed=seed + number,
-            faults=replace(faults, seed=seed + number),
-            first_seq=1 + 1000 * number,
-        )
+
+    def up_to_the_cut_card_round(device: ShoeDevice) -> int:
         assert device.cut_index is not None
         rounds = expected_rounds(device.cards, device.cut_index)
-        expected += rounds
+        expected.extend(rounds)
         last = rounds[-1]
-        cards_needed = last.first_card_index + len(last.player) + len(last.banker)
-        recorder.device = device
-        device.connected(recorder.now)
-        recorder.pump(0.5)
-        for _ in range(cards_needed):
-            assert device.draw(recorder.now)
-            recorder.pump(0.3)
-            while device.unread:
-                recorder.pump(0.4)
-                device.rescan(recorder.now)
-                recorder.pump(0.3)
-        recorder.pump(1.0)
+        return last.first_card_index + len(last.player) + len(last.banker)
+
+    recorder.deal_shoes(shoes, seed=seed, faults=faults, cards_to_deal=up_to_the_cut_card_round)
     return recorder.records, expected

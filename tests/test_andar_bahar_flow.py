@@ -6,7 +6,6 @@ checks every result against `reference_round`, an independent model written diff
 
 from __future__ import annotations
 
-import json
 import pickle
 import random
 from dataclasses import dataclass, field
@@ -16,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from controller.cards import Card, full_deck
+from controller.cards import Card
 from controller.events import AndarBaharResult
 from controller.flow import DeviceRequest, FlowOutput, InputRejected, Phase
 from controller.games.andar_bahar import (
@@ -28,39 +27,19 @@ from controller.games.andar_bahar import (
 )
 from drivers.readings import CardSeen, CutCardSeen, DeviceStatus
 from drivers.session import DeviceCommand
-from tests.card_table import DrivesCardFlow
+from tests import card_table
+from tests.card_table import ALL_CODES, LOCK, UNLOCK, DrivesCardFlow, dealt_positions, event_types, only
 
 TABLE = "ab1"
 T0 = 1_700_000_000.0
-LOCK = DeviceRequest("shoe", DeviceCommand("lock"))
-UNLOCK = DeviceRequest("shoe", DeviceCommand("unlock"))
 
 
 def shuffle_request(shuffle_id: str) -> DeviceRequest:
     return DeviceRequest("shuffler", DeviceCommand("shuffle", {"shuffle_id": shuffle_id, "decks": 1}))
 
 
-ALL_CODES = [card.code for card in full_deck()]
-GARBAGE = ["", "1X", "ZZ", "10H", "as", "A", "AS ", "XX"]
-
-
-def event_types(out: FlowOutput) -> list[str]:
-    return [event.type for event in out.events]
-
-
-def only(out: FlowOutput, type_: str) -> dict[str, Any]:
-    found = [event.data for event in out.events if event.type == type_]
-    assert len(found) == 1, f"expected one {type_} in {event_types(out)}"
-    return found[0]
-
-
 def validated_results(out: FlowOutput) -> list[AndarBaharResult]:
-    return [AndarBaharResult.model_validate(e.data) for e in out.events if e.type == "round.result"]
-
-
-def dealt_positions(out: FlowOutput) -> list[tuple[str, str, int]]:
-    dealt = [event.data for event in out.events if event.type == "card.dealt"]
-    return [(data["card"], data["position"], data["index"]) for data in dealt]
+    return card_table.round_results(out, AndarBaharResult)
 
 
 def cards(*codes: str) -> list[Card]:
@@ -69,8 +48,6 @@ def cards(*codes: str) -> list[Card]:
 
 @dataclass
 class Table(DrivesCardFlow):
-    """Drives a flow the way the runtime does: the clock moves only when the test says so."""
-
     settings: AndarBaharSettings = field(default_factory=AndarBaharSettings)
     now: float = T0
     flow: AndarBaharFlow = field(init=False)
@@ -98,12 +75,6 @@ class Table(DrivesCardFlow):
         out.extend(self.card(game_card))
         out.extend(self.tick(self.settings.betting_seconds))
         assert "round.betting_closed" in event_types(out)
-        return out
-
-    def deal(self, *codes: str) -> FlowOutput:
-        out = FlowOutput()
-        for code in codes:
-            out.extend(self.card(code))
         return out
 
 
@@ -604,8 +575,7 @@ def test_public_state_is_json_and_complete() -> None:
     table = Table()
     table.game_card_and_bets("KS")
     table.deal("AC", "QS", "8D")
-    state = json.loads(json.dumps(table.flow.public_state()))
-    assert state.pop("positions") == json.loads(json.dumps(table.flow.positions()))
+    state = card_table.public_state_json(table.flow)
     assert state == {
         "game": "andar_bahar",
         "phase": "in_play",
@@ -627,8 +597,7 @@ def test_a_pickled_flow_resumes_exactly_where_it_was() -> None:
     table.game_card_and_bets("KS")
     table.deal("AC", "QS")
     table.noread("12")
-    restored = pickle.loads(pickle.dumps(table.flow))
-    assert restored.public_state() == table.flow.public_state()
+    restored = card_table.pickled_and_restored(table.flow)
     assert restored.settings == table.flow.settings
     for flow in (table.flow, restored):
         rescan = CardSeen(device="shoe", time=table.now, raw="RESCAN 12 8D", code="8D", rescan_of="12")
@@ -713,22 +682,18 @@ class NoisyDealer:
     dealt: list[str] = field(default_factory=list)
     by_hand: list[str] = field(default_factory=list)
 
-    def expect_rejected(self, out: FlowOutput) -> None:
-        assert event_types(out) == ["card.rejected"], event_types(out)
-        assert out.requests == []
-
     def stray_cards(self) -> None:
         while self.rng.random() < self.noise:
-            self.expect_rejected(self.table.card(self.rng.choice(ALL_CODES)))
+            card_table.assert_rejected(self.table.card(self.rng.choice(ALL_CODES)))
 
     def noise_before_a_card(self) -> None:
         while self.rng.random() < self.noise:
             kind = self.rng.randrange(3)
             if kind == 0:
-                self.expect_rejected(self.table.card(self.rng.choice(GARBAGE)))
+                card_table.assert_rejected(self.table.card(self.rng.choice(card_table.GARBAGE)))
             elif kind == 1 and self.dealt:
                 out = self.table.card(self.rng.choice(self.dealt))
-                self.expect_rejected(out)
+                card_table.assert_rejected(out)
                 assert "already came out" in out.events[0].data["reason"]
             else:
                 assert self.table.card(self.rng.choice(ALL_CODES), device="other-shoe").events == []

@@ -16,39 +16,23 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from controller.cards import full_deck
 from controller.events import BaccaratResult
-from controller.flow import DeviceRequest, FlowOutput, InputRejected, Phase
+from controller.flow import FlowOutput, InputRejected, Phase
 from controller.games.baccarat import BaccaratFlow, BaccaratSettings
 from drivers.readings import CardSeen, CutCardSeen, DeviceFault, DeviceStatus
-from drivers.session import DeviceCommand
+from tests import card_table
 from tests.baccarat_reference import CARDS_PER_ROUND_MAX, ExpectedRound, expected_rounds
-from tests.card_table import DrivesCardFlow
+from tests.card_table import ALL_CODES, LOCK, UNLOCK, DrivesCardFlow, dealt_positions, event_types, only
 
 TABLE = "bac1"
-LOCK = DeviceRequest("shoe", DeviceCommand("lock"))
-UNLOCK = DeviceRequest("shoe", DeviceCommand("unlock"))
-
-
-def event_types(out: FlowOutput) -> list[str]:
-    return [event.type for event in out.events]
-
-
-def only(out: FlowOutput, type_: str) -> dict[str, Any]:
-    found = [event.data for event in out.events if event.type == type_]
-    assert len(found) == 1, f"expected one {type_} in {event_types(out)}"
-    return found[0]
 
 
 def validated_results(out: FlowOutput) -> list[BaccaratResult]:
-    """Every round.result's data, checked against the contract's model."""
-    return [BaccaratResult.model_validate(e.data) for e in out.events if e.type == "round.result"]
+    return card_table.round_results(out, BaccaratResult)
 
 
 @dataclass
 class Table(DrivesCardFlow):
-    """Drives a flow the way the runtime does: the clock moves only when the test says so."""
-
     settings: BaccaratSettings = field(default_factory=BaccaratSettings)
     now: float = 1_700_000_000.0
     flow: BaccaratFlow = field(init=False)
@@ -60,33 +44,10 @@ class Table(DrivesCardFlow):
     def cut(self) -> FlowOutput:
         return self.read(CutCardSeen(device="shoe", time=self.now, raw="CUT 99", ref="99"))
 
-    def open_round(self) -> FlowOutput:
-        """Tick until a round opens (the first tick, or after the round gap)."""
-        out = self.tick_to_deadline()
-        assert "round.opened" in event_types(out), event_types(out)
-        return out
-
-    def open_and_close_betting(self) -> FlowOutput:
-        out = self.open_round()
-        out.extend(self.tick(self.settings.betting_seconds))
-        assert "round.betting_closed" in event_types(out)
-        return out
-
-    def deal(self, *codes: str) -> FlowOutput:
-        out = FlowOutput()
-        for code in codes:
-            out.extend(self.card(code))
-        return out
-
 
 def dealing_order(player: list[str], banker: list[str]) -> list[str]:
     order = [player[0], banker[0], player[1], banker[1]]
     return order + player[2:] + banker[2:]
-
-
-def dealt_positions(out: FlowOutput) -> list[tuple[str, str, int]]:
-    dealt = [e.data for e in out.events if e.type == "card.dealt"]
-    return [(data["card"], data["position"], data["index"]) for data in dealt]
 
 
 # --- opening, betting timer, gate -------------------------------------------------------------------------
@@ -686,8 +647,7 @@ def test_public_state_is_json_and_complete() -> None:
     assert json.loads(json.dumps(table.flow.public_state()))["shoe_id"] is None
     table.open_and_close_betting()
     table.deal("2S", "3C", "4D")
-    state = json.loads(json.dumps(table.flow.public_state()))
-    assert state.pop("positions") == json.loads(json.dumps(table.flow.positions()))
+    state = card_table.public_state_json(table.flow)
     assert state == {
         "game": "baccarat",
         "phase": "in_play",
@@ -714,8 +674,7 @@ def test_a_pickled_flow_resumes_exactly_where_it_was() -> None:
     table.open_and_close_betting()
     table.deal("2S", "3C")
     table.noread("12")
-    restored = pickle.loads(pickle.dumps(table.flow))
-    assert restored.public_state() == table.flow.public_state()
+    restored = card_table.pickled_and_restored(table.flow)
     assert restored.settings == table.flow.settings
     for flow in (table.flow, restored):
         out = flow.on_reading(
@@ -729,10 +688,6 @@ def test_a_pickled_flow_resumes_exactly_where_it_was() -> None:
 # --- whole shoes against the reference model ----------------------------------------------------------------
 
 
-GARBAGE = ["", "1X", "ZZ", "10H", "as", "A", "AS ", "XX"]
-ALL_CODES = [card.code for card in full_deck()]
-
-
 @dataclass
 class ShoeRun:
     """Deals whole shuffled shoes through a flow, with noise, and collects what the flow said."""
@@ -743,10 +698,6 @@ class ShoeRun:
     results: list[BaccaratResult] = field(default_factory=list)
     dealt_in_shoe: dict[str, int] = field(default_factory=dict)
 
-    def expect_rejected(self, out: FlowOutput) -> None:
-        assert event_types(out) == ["card.rejected"], event_types(out)
-        assert out.requests == []
-
     def maybe_recover_from_a_crash(self) -> None:
         if self.rng.random() < 0.02:
             self.table.flow = pickle.loads(pickle.dumps(self.table.flow))
@@ -755,7 +706,7 @@ class ShoeRun:
         """Cards that must be refused while no card is expected (between rounds, betting open)."""
         while self.rng.random() < self.noise:
             before = self.table.flow.composition.cards_dealt
-            self.expect_rejected(self.table.card(self.rng.choice(ALL_CODES)))
+            card_table.assert_rejected(self.table.card(self.rng.choice(ALL_CODES)))
             assert self.table.flow.composition.cards_dealt == before
 
     def noise_before_a_card(self) -> None:
@@ -763,15 +714,17 @@ class ShoeRun:
         while self.rng.random() < self.noise:
             kind = self.rng.randrange(4)
             if kind == 0:
-                self.expect_rejected(self.table.card(self.rng.choice(GARBAGE)))
+                card_table.assert_rejected(self.table.card(self.rng.choice(card_table.GARBAGE)))
             elif kind == 1:
                 exhausted = [code for code, n in self.dealt_in_shoe.items() if n == self.table.settings.decks]
                 if exhausted:
                     out = self.table.card(self.rng.choice(exhausted))
-                    self.expect_rejected(out)
+                    card_table.assert_rejected(out)
                     assert "already came out" in out.events[0].data["reason"]
             elif kind == 2:
-                self.expect_rejected(self.table.card(self.rng.choice(ALL_CODES), rescan_of="no-such-ref"))
+                card_table.assert_rejected(
+                    self.table.card(self.rng.choice(ALL_CODES), rescan_of="no-such-ref")
+                )
             else:
                 assert self.table.card(self.rng.choice(ALL_CODES), device="other-shoe").events == []
 
@@ -789,9 +742,11 @@ class ShoeRun:
                 if choice == 0:
                     assert event_types(self.table.noread(ref)) == ["card.unreadable"]
                 elif choice == 1:
-                    self.expect_rejected(self.table.card(self.rng.choice(ALL_CODES)))
+                    card_table.assert_rejected(self.table.card(self.rng.choice(ALL_CODES)))
                 else:
-                    self.expect_rejected(self.table.card(self.rng.choice(GARBAGE), rescan_of=ref))
+                    card_table.assert_rejected(
+                        self.table.card(self.rng.choice(card_table.GARBAGE), rescan_of=ref)
+                    )
             if self.rng.random() < 0.5:
                 out.extend(self.table.card(code, rescan_of=ref))
             else:

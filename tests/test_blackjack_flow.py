@@ -340,6 +340,49 @@ def test_live_cut_card_round_is_the_last_and_a_new_shoe_is_waited_for() -> None:
     assert "round.opened" in types(table.tick_to_deadline())
 
 
+def test_live_deals_only_the_seated_boxes_said_while_betting_is_open() -> None:
+    table = live(seats=5)
+    table.refused("seated", "while betting is open", seats=[1])  # no round yet
+    out = table.keep(table.tick_to_deadline())
+    assert "round.opened" in types(out)
+    table.refused("seated", r"box\(es\) \[6, 7\] do not exist at this table \(seats 1-5\)", seats=[2, 6, 7])
+    with pytest.raises(CommandError):
+        parse_command("inputs", "seated", {"seats": []}, by="rules-engine")  # a round needs a box
+    with pytest.raises(CommandError):
+        parse_command("inputs", "seated", {"seats": [0]}, by="rules-engine")
+    table.send("seated", seats=[4, 2, 4])  # in any order, once each
+    assert [p["name"] for p in table.state["positions"]] == ["box2", "box4", "dealer"]
+    table.keep(table.tick_to_deadline())  # betting closes by its timer
+    table.refused("seated", "while betting is open", seats=[1, 2, 3])
+    out = table.deal("9S", "7H", "5D", "8S", "9D")
+    dealt = [(d["card"], d["position"]) for d in of(out, "card.dealt")]
+    assert dealt == [("9S", "box2"), ("7H", "box4"), ("5D", "dealer"), ("8S", "box2"), ("9D", "box4")]
+    table.send("stand", seat=2)
+    table.refused("stand", "not box3", seat=3)
+    table.send("stand", seat=4)
+    out = table.deal("TC", "4H")  # the dealer: 5 T 4 = 19
+    result = of(out, "round.result")[0]
+    assert [hand["seat"] for hand in result["hands"]] == [2, 4]
+    # the next round deals every seat again until the rules engine says otherwise
+    table.open_round()
+    assert [p["name"] for p in table.state["positions"]] == ["box1", "box2", "box3", "box4", "box5", "dealer"]
+
+
+def test_a_round_of_seated_boxes_is_restored_and_a_table_without_one_of_them_refuses_it() -> None:
+    table = live(seats=5)
+    table.keep(table.tick_to_deadline())
+    table.send("seated", seats=[3, 5])
+    table.keep(table.tick_to_deadline())
+    table.deal("9S")
+    record = json.loads(json.dumps(table.flow.export_state()))
+    restored = live(seats=5)
+    assert restored.flow.restore_conflict(record) is None
+    restored.flow.restore_state(record)
+    out = restored.deal("7H", "5D")
+    assert [(d["card"], d["position"]) for d in of(out, "card.dealt")] == [("7H", "box5"), ("5D", "dealer")]
+    assert "boxes [3, 5]" in (live(seats=4).flow.restore_conflict(record) or "")
+
+
 # --- Single-deck Blackjack ------------------------------------------------------------------------------
 
 

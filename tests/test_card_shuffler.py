@@ -16,7 +16,7 @@ import pytest
 
 from controller.commands import Resume
 from controller.config import ConfigError, config_from_dict
-from controller.flow import DeviceRequest, FlowOutput, GameFlow, InputRejected
+from controller.flow import FlowOutput, GameFlow, InputRejected
 from controller.games import GAMES
 from controller.games.andar_bahar import AndarBaharFlow, AndarBaharSettings
 from controller.games.baccarat import BaccaratFlow, BaccaratSettings
@@ -25,22 +25,10 @@ from controller.games.stud import StudFlow, StudSettings
 from controller.runtime import TableCore
 from drivers.line.framing import encode_line
 from drivers.readings import CutCardSeen, DeviceOnline, Reading
-from drivers.session import DeviceCommand
 from drivers.shuffler.session import ShufflerSession
-from tests.card_table import DrivesCardFlow
+from tests.card_table import UNLOCK, DrivesCardFlow, event_types, only
 
 T0 = 1_700_000_000.0
-UNLOCK = DeviceRequest("shoe", DeviceCommand("unlock"))
-
-
-def types(out: FlowOutput) -> list[str]:
-    return [event.type for event in out.events]
-
-
-def only(out: FlowOutput, type_: str) -> dict[str, Any]:
-    found = [event.data for event in out.events if event.type == type_]
-    assert len(found) == 1, f"expected one {type_} in {types(out)}"
-    return found[0]
 
 
 def shuffles_asked(out: FlowOutput) -> list[dict[str, Any]]:
@@ -83,7 +71,7 @@ def test_a_new_table_shuffles_before_the_first_game_card_and_deals_nothing_meanw
     }
     assert done.requests == [UNLOCK]
     assert table.flow.public_state()["next_position"] == "game"
-    assert types(table.card("KS")) == ["round.opened", "card.dealt"]
+    assert event_types(table.card("KS")) == ["round.opened", "card.dealt"]
 
 
 def test_every_andar_bahar_round_waits_for_its_own_shuffle_after_the_gap() -> None:
@@ -95,7 +83,7 @@ def test_every_andar_bahar_round_waits_for_its_own_shuffle_after_the_gap() -> No
         table.card("KS")
         table.tick(10)
         out = table.card("KD")  # the first Andar card matches: the round is over
-        assert "round.result" in types(out)
+        assert "round.result" in event_types(out)
         assert shuffles_asked(out) == []  # the dealer first clears the table and loads the shuffler
         assert table.tick(1.9).events == []
         asked = table.tick(0.1)
@@ -111,19 +99,19 @@ def test_every_andar_bahar_round_waits_for_its_own_shuffle_after_the_gap() -> No
 def test_a_stud_round_opens_only_once_its_deck_is_shuffled() -> None:
     table = Table(StudFlow("st1", StudSettings(shuffler_device="shuffler", round_gap_seconds=1.0)))
     out = table.tick()
-    assert types(out) == ["shuffle.started"]
-    assert "round.opened" not in types(table.tick(100))
-    assert types(table.shuffle_done())[:2] == ["shuffle.done", "round.opened"]
+    assert event_types(out) == ["shuffle.started"]
+    assert "round.opened" not in event_types(table.tick(100))
+    assert event_types(table.shuffle_done())[:2] == ["shuffle.done", "round.opened"]
     # a voided round's deck is reshuffled too
     table.flow.void_round(table.now, "test", "supervisor")
-    assert types(table.tick(1.0)) == ["shuffle.started"]
+    assert event_types(table.tick(1.0)) == ["shuffle.started"]
 
 
 def test_a_shoe_game_shuffles_its_decks_only_when_the_shoe_is_finished() -> None:
     table = Table(BaccaratFlow("b1", BaccaratSettings(shuffler_device="shuffler", round_gap_seconds=1.0)))
     out = table.tick()
     assert shuffles_asked(out)[0]["decks"] == 8
-    assert types(table.shuffle_done()) == ["shuffle.done", "shoe.started", "round.opened"]
+    assert event_types(table.shuffle_done()) == ["shuffle.done", "shoe.started", "round.opened"]
 
     def play_round(cut_card: bool = False) -> FlowOutput:
         table.tick(15)  # betting closes
@@ -134,14 +122,14 @@ def test_a_shoe_game_shuffles_its_decks_only_when_the_shoe_is_finished() -> None
             out.extend(table.card(code))
         return out
 
-    assert "round.result" in types(play_round())
-    assert types(table.tick(1.0)) == ["round.opened"]  # mid-shoe: no shuffle
-    assert "round.result" in types(play_round(cut_card=True))
+    assert "round.result" in event_types(play_round())
+    assert event_types(table.tick(1.0)) == ["round.opened"]  # mid-shoe: no shuffle
+    assert "round.result" in event_types(play_round(cut_card=True))
     with pytest.raises(InputRejected, match="shuffler has not finished"):
         table.flow.on_input("new_shoe", {}, table.now + 0.5)
     asked = table.tick(1.0)
     assert only(asked, "shuffle.started")["reason"] == "shoe finished"
-    assert types(table.shuffle_done()) == ["shuffle.done", "shoe.started", "round.opened"]
+    assert event_types(table.shuffle_done()) == ["shuffle.done", "shoe.started", "round.opened"]
 
 
 def test_without_a_shuffler_nothing_waits() -> None:
@@ -174,7 +162,7 @@ def test_a_miscounted_deck_is_never_dealt_and_the_resumed_table_shuffles_again()
     assert table.flow.next_deadline() is None
     # the failed shuffle's id is no longer awaited: a late DONE for it cannot open a round
     late = table.shuffle_done(shuffle_id=first)
-    assert types(late) == ["reading.rejected"]
+    assert event_types(late) == ["reading.rejected"]
     # the shuffler is fixed and the supervisor resumes: the cards are shuffled and counted again
     resumed = table.flow.on_resume(table.now)
     (again,) = shuffles_asked(resumed)
@@ -201,7 +189,7 @@ def test_a_shuffle_of_the_wrong_number_of_decks_is_a_failure() -> None:
     done = ShuffleDone(device="shuffler", time=table.now, shuffle_id=shuffle_id, decks=8, cards=416)
     out = table.read(done)
     assert only(out, "shuffle.failed")["code"] == "DECKS_MISMATCH"
-    assert "round.opened" not in types(out)
+    assert "round.opened" not in event_types(out)
 
 
 def test_a_shuffle_that_never_finishes_can_be_asked_for_again() -> None:
@@ -213,7 +201,7 @@ def test_a_shuffle_that_never_finishes_can_be_asked_for_again() -> None:
     second = table.awaited_shuffle()
     # whichever of the two the shuffler finishes, the round may open
     assert table.shuffle_done(shuffle_id=first).requests == [UNLOCK]
-    assert types(table.shuffle_done(shuffle_id=second)) == ["reading.rejected"]
+    assert event_types(table.shuffle_done(shuffle_id=second)) == ["reading.rejected"]
 
 
 def test_the_awaited_shuffle_survives_a_restart() -> None:

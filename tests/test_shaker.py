@@ -1,13 +1,12 @@
 """The `shaker-line` driver: message table, host session, simulated shaker, and both on a real pty.
 
-Checksums in this file are computed here (`frame`), not taken from the code under test.
+Checksums are computed by the tests (`tests.line_wire.frame`), not taken from the code under test.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from drivers.line.framing import MAX_LINE_BYTES, LineFramer, parse_frame
 from drivers.readings import (
     DeviceFault,
     DeviceFaultCleared,
@@ -44,34 +42,12 @@ from drivers.shaker.protocol import (
 )
 from drivers.shaker.session import ShakerSession
 from drivers.shaker.simulator import ShakerDevice, ShakerFaults, ShakerSimulator
+from tests import line_wire
 from tests.line_link import RecordingLink, acked, served_on_pty
+from tests.line_wire import LineWire, bodies, chunked, frame, line_noise, raw, sent
 
 MALFORMED = ParseFailure("malformed fields")
 UNKNOWN = ParseFailure("unknown message")
-
-
-def xor_checksum(body: str) -> str:
-    value = 0
-    for byte in body.encode("ascii"):
-        value ^= byte
-    return f"{value:02X}"
-
-
-def frame(body: str) -> bytes:
-    return f"{body}*{xor_checksum(body)}\r\n".encode("ascii")
-
-
-def raw(body: str) -> str:
-    return f"{body}*{xor_checksum(body)}"
-
-
-def bodies(data: bytes) -> list[str]:
-    out = []
-    for line in LineFramer().feed(data):
-        body = parse_frame(line)
-        assert isinstance(body, str), f"not a valid frame: {line!r}"
-        out.append(body)
-    return out
 
 
 # --- the message table ---------------------------------------------------------------------------------
@@ -175,15 +151,7 @@ def test_parsers_never_raise(body: str) -> None:
 
 
 def connected(now: float = 0.0) -> ShakerSession:
-    session = ShakerSession("shaker1")
-    session.connection_made(now)
-    session.data_to_send()
-    session.data_received(frame("HELLO SIMSHAKE 1.0.0 SIM0003"), now)
-    return session
-
-
-def sent(session: ShakerSession) -> list[str]:
-    return bodies(session.data_to_send())
+    return line_wire.hello_received(ShakerSession("shaker1"), "SIMSHAKE 1.0.0 SIM0003", now)
 
 
 def test_registry_knows_the_shaker() -> None:
@@ -194,16 +162,7 @@ def test_registry_knows_the_shaker() -> None:
 def test_connection_made_asks_for_status_and_hello_brings_online() -> None:
     session = ShakerSession("shaker1")
     assert session.protocol == "shaker-line"
-    assert session.connection_made(1.0) == []
-    assert sent(session) == ["STATUS?"]
-    assert session.data_received(frame("HELLO SIMSHAKE 1.0.0 SIM0003"), 1.5) == [
-        DeviceOnline(
-            device="shaker1",
-            time=1.5,
-            raw=raw("HELLO SIMSHAKE 1.0.0 SIM0003"),
-            detail="SIMSHAKE 1.0.0 SIM0003",
-        )
-    ]
+    line_wire.assert_asks_status_then_online_on_hello(session, "shaker1", "SIMSHAKE 1.0.0 SIM0003", 1.0, 1.5)
 
 
 def test_at_rest_is_reported_once_and_every_copy_is_acked() -> None:
@@ -278,15 +237,12 @@ def test_states() -> None:
         (frame("AT_REST 01 C-1"), "malformed fields"),
         (frame("FAULT 0001 M01"), "malformed fields"),
         (frame("STATE ROLLING"), "malformed fields"),
-        (b"\x00\x13\xfe\xff\r\n", "noise"),
-        (b"X" * (MAX_LINE_BYTES + 10) + b"\r\n", "line too long"),
+        *line_wire.GARBAGE_LINES,
     ],
 )
 def test_bad_lines_are_counted_never_interpreted(data: bytes, reason: str) -> None:
     session = connected()
-    assert session.data_received(data, 1.0) == []
-    assert session.stats.rejected == {reason: 1}
-    assert session.data_to_send() == b""
+    line_wire.assert_counted_not_read(session, data, reason)
     assert [type(r) for r in session.data_received(frame("AT_REST 0002 C-2"), 1.1)] == [DiceAtRest]
 
 
@@ -320,27 +276,13 @@ def test_commands() -> None:
     assert session.data_to_send() == b""
 
 
-def chunked(data: bytes, cuts: list[int]) -> list[bytes]:
-    points = sorted({cut % (len(data) + 1) for cut in cuts})
-    return [data[a:b] for a, b in itertools.pairwise([0, *points, len(data)])]
-
-
 @settings(max_examples=300, deadline=None)
 @given(data=st.binary(max_size=3000), cuts=st.lists(st.integers(min_value=0), max_size=30))
 def test_arbitrary_bytes_never_raise(data: bytes, cuts: list[int]) -> None:
     session = ShakerSession("shaker1")
     session.connection_made(0.0)
-    now = 0.0
-    for piece in chunked(data, cuts):
-        now += 0.01
-        session.data_received(piece, now)
-        session.tick(now)
+    line_wire.readings_in_pieces(session, data, cuts)
     assert session.stats.bytes_received == len(data)
-
-
-line_noise = st.binary(min_size=1, max_size=40).filter(
-    lambda n: b"\n" not in n and not isinstance(parse_frame(n.removesuffix(b"\r")), str)
-)
 
 
 @settings(max_examples=200, deadline=None)
@@ -378,41 +320,11 @@ def test_each_cycle_is_at_rest_once_among_noise_and_copies(
 # --- the simulated shaker against the session, sans-IO (times passed in) --------------------------------
 
 
-class Wire:
+class Wire(LineWire):
     """Connects a ShakerDevice and a ShakerSession directly; `step` moves bytes both ways at `now`."""
 
     def __init__(self, device: ShakerDevice, deliver_acks: bool = True) -> None:
-        self.device = device
-        self.session = ShakerSession("shaker1")
-        self.deliver_acks = deliver_acks
-        self.readings: list[Reading] = []
-        self.now = 0.0
-        device.connected(0.0)
-        self.session.connection_made(0.0)
-
-    def step(self, now: float) -> bytes:
-        self.now = now
-        emitted = self.device.poll(now)
-        self.readings += self.session.data_received(emitted, now)
-        self.readings += self.session.tick(now)
-        to_device = self.session.data_to_send()
-        if self.deliver_acks or not to_device.startswith(b"ACK "):
-            self.device.receive(to_device, now)
-        return emitted
-
-    def run(self, seconds: float, step: float = 0.05) -> None:
-        end = self.now + seconds
-        while self.now < end:
-            self.step(round(self.now + step, 6))
-
-    def send(self, name: str, **args: Any) -> None:
-        self.session.command(DeviceCommand(name, args), self.now)
-
-    def of(self, kind: type[Reading]) -> list[Any]:
-        return [r for r in self.readings if isinstance(r, kind)]
-
-    def states(self) -> list[str]:
-        return [r.state for r in self.of(DeviceStatus)]
+        super().__init__(device, ShakerSession("shaker1"), deliver_acks)
 
 
 def test_simulated_cycle_timing_and_retransmission_until_acked() -> None:
@@ -539,11 +451,7 @@ def test_simulated_cycles_through_spoiled_lines_rest_exactly_once() -> None:
     faulted = [c.outcome for c in device.cycles if c.outcome != "at_rest"]
     assert [f.code for f in wire.of(DeviceFault)] == faulted
     assert rested and "M01" in faulted and "M03" in faulted
-    assert wire.session.stats.rejected == {
-        "bad checksum": device.injected["bad_checksum"],
-        "noise": device.injected["noise"],
-    }
-    assert device.injected["bad_checksum"] > 0 and device.injected["noise"] > 0
+    line_wire.assert_only_spoiled_lines_rejected(wire.session, device)
     assert not wire.of(DeviceOffline)
 
 
@@ -631,13 +539,8 @@ async def test_pty_unplug_during_cycle_delivers_at_rest_once_after_replug(tmp_pa
 def test_the_simulated_shaker_survives_any_host_bytes(data: bytes, cuts: list[int]) -> None:
     device = ShakerDevice(speed=50.0)
     device.connected(0.0)
-    now = 0.0
     # the line end resynchronises the shaker after whatever garbage came before the SHAKE
-    for piece in chunked(data + b"\n" + frame("SHAKE Z 1"), cuts):
-        now += 0.05
-        device.receive(piece, now)
-        device.poll(now)
-    device.poll(now + 1.0)
+    line_wire.feed_in_pieces(device, data + b"\n" + frame("SHAKE Z 1"), cuts)
     assert [(cycle.cycle_id, cycle.outcome) for cycle in device.cycles] == [("Z", "at_rest")]
 
 

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import itertools
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from drivers.line.framing import MAX_LINE_BYTES, FrameError, LineFramer, encode_line, parse_frame
+from drivers.line.framing import FrameError, LineFramer, encode_line, parse_frame
 from drivers.readings import (
     CardSeen,
     CardUnread,
@@ -24,6 +22,13 @@ from drivers.session import DeviceCommand, UnknownDeviceCommand
 from drivers.shoe.protocol import RANKS, SUITS
 from drivers.shoe.session import ShoeSession
 from drivers.shoe.simulator import ShoeDevice, ShoeFaults
+from tests.line_wire import (
+    GARBAGE_LINES,
+    assert_counted_not_read,
+    assert_only_spoiled_lines_rejected,
+    chunked,
+    readings_in_pieces,
+)
 
 
 def line(body: str) -> bytes:
@@ -196,16 +201,13 @@ def test_states_faults_and_clearing() -> None:
         (line("DEAL 0042 TH"), "unknown message"),
         (line("CARD 42 TH"), "malformed fields"),
         (line("STATE SLEEPING"), "malformed fields"),
-        (b"\x00\x13\xfe\xff\r\n", "noise"),
-        (b"X" * (MAX_LINE_BYTES + 10) + b"\r\n", "line too long"),
+        *GARBAGE_LINES,
     ],
 )
 def test_bad_lines_are_counted_never_interpreted(data: bytes, reason: str) -> None:
     shoe = connected_shoe()
     shoe.data_received(line("HB 0"), 0.1)
-    assert shoe.data_received(data, 1.0) == []
-    assert shoe.stats.rejected == {reason: 1}
-    assert shoe.data_to_send() == b""  # nothing ACKed
+    assert_counted_not_read(shoe, data, reason)
     # and the next good line is read normally
     assert [type(r) for r in shoe.data_received(line("CARD 0001 2S"), 1.1)] == [CardSeen]
 
@@ -259,23 +261,13 @@ def test_commands() -> None:
 # --- property tests ----------------------------------------------------------------------------------
 
 
-def chunked(data: bytes, cuts: list[int]) -> list[bytes]:
-    points = sorted({cut % (len(data) + 1) for cut in cuts})
-    return [data[a:b] for a, b in itertools.pairwise([0, *points, len(data)])]
-
-
 @settings(max_examples=300, deadline=None)
 @given(data=st.binary(max_size=3000), cuts=st.lists(st.integers(min_value=0), max_size=30))
 def test_arbitrary_bytes_never_raise(data: bytes, cuts: list[int]) -> None:
     shoe = connected_shoe()
-    now = 0.0
-    for piece in chunked(data, cuts):
-        now += 0.01
-        readings = shoe.data_received(piece, now)
-        for reading in readings:
-            if isinstance(reading, CardSeen):  # only a valid, checksummed card line can produce a card
-                assert reading.code[0] in RANKS and reading.code[1] in SUITS
-        shoe.tick(now)
+    for reading in readings_in_pieces(shoe, data, cuts):
+        if isinstance(reading, CardSeen):  # only a valid, checksummed card line can produce a card
+            assert reading.code[0] in RANKS and reading.code[1] in SUITS
     assert shoe.stats.bytes_received == len(data)
 
 
@@ -388,12 +380,7 @@ def test_simulated_shoe_deals_a_whole_shoe_through_spoiled_lines_exactly_once() 
     cut_at = next(i for i, r in enumerate(wire.readings) if isinstance(r, CutCardSeen))
     cards_before_cut = sum(1 for r in wire.readings[:cut_at] if isinstance(r, CardSeen))
     assert cards_before_cut == 52 - 16
-    assert wire.session.stats.rejected == {
-        "bad checksum": device.injected["bad_checksum"],
-        "noise": device.injected["noise"],
-    }
-    assert device.injected["bad_checksum"] > 0
-    assert device.injected["noise"] > 0
+    assert_only_spoiled_lines_rejected(wire.session, device)
     assert not any(isinstance(r, DeviceOffline) for r in wire.readings)
 
 

@@ -1,13 +1,12 @@
 """The `shuffler-line` driver: message table, host session, simulated shuffler, and both on a real pty.
 
-Checksums in this file are computed here (`frame`), not taken from the code under test.
+Checksums are computed by the tests (`tests.line_wire.frame`), not taken from the code under test.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from drivers.line.framing import MAX_LINE_BYTES, LineFramer, parse_frame
 from drivers.readings import (
     DeviceFault,
     DeviceFaultCleared,
@@ -46,35 +44,12 @@ from drivers.shuffler.protocol import (
 )
 from drivers.shuffler.session import ShufflerSession
 from drivers.shuffler.simulator import ShufflerDevice, ShufflerFaults, ShufflerSimulator
+from tests import line_wire
 from tests.line_link import RecordingLink, acked, served_on_pty
+from tests.line_wire import LineWire, bodies, chunked, frame, line_noise, raw, sent
 
 MALFORMED = ParseFailure("malformed fields")
 UNKNOWN = ParseFailure("unknown message")
-
-
-def xor_checksum(body: str) -> str:
-    value = 0
-    for byte in body.encode("ascii"):
-        value ^= byte
-    return f"{value:02X}"
-
-
-def frame(body: str) -> bytes:
-    return f"{body}*{xor_checksum(body)}\r\n".encode("ascii")
-
-
-def raw(body: str) -> str:
-    return f"{body}*{xor_checksum(body)}"
-
-
-def bodies(data: bytes) -> list[str]:
-    """The bodies of the (valid) lines in `data`."""
-    out = []
-    for line in LineFramer().feed(data):
-        body = parse_frame(line)
-        assert isinstance(body, str), f"not a valid frame: {line!r}"
-        out.append(body)
-    return out
 
 
 # --- the message table ---------------------------------------------------------------------------------
@@ -199,15 +174,7 @@ def test_parsers_never_raise(body: str) -> None:
 
 
 def connected(now: float = 0.0) -> ShufflerSession:
-    session = ShufflerSession("shuffler1")
-    session.connection_made(now)
-    session.data_to_send()  # the STATUS? query, checked in its own test
-    session.data_received(frame("HELLO SIMSHUF 1.0.0 SIM0002"), now)
-    return session
-
-
-def sent(session: ShufflerSession) -> list[str]:
-    return bodies(session.data_to_send())
+    return line_wire.hello_received(ShufflerSession("shuffler1"), "SIMSHUF 1.0.0 SIM0002", now)
 
 
 def test_registry_knows_the_shuffler() -> None:
@@ -218,16 +185,7 @@ def test_registry_knows_the_shuffler() -> None:
 def test_connection_made_asks_for_status_and_hello_brings_online() -> None:
     session = ShufflerSession("shuffler1")
     assert session.protocol == "shuffler-line"
-    assert session.connection_made(5.0) == []
-    assert sent(session) == ["STATUS?"]
-    assert session.data_received(frame("HELLO SIMSHUF 1.0.0 SIM0002"), 5.1) == [
-        DeviceOnline(
-            device="shuffler1",
-            time=5.1,
-            raw=raw("HELLO SIMSHUF 1.0.0 SIM0002"),
-            detail="SIMSHUF 1.0.0 SIM0002",
-        )
-    ]
+    line_wire.assert_asks_status_then_online_on_hello(session, "shuffler1", "SIMSHUF 1.0.0 SIM0002", 5.0, 5.1)
 
 
 def test_done_with_the_right_count_is_a_usable_deck_once_and_every_copy_is_acked() -> None:
@@ -399,15 +357,12 @@ def test_states_faults_and_clearing() -> None:
         (frame("DONE 1 S1 8 416"), "malformed fields"),
         (frame("ERR 0001 E01"), "malformed fields"),
         (frame("STATE JAMMED"), "malformed fields"),
-        (b"\x00\x13\xfe\xff\r\n", "noise"),
-        (b"X" * (MAX_LINE_BYTES + 10) + b"\r\n", "line too long"),
+        *line_wire.GARBAGE_LINES,
     ],
 )
 def test_bad_lines_are_counted_never_interpreted(data: bytes, reason: str) -> None:
     session = connected()
-    assert session.data_received(data, 1.0) == []
-    assert session.stats.rejected == {reason: 1}
-    assert session.data_to_send() == b""  # nothing ACKed
+    line_wire.assert_counted_not_read(session, data, reason)
     assert [type(r) for r in session.data_received(frame("DONE 0002 S1 1 52"), 1.1)] == [ShuffleDone]
 
 
@@ -443,29 +398,15 @@ def test_commands() -> None:
     assert session.data_to_send() == b""
 
 
-def chunked(data: bytes, cuts: list[int]) -> list[bytes]:
-    points = sorted({cut % (len(data) + 1) for cut in cuts})
-    return [data[a:b] for a, b in itertools.pairwise([0, *points, len(data)])]
-
-
 @settings(max_examples=300, deadline=None)
 @given(data=st.binary(max_size=3000), cuts=st.lists(st.integers(min_value=0), max_size=30))
 def test_arbitrary_bytes_never_raise(data: bytes, cuts: list[int]) -> None:
     session = ShufflerSession("shuffler1")
     session.connection_made(0.0)
-    now = 0.0
-    for piece in chunked(data, cuts):
-        now += 0.01
-        for reading in session.data_received(piece, now):
-            if isinstance(reading, ShuffleDone):  # only a checksummed DONE with the right count
-                assert reading.cards == reading.decks * 52
-        session.tick(now)
+    for reading in line_wire.readings_in_pieces(session, data, cuts):
+        if isinstance(reading, ShuffleDone):  # only a checksummed DONE with the right count
+            assert reading.cards == reading.decks * 52
     assert session.stats.bytes_received == len(data)
-
-
-line_noise = st.binary(min_size=1, max_size=40).filter(
-    lambda n: b"\n" not in n and not isinstance(parse_frame(n.removesuffix(b"\r")), str)
-)
 
 
 @settings(max_examples=200, deadline=None)
@@ -507,41 +448,11 @@ def test_every_done_is_judged_once_by_its_count_among_noise_and_copies(
 # --- the simulated shuffler against the session, sans-IO (times passed in) ------------------------------
 
 
-class Wire:
+class Wire(LineWire):
     """Connects a ShufflerDevice and a ShufflerSession directly; `step` moves bytes both ways at `now`."""
 
     def __init__(self, device: ShufflerDevice, deliver_acks: bool = True) -> None:
-        self.device = device
-        self.session = ShufflerSession("shuffler1")
-        self.deliver_acks = deliver_acks
-        self.readings: list[Reading] = []
-        self.now = 0.0
-        device.connected(0.0)
-        self.session.connection_made(0.0)
-
-    def step(self, now: float) -> bytes:
-        self.now = now
-        emitted = self.device.poll(now)
-        self.readings += self.session.data_received(emitted, now)
-        self.readings += self.session.tick(now)
-        to_device = self.session.data_to_send()
-        if self.deliver_acks or not to_device.startswith(b"ACK "):
-            self.device.receive(to_device, now)
-        return emitted
-
-    def run(self, seconds: float, step: float = 0.05) -> None:
-        end = self.now + seconds
-        while self.now < end:
-            self.step(round(self.now + step, 6))
-
-    def send(self, name: str, **args: Any) -> None:
-        self.session.command(DeviceCommand(name, args), self.now)
-
-    def of(self, kind: type[Reading]) -> list[Any]:
-        return [r for r in self.readings if isinstance(r, kind)]
-
-    def states(self) -> list[str]:
-        return [r.state for r in self.of(DeviceStatus)]
+        super().__init__(device, ShufflerSession("shuffler1"), deliver_acks)
 
 
 def test_simulated_shuffle_takes_its_time_and_is_retransmitted_until_acked() -> None:
@@ -712,11 +623,7 @@ def test_simulated_shuffles_through_spoiled_lines_come_out_exactly_once() -> Non
     miscounted = {r.shuffle_id for r in device.shuffles if r.outcome == "done" and r.counted != 104}
     assert {i for i, c in failed.items() if c == "COUNT_MISMATCH"} == miscounted
     assert done and miscounted and len(failed) > len(miscounted)  # every path was taken
-    assert wire.session.stats.rejected == {
-        "bad checksum": device.injected["bad_checksum"],
-        "noise": device.injected["noise"],
-    }
-    assert device.injected["bad_checksum"] > 0 and device.injected["noise"] > 0
+    line_wire.assert_only_spoiled_lines_rejected(wire.session, device)
     assert not wire.of(DeviceOffline)
 
 
@@ -808,11 +715,6 @@ def test_the_simulated_shuffler_survives_any_host_bytes(data: bytes, cuts: list[
     device = ShufflerDevice(speed=100.0)
     device.connected(0.0)
     assert device.load(52, 0.0)
-    now = 0.0
     # the line end resynchronises the shuffler after whatever garbage came before the SHUFFLE
-    for piece in chunked(data + b"\n" + frame("SHUFFLE Z 1"), cuts):
-        now += 0.05
-        device.receive(piece, now)
-        device.poll(now)
-    device.poll(now + 1.0)
+    line_wire.feed_in_pieces(device, data + b"\n" + frame("SHUFFLE Z 1"), cuts)
     assert [(record.shuffle_id, record.outcome) for record in device.shuffles] == [("Z", "done")]

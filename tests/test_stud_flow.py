@@ -8,7 +8,6 @@ straight windows). Whole rounds from random decks are checked against the same r
 
 from __future__ import annotations
 
-import json
 import pickle
 import random
 from dataclasses import dataclass, field
@@ -19,10 +18,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from controller.cards import Card, full_deck
+from controller.cards import Card
 from controller.commands import CommandError, parse_command
 from controller.events import StudResult
-from controller.flow import DeviceRequest, FlowOutput, InputRejected
+from controller.flow import FlowOutput, InputRejected
 from controller.games import make_flow
 from controller.games.stud import (
     CATEGORIES,
@@ -34,34 +33,15 @@ from controller.games.stud import (
 )
 from controller.runtime import TableCore
 from drivers.readings import CardSeen, CutCardSeen, DeviceOnline
-from drivers.session import DeviceCommand
-from tests.card_table import DrivesCardFlow
+from tests import card_table
+from tests.card_table import ALL_CODES, LOCK, UNLOCK, DrivesCardFlow, dealt_positions, event_types, only
 
 TABLE = "stud1"
 T0 = 1_700_000_000.0
-LOCK = DeviceRequest("shoe", DeviceCommand("lock"))
-UNLOCK = DeviceRequest("shoe", DeviceCommand("unlock"))
-ALL_CODES = [card.code for card in full_deck()]
-GARBAGE = ["", "1X", "ZZ", "10H", "as", "A", "AS ", "XX"]
-
-
-def event_types(out: FlowOutput) -> list[str]:
-    return [event.type for event in out.events]
-
-
-def only(out: FlowOutput, type_: str) -> dict[str, Any]:
-    found = [event.data for event in out.events if event.type == type_]
-    assert len(found) == 1, f"expected one {type_} in {event_types(out)}"
-    return found[0]
 
 
 def validated_results(out: FlowOutput) -> list[StudResult]:
-    return [StudResult.model_validate(e.data) for e in out.events if e.type == "round.result"]
-
-
-def dealt_positions(out: FlowOutput) -> list[tuple[str, str, int]]:
-    dealt = [event.data for event in out.events if event.type == "card.dealt"]
-    return [(data["card"], data["position"], data["index"]) for data in dealt]
+    return card_table.round_results(out, StudResult)
 
 
 def hand(*codes: str) -> list[Card]:
@@ -88,19 +68,6 @@ class Table(DrivesCardFlow):
 
     def players_done(self) -> FlowOutput:
         return self.flow.on_input("players_done", {"by": "rules-engine", "transaction": "t1"}, self.now)
-
-    def open_and_close_betting(self) -> FlowOutput:
-        out = self.tick_to_deadline()
-        assert "round.opened" in event_types(out)
-        out.extend(self.tick(self.settings.betting_seconds))
-        assert "round.betting_closed" in event_types(out)
-        return out
-
-    def deal(self, *codes: str) -> FlowOutput:
-        out = FlowOutput()
-        for code in codes:
-            out.extend(self.card(code))
-        return out
 
 
 def round_robin(hands: list[list[str]]) -> list[str]:
@@ -641,8 +608,7 @@ def test_public_state_is_json_and_complete() -> None:
     table = Table(StudSettings(hands=2))
     table.open_and_close_betting()
     table.deal("2S", "3H", "4S")
-    state = json.loads(json.dumps(table.flow.public_state()))
-    assert state.pop("positions") == json.loads(json.dumps(table.flow.positions()))
+    state = card_table.public_state_json(table.flow)
     assert state == {
         "game": "stud",
         "phase": "in_play",
@@ -663,8 +629,7 @@ def test_a_pickled_flow_resumes_exactly_where_it_was() -> None:
     table = Table(StudSettings(hands=1, decision_seconds=8))
     table.open_and_close_betting()
     table.deal("2S", "3S", "4S", "5S", "6S", "AD")
-    restored = pickle.loads(pickle.dumps(table.flow))
-    assert restored.public_state() == table.flow.public_state()
+    restored = card_table.pickled_and_restored(table.flow)
     for flow in (table.flow, restored):
         assert flow.on_tick(table.now + 8).requests == [UNLOCK]
         out = FlowOutput()
@@ -730,7 +695,7 @@ def test_random_decks_match_the_reference(
 
     def feed(code: str, dealt: list[str]) -> FlowOutput:
         while rng.random() < noise:
-            junk = table.card(rng.choice(GARBAGE + dealt))
+            junk = table.card(rng.choice(card_table.GARBAGE + dealt))
             assert event_types(junk) == ["card.rejected"]
         if rng.random() < noise:
             ref = table.next_ref()

@@ -24,26 +24,25 @@ import json
 import logging
 import secrets
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import Receive, Scope, Send
 
 from controller.commands import CommandError, check_remote_identity, parse_command
 from controller.console.link import USER_PATTERN, SignInRefused, StudioLink
 from controller.console.model import StudioModel
 from controller.console.settings import ConsoleConfig
 from controller.events import iso_ms
-from controller.panel.app import PanelHeaders
+from controller.http_server import embedded_server, serve_until_cancelled
+from controller.panel.app import PageGuard, PanelHeaders
 from controller.panel.auth import WrongPinLimiter
 from drivers.waiting import wait_event
 
@@ -53,7 +52,6 @@ STATIC_DIR = Path(__file__).resolve().parent / "static"
 SESSION_COOKIE = "tablectl_console"
 TOKEN_HEADER = "x-console-token"
 TOKEN_PLACEHOLDER = "__CONSOLE_TOKEN__"
-SAFE_METHODS = frozenset({"GET", "HEAD"})
 #: the commands the console sends (the supervisors'; the dealer's and the rules engine's are not here)
 CONSOLE_COMMANDS = ("pause", "resume", "void_round", "device_action", "rebirth")
 #: a page gets the changes at most this often (the first change after a quiet spell goes at once)
@@ -325,43 +323,13 @@ async def _read_json(request: Request) -> Any:
 # -- the guard ----------
 
 
-class ConsoleGuard:
-    """Refuses, before any route runs: a `Host` that is not one of the console's names and port (DNS
-    rebinding), and any POST or DELETE without the page's own `Origin` or without this start's page token."""
+class ConsoleGuard(PageGuard):
+    """The console's page: over HTTPS when it has a certificate; the token of the page served at this start
+    of the console (`console.token_ok`)."""
 
-    def __init__(self, app: ASGIApp, console: Console) -> None:
-        self.app = app
-        self.console = console
-        settings = console.settings
-        default_port = 443 if settings.scheme == "https" else 80
-        self.hosts = {f"{name}:{settings.port}" for name in settings.allowed_hosts}
-        if settings.port == default_port:
-            self.hosts |= set(settings.allowed_hosts)
-        self.origins = {f"{settings.scheme}://{host}" for host in self.hosts}
-
-    def _refusal(self, scope: Scope) -> tuple[int, str] | None:
-        headers = {key.decode("latin-1").lower(): value.decode("latin-1") for key, value in scope["headers"]}
-        if headers.get("host", "").lower() not in self.hosts:
-            return 421, "unknown host name for this console (see [console] allowed_hosts)"
-        if scope["method"] in SAFE_METHODS:
-            return None
-        origin = headers.get("origin")
-        if origin is None or origin.lower() not in self.origins:
-            return 403, "requests from another web page are refused"
-        if not self.console.token_ok(headers.get(TOKEN_HEADER)):
-            return 403, "stale page: reload it"
-        return None
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            refusal = self._refusal(scope)
-            if refusal is not None:
-                await _error(*refusal)(scope, receive, send)
-                return
-        elif scope["type"] == "websocket":
-            await send({"type": "websocket.close", "code": 1008})
-            return
-        await self.app(scope, receive, send)
+    page = "console"
+    token_header = TOKEN_HEADER
+    error = staticmethod(_error)
 
 
 # -- the app ----------
@@ -483,18 +451,15 @@ def create_app(console: Console) -> Starlette:
             Route("/api/tables/{table}/commands/{name}", command, methods=["POST"]),
             Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
         ],
-        middleware=[Middleware(PanelHeaders), Middleware(ConsoleGuard, console=console)],
+        middleware=[
+            Middleware(PanelHeaders),
+            Middleware(ConsoleGuard, settings=console.settings, token_ok=console.token_ok),
+        ],
     )
 
 
 class ConsoleError(RuntimeError):
     """The console cannot run (its port is taken, the broker refused its configured user)."""
-
-
-class _Server(uvicorn.Server):
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield  # the caller owns SIGTERM/SIGINT and stops the console by cancelling serve_console
 
 
 async def serve_console(console: Console, *, started: asyncio.Event | None = None) -> None:
@@ -505,20 +470,14 @@ async def serve_console(console: Console, *, started: asyncio.Event | None = Non
     except SignInRefused as exc:
         raise ConsoleError(f"broker user {console.config.fixed_user!r}: {exc}") from None
     app = create_app(console)
-    server = _Server(
-        uvicorn.Config(
-            app,
-            host=settings.host,
-            port=settings.port,
-            limit_concurrency=settings.max_streams + EXTRA_CONNECTIONS,
-            log_level="warning",
-            log_config=None,
-            access_log=False,
-            lifespan="off",
-            timeout_graceful_shutdown=2,
-            ssl_certfile=str(settings.tls_cert_file) if settings.tls_cert_file else None,
-            ssl_keyfile=str(settings.tls_key_file) if settings.tls_key_file else None,
-        )
+    server = embedded_server(
+        app,
+        host=settings.host,
+        port=settings.port,
+        limit_concurrency=settings.max_streams + EXTRA_CONNECTIONS,
+        timeout_graceful_shutdown=2,
+        ssl_certfile=str(settings.tls_cert_file) if settings.tls_cert_file else None,
+        ssl_keyfile=str(settings.tls_key_file) if settings.tls_key_file else None,
     )
     housekeeping = asyncio.create_task(console.housekeeping())
     waiter = None
@@ -530,20 +489,19 @@ async def serve_console(console: Console, *, started: asyncio.Event | None = Non
             started.set()
 
         waiter = asyncio.create_task(announce())
-    try:
-        await server.serve()
-    except SystemExit:
-        raise ConsoleError(
-            f"the console cannot listen on {settings.host}:{settings.port} (port in use?)"
-        ) from None
-    except asyncio.CancelledError:
+
+    def close_sessions() -> None:
         for session in [*console.sessions.values(), *([console.fixed] if console.fixed else [])]:
             session.closed.set()
-        if hasattr(server, "servers"):
-            server.should_exit = True
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(server.shutdown(), 5)
-        raise
+
+    try:
+        await serve_until_cancelled(
+            server,
+            cannot_listen=ConsoleError(
+                f"the console cannot listen on {settings.host}:{settings.port} (port in use?)"
+            ),
+            on_cancel=close_sessions,
+        )
     finally:
         housekeeping.cancel()
         if waiter is not None:

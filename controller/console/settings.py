@@ -20,37 +20,32 @@ what the broker's ACL gives that user. Environment overrides work as for a table
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import Field, model_validator
 
 from controller.config import (
+    BrokerConfigFile,
     BrokerSettings,
-    ConfigError,
+    HostNames,
     Strict,
-    _describe,
-    _merged,
+    TopicLevel,
+    allowed_hosts_field,
     read_config_file,
-    redact_url,
+    require_tls_pair,
 )
-
-_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 
 
 class ConsoleSettings(Strict):
     """The web side of the console."""
 
-    studio_id: str = "studio"
+    studio_id: TopicLevel = "studio"
     host: str = Field(default="127.0.0.1", description="the address to serve the page on")
     port: int = Field(default=8090, ge=1, le=65535)
-    allowed_hosts: list[str] = Field(
-        default_factory=lambda: ["127.0.0.1", "localhost", "[::1]"],
-        min_length=1,
-        description="host names the page may be reached by (the Host header); any other is refused "
-        "(DNS rebinding)",
+    allowed_hosts: HostNames = allowed_hosts_field(
+        "host names the page may be reached by (the Host header); any other is refused (DNS rebinding)"
     )
     tls_cert_file: Path | None = Field(default=None, description="serve the page over HTTPS with this")
     tls_key_file: Path | None = None
@@ -67,30 +62,13 @@ class ConsoleSettings(Strict):
         default=10.0, gt=0, le=300, description="how long a command waits for the table's reply"
     )
 
-    @field_validator("studio_id")
-    @classmethod
-    def _topic_safe(cls, value: str) -> str:
-        if not _ID.match(value):
-            raise ValueError("use letters, digits, '-' or '_' (max 64), starting with a letter or digit")
-        return value
-
-    @field_validator("allowed_hosts")
-    @classmethod
-    def _host_names(cls, hosts: list[str]) -> list[str]:
-        names = []
-        for host in hosts:
-            name = host.strip().lower()
-            if not re.fullmatch(r"[a-z0-9.-]+|\[[0-9a-f:.]+\]", name):
-                raise ValueError(
-                    f"{host!r} is not a host name (no scheme, no port; an IPv6 address in brackets: [::1])"
-                )
-            names.append(name)
-        return names
-
     @model_validator(mode="after")
     def _tls_pair(self) -> ConsoleSettings:
-        if (self.tls_cert_file is None) != (self.tls_key_file is None):
-            raise ValueError("HTTPS needs both console.tls_cert_file and console.tls_key_file")
+        require_tls_pair(
+            self.tls_cert_file,
+            self.tls_key_file,
+            "HTTPS needs both console.tls_cert_file and console.tls_key_file",
+        )
         return self
 
     @property
@@ -98,21 +76,9 @@ class ConsoleSettings(Strict):
         return "https" if self.tls_cert_file is not None else "http"
 
 
-class ConsoleConfig(Strict):
+class ConsoleConfig(BrokerConfigFile):
     console: ConsoleSettings = ConsoleSettings()
     broker: BrokerSettings = BrokerSettings()
-
-    @model_validator(mode="before")
-    @classmethod
-    def _no_credentials_in_broker_url(cls, data: Any) -> Any:
-        broker = data.get("broker") if isinstance(data, dict) else None
-        url = broker.get("url") if isinstance(broker, dict) else None
-        if isinstance(url, str) and redact_url(url) != url:
-            raise ValueError(
-                f"broker.url {redact_url(url)}: credentials do not go in the URL; set broker.username, and "
-                "the password in the environment (TABLECTL__BROKER__PASSWORD=...)"
-            )
-        return data
 
     @model_validator(mode="after")
     def _password_needs_user(self) -> ConsoleConfig:
@@ -129,10 +95,7 @@ class ConsoleConfig(Strict):
 def console_config_from_dict(
     raw: Mapping[str, Any], *, environ: Mapping[str, str] | None = None, source: str = "console config"
 ) -> ConsoleConfig:
-    try:
-        return ConsoleConfig.model_validate(_merged(raw, environ))
-    except ValidationError as exc:
-        raise ConfigError(f"{source}: {_describe(exc)}") from None
+    return ConsoleConfig.from_dict(raw, environ=environ, source=source)
 
 
 def load_console_config(

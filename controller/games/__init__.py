@@ -188,7 +188,7 @@ GAMES: dict[str, GameSpec] = {
         "controller.events:BlackjackResult",
         "controller.games.blackjack:describe_result",
         {"shoe": ("shoe-line",)},
-        inputs=_BOXED_INPUTS,
+        inputs={**_BOXED_INPUTS, "seated": "controller.games.blackjack:Seated"},
         title="Live Blackjack",
         usual_cards=3,
         usual_cards_at={"dealer": 5},

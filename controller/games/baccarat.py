@@ -17,12 +17,11 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field
 
 from controller.cards import Card, CardCode
-from controller.events import BaccaratHand, BaccaratResult, ShoeStarted
-from controller.events import CutCardSeen as CutCardEvent
-from controller.flow import FlowOutput, FlowRecord, InputRejected, Phase
+from controller.events import BaccaratHand, BaccaratResult
+from controller.flow import FlowOutput, FlowRecord, Phase
 from controller.games.card_flow import PROMPT_RESCAN as PROMPT_RESCAN  # re-exported: it used to live here
-from controller.games.card_flow import CardFlow, CardFlowRecord, CardGameSettings, position_view
-from controller.lifecycle import NEXT_ROUND
+from controller.games.card_flow import CardGameSettings, position_view
+from controller.games.shoe_flow import ShoeFlow, ShoeRecord
 from drivers.readings import CutCardSeen
 
 Position = Literal["player", "banker"]
@@ -31,7 +30,6 @@ PROMPT_SHOE_FINISHED = "Shoe finished: load a new shoe"
 PROMPT_BETTING_OPEN = "Betting open — do not deal yet"
 PROMPT_BETTING_OPEN_FIRST_CARD = "Betting open — the first card dealt to Player closes betting"
 PROMPT_VOIDED = "Round voided — set the dealt cards aside"
-PROMPT_NEW_SHOE = "New shoe loaded — wait for betting to open"
 
 _PROMPT_DEAL = {"player": "Deal to Player", "banker": "Deal to Banker"}
 
@@ -110,16 +108,13 @@ def describe_result(data: dict[str, Any]) -> str:
 # --- the flow ---------------------------------------------------------------------------------------------
 
 
-class BaccaratRecord(CardFlowRecord):
-    shoe_number: int = 0
-    shoe_id: str | None = None
-    shoe_finished: bool = False
+class BaccaratRecord(ShoeRecord):
     cut_card_seen: bool = False
     player: list[CardCode] = Field(default_factory=list)
     banker: list[CardCode] = Field(default_factory=list)
 
 
-class BaccaratFlow(CardFlow):
+class BaccaratFlow(ShoeFlow):
     """Reading the cards (re-scans, hand-entered cards, impossible cards) is `CardFlow`'s; this class is the
     baccarat procedure: when a card may come out and where it goes."""
 
@@ -134,19 +129,9 @@ class BaccaratFlow(CardFlow):
 
     def __init__(self, table_id: str, settings: BaccaratSettings) -> None:
         super().__init__(table_id, settings, decks=settings.decks)
-        self.shoe_number = 0
-        self.shoe_id: str | None = None
-        # The cut-card round is over: no round opens until a new shoe starts (by itself or by input).
-        self.shoe_finished = False
         self.cut_card_seen = False
         self.player: list[Card] = []
         self.banker: list[Card] = []
-
-    def restore_conflict(self, data: dict[str, Any]) -> str | None:
-        decks = data.get("composition", {}).get("decks")
-        if decks != self.settings.decks and data.get("composition", {}).get("dealt_copies"):
-            return f"the shoe in play holds {decks} decks but game.decks is now {self.settings.decks}"
-        return None
 
     # -- time ------------------------------------------------------------------------------------------
 
@@ -172,33 +157,11 @@ class BaccaratFlow(CardFlow):
         if self.shoe_id is None or (self.shoe_finished and self.settings.auto_new_shoe):
             # The finished shoe already gave its cut card: this one belongs to the shoe that comes next.
             self._start_shoe(now, out)
-        assert self.shoe_id is not None
         self.cut_card_seen = True
-        if not self.shoe_finished:
-            # The round in progress is the shoe's last; between rounds, the next one is.
-            self.rounds.last_of_shoe = True
-            if not self.rounds.in_round:
-                self.prompt = "Cut card out — the next round is the last of this shoe"
-        out.emit("shoe.cut_card", CutCardEvent(round_id=self.rounds.round_id, shoe_id=self.shoe_id), now)
+        self._cut_card_out(now, out)
         return out
 
     # -- inputs ----------------------------------------------------------------------------------------
-
-    def _new_shoe_input(self, payload: dict[str, Any], now: float) -> FlowOutput:
-        if self.rounds.in_round:
-            raise InputRejected(
-                "a new shoe can be loaded only between rounds: "
-                f"finish or void round {self.rounds.round_id} first"
-            )
-        if self.waiting_for_shuffle:
-            raise InputRejected("the shuffler has not finished the next shoe: wait for it")
-        out = FlowOutput()
-        self._start_shoe(now, out)
-        self.prompt = PROMPT_NEW_SHOE
-        self.idle_reason = "a new shoe was loaded: no card is expected until the next round's betting closes"
-        if NEXT_ROUND not in self.rounds.timers:  # the gap after the last round is over: open now
-            self.rounds.set_timer(NEXT_ROUND, now)
-        return out
 
     # -- interruptions -----------------------------------------------------------------------------------
 
@@ -216,18 +179,13 @@ class BaccaratFlow(CardFlow):
         position = self._next_position_if_dealing()
         return {
             **self.round_view(),
-            "round_number_in_shoe": self.rounds.number_in_shoe or None,
-            "shoe_id": self.shoe_id,
-            "last_round_of_shoe": self.rounds.last_of_shoe,
-            "shoe_finished": self.shoe_finished,
+            **self._public_shoe(),
             "player": [card.code for card in self.player],
             "banker": [card.code for card in self.banker],
             "player_total": self._total_or_none(self.player),
             "banker_total": self._total_or_none(self.banker),
             "next_position": position,
             "awaiting_rescan": self.unread_ref is not None,
-            "cards_dealt_in_shoe": self.composition.cards_dealt,
-            "cards_left_in_shoe": self.composition.cards_left,
             "prompt": self.prompt,
         }
 
@@ -241,13 +199,8 @@ class BaccaratFlow(CardFlow):
     # -- internals -----------------------------------------------------------------------------------------
 
     def _start_shoe(self, now: float, out: FlowOutput) -> None:
-        self.shoe_number += 1
-        self.shoe_id = f"{self.rounds.table_id}-shoe{self.shoe_number:04d}"
-        self.composition.reset()
-        self.rounds.new_shoe()
-        self.shoe_finished = False
+        super()._start_shoe(now, out)
         self.cut_card_seen = False
-        out.emit("shoe.started", ShoeStarted(shoe_id=self.shoe_id, decks=self.settings.decks), now)
 
     def _open_round(self, now: float, out: FlowOutput) -> None:
         self.player, self.banker = [], []

@@ -1,10 +1,13 @@
 """Blackjack at a table with boxes: Live Blackjack (seed 000) and Single-deck Blackjack (seed 004).
 
 `BlackjackTable` is what every blackjack variant's flow shares (Infinite Blackjack's too, in
-`infinite_blackjack.py`): the shoe (a shoe of many rounds with a cut card, or a fresh deck every round), the
-dealer's hand, the hole card kept secret until it is revealed, and the shoe's gate, open exactly while a card
-is expected. `BoxedBlackjackFlow` is the procedure of a table with boxes, parameterised by `HouseRules`;
-`LiveBlackjackFlow` and `SingleDeckBlackjackFlow` are its two rule sets. The rules themselves (totals, the
+`infinite_blackjack.py`): the shoe (a shoe of many rounds with a cut card, `ShoeFlow`, or a fresh deck every
+round), the round's procedure (betting, the initial deal in the variant's order, insurance and the peek, the
+dealer's cue, the result, a void), the dealer's hand, the hole card kept secret until it is revealed, and the
+shoe's gate, open exactly while a card is expected. A variant says only where its cards go after the initial
+deal, what its players decide and what its result holds. `BoxedBlackjackFlow` is the procedure of a table
+with boxes, parameterised by `HouseRules`; `LiveBlackjackFlow` and `SingleDeckBlackjackFlow` are its two rule
+sets. The rules themselves (totals, the
 dealer's rule, the disconnect policies, outcomes) are `blackjack_rules`.
 
 Procedure (GAMES.md):
@@ -36,7 +39,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -53,11 +56,9 @@ from controller.events import (
     CardFaceDown,
     CardRejected,
     DealerPeek,
-    ShoeStarted,
     SingleDeckBlackjackResult,
     iso_ms,
 )
-from controller.events import CutCardSeen as CutCardEvent
 from controller.flow import SECRET, FlowOutput, FlowRecord, InputRejected, Phase
 from controller.games.blackjack_rules import (
     Action,
@@ -72,8 +73,8 @@ from controller.games.blackjack_rules import (
     is_blackjack,
     outcome,
 )
-from controller.games.card_flow import CardFlow, CardFlowRecord, CardGameSettings, position_view
-from controller.lifecycle import NEXT_ROUND
+from controller.games.card_flow import CardGameSettings, position_view
+from controller.games.shoe_flow import ShoeFlow, ShoeRecord
 from drivers.readings import CardSeen, CardUnread, CutCardSeen, Reading
 
 #: how the dealer's panel shows a card lying face down (not a card code: the panel prints it as it is)
@@ -124,6 +125,15 @@ class Insurance(Command):
     take: bool = Field(True, description="true: the box takes insurance; false: it declines")
 
 
+class Seated(Command):
+    """The boxes that hold a bet in this round (Live Blackjack), sent by the rules engine while betting is
+    open: only they are dealt. Without it every configured seat is dealt."""
+
+    seats: list[Annotated[int, Field(ge=1, le=9)]] = Field(
+        min_length=1, max_length=9, description="the seated boxes, 1 = the dealer's left"
+    )
+
+
 class BurnDone(Command):
     """The dealer says the burn after a shuffle is complete (Infinite Blackjack)."""
 
@@ -133,6 +143,11 @@ class DealCard(Command):
 
 
 # --- the shared flow ------------------------------------------------------------------------------------
+
+
+def dealer_words(dealer: dict[str, Any]) -> str:
+    """The dealer's hand in the words of a result: "blackjack", "bust" or its total."""
+    return "blackjack" if dealer["blackjack"] else ("bust" if dealer["bust"] else str(dealer["total"]))
 
 
 def dealer_result(cards: Sequence[Card]) -> BlackjackDealer:
@@ -146,10 +161,7 @@ def dealer_result(cards: Sequence[Card]) -> BlackjackDealer:
     )
 
 
-class BlackjackTableRecord(CardFlowRecord):
-    shoe_number: int = 0
-    shoe_id: str | None = None
-    shoe_finished: bool = False
+class BlackjackTableRecord(ShoeRecord):
     stage: str = "waiting"
     dealer: list[CardCode] = Field(default_factory=list)
     #: the dealer's face-down card and the device text it came from: kept in the state row ONLY
@@ -158,9 +170,11 @@ class BlackjackTableRecord(CardFlowRecord):
     hole_rescan: bool = False
     gate_open: bool = False
     last_decision: str = ""
+    initial_dealt: int = 0
+    awaiting_card: bool = False
 
 
-class BlackjackTable(CardFlow):
+class BlackjackTable(ShoeFlow):
     """What every blackjack flow shares (see the module's docstring)."""
 
     settings: Any
@@ -173,9 +187,6 @@ class BlackjackTable(CardFlow):
 
     def __init__(self, table_id: str, settings: Any, decks: int) -> None:
         super().__init__(table_id, settings, decks=decks)
-        self.shoe_number = 0
-        self.shoe_id: str | None = None
-        self.shoe_finished = False
         self.stage = "waiting"
         self.dealer: list[Card] = []
         self.hole: Card | None = None
@@ -183,32 +194,53 @@ class BlackjackTable(CardFlow):
         self.hole_rescan = False
         self.gate_open = False
         self.last_decision = ""
-
-    def restore_conflict(self, data: dict[str, Any]) -> str | None:
-        decks = data.get("composition", {}).get("decks")
-        if decks != self.composition.decks and data.get("composition", {}).get("dealt_copies"):
-            return f"the shoe in play holds {decks} decks but this table deals from {self.composition.decks}"
-        return None
+        #: cards of the initial deal dealt so far; a card asked for after it and not dealt yet
+        self.initial_dealt = 0
+        self.awaiting_card = False
 
     # -- what each variant says ----------------------------------------------------------------------------
 
-    def _next_target(self) -> str | None:
-        """Where the next card goes now ("hole": the dealer's face-down card), or None."""
+    def _initial_order(self) -> Sequence[str]:
+        """The places of the initial deal, in order ("hole": the dealer's face-down card)."""
+        raise NotImplementedError
+
+    def _target_in_play(self) -> str | None:
+        """Where the next card goes after the initial deal (the players' and the dealer's draws), or None."""
+        raise NotImplementedError
+
+    def _cards_at(self, position: str) -> list[Card]:
+        """The cards lying at a player's `position`."""
+        raise NotImplementedError
+
+    def _label_of(self, position: str) -> str:
+        """How the dealer's cue names a player's `position`."""
+        raise NotImplementedError
+
+    def _card_in_play(self, now: float, out: FlowOutput) -> None:
+        """A card after the initial deal has been placed: what it changes in the round."""
         raise NotImplementedError
 
     def _waiting_reason(self) -> str:
-        """Why no card is expected while a round is in play and `_next_target()` is None."""
+        """Why no card is expected while a round is in play, no card is wanted and no insurance is offered."""
         return "no card is expected now"
 
-    # -- the shoe ------------------------------------------------------------------------------------------
+    def _waiting_cue(self) -> str:
+        """The dealer's cue while the players decide ("" when there is nothing to say)."""
+        return ""
 
-    def _start_shoe(self, now: float, out: FlowOutput) -> None:
-        self.shoe_number += 1
-        self.shoe_id = f"{self.rounds.table_id}-shoe{self.shoe_number:04d}"
-        self.composition.reset()
-        self.rounds.new_shoe()
-        self.shoe_finished = False
-        out.emit("shoe.started", ShoeStarted(shoe_id=self.shoe_id, decks=self.composition.decks), now)
+    def _clear_hands(self) -> None:
+        """Forget the players' cards (a voided round)."""
+        raise NotImplementedError
+
+    def _policy_decides(self, now: float, out: FlowOutput) -> None:
+        """No decision came within `decision_seconds`: the variant's disconnect policy decides."""
+        raise NotImplementedError
+
+    def _end_insurance(self, now: float, out: FlowOutput, by: str) -> None:
+        """Insurance is no longer offered (every answer came, or its time ran out: `by` says which)."""
+        raise NotImplementedError
+
+    # -- the shoe ------------------------------------------------------------------------------------------
 
     def _new_deck(self, now: float, out: FlowOutput) -> None:
         """A fresh deck for the round (Single-deck). The hook for the shuffler: a table whose shuffler the
@@ -222,33 +254,8 @@ class BlackjackTable(CardFlow):
             return out
         if self.shoe_id is None:
             self._start_shoe(now, out)
-        assert self.shoe_id is not None
-        if not self.shoe_finished:
-            # the round in progress is the shoe's last; between rounds, the next one is
-            self.rounds.last_of_shoe = True
-            if not self.rounds.in_round:
-                self.prompt = "Cut card out — the next round is the last of this shoe"
-        out.emit("shoe.cut_card", CutCardEvent(round_id=self.rounds.round_id, shoe_id=self.shoe_id), now)
+        self._cut_card_out(now, out)
         return out
-
-    def _new_shoe_input(self, payload: dict[str, Any], now: float) -> FlowOutput:
-        if self.rounds.in_round:
-            raise InputRejected(
-                "a new shoe can be loaded only between rounds: "
-                f"finish or void round {self.rounds.round_id} first"
-            )
-        out = FlowOutput()
-        self._start_shoe(now, out)
-        self._shoe_loaded(now, out)
-        self._sync_gate(out)
-        return out
-
-    def _shoe_loaded(self, now: float, out: FlowOutput) -> None:
-        """A new shoe is in (by input, or by itself after the cut-card round where that is the policy)."""
-        self.prompt = "New shoe loaded — wait for betting to open"
-        self.idle_reason = "a new shoe was loaded: no card is expected until the next round's betting closes"
-        if NEXT_ROUND not in self.rounds.timers:
-            self.rounds.set_timer(NEXT_ROUND, now)
 
     # -- the face-down card --------------------------------------------------------------------------------
 
@@ -354,6 +361,167 @@ class BlackjackTable(CardFlow):
         self._sync_gate(out)
         return out
 
+    # -- the round: the procedure every variant shares ----------------------------------------------------
+
+    def on_timer(self, name: str, now: float, out: FlowOutput) -> None:
+        if name == DECISION:
+            self._policy_decides(now, out)
+        elif name == INSURANCE:
+            self._end_insurance(now, out, by="policy")
+        else:
+            super().on_timer(name, now, out)
+
+    def _open_round(self, now: float, out: FlowOutput) -> None:
+        self.dealer = []
+        self.hole, self.hole_raw, self.hole_rescan = None, "", False
+        self.initial_dealt, self.awaiting_card = 0, False
+        self.last_decision = ""
+        self._clear_unread()
+        self._open_betting(now, out)
+
+    def betting_closed(self, now: float, out: FlowOutput, reason: str) -> None:
+        self.stage = "initial"
+        self.prompt = self._prompt()
+
+    def _unread_card_out(self, now: float, out: FlowOutput) -> None:
+        # an unread first card closes betting just as a read one does (first-card mode)
+        if self.rounds.phase == Phase.BETTING_OPEN:
+            self.close_betting(now, out, "first_card")
+        super()._unread_card_out(now, out)
+
+    def _next_target(self) -> str | None:
+        """Where the next card goes now ("hole": the dealer's face-down card), or None."""
+        if not self.rounds.in_round:
+            return None
+        if self.stage in ("betting", "initial"):
+            order = self._initial_order()
+            return order[self.initial_dealt] if self.initial_dealt < len(order) else None
+        return self._target_in_play()
+
+    def _why_no_card_now(self) -> str | None:
+        if not self.rounds.in_round:
+            return self.idle_reason
+        if self.rounds.phase == Phase.BETTING_OPEN and not self.settings.betting_closes_on_first_card:
+            return "betting is still open: deal only after betting closes"
+        if self._next_target() is not None:
+            return None
+        if self.stage == "insurance":
+            return "insurance is offered: deal only when the players have answered"
+        return self._waiting_reason()
+
+    def _deal(self, card: Card, now: float, out: FlowOutput, raw: str, rescan: bool) -> None:
+        if self.rounds.phase == Phase.BETTING_OPEN:
+            self.close_betting(now, out, "first_card")
+        target = self._next_target()
+        assert target is not None, "a card nobody expects was dealt"
+        if target == "hole":
+            self._deal_face_down(card, now, out, raw, rescan)
+        elif target == "dealer":
+            self._place_card(card, self.dealer, "dealer", now, out, raw, rescan)
+        else:
+            self._place_card(card, self._cards_at(target), target, now, out, raw, rescan)
+        if self.stage == "initial":
+            self.initial_dealt += 1
+            if self.initial_dealt == len(self._initial_order()):
+                self._initial_deal_done(now, out)
+        else:
+            self._card_in_play(now, out)
+        self.prompt = self._prompt()
+
+    def _initial_deal_done(self, now: float, out: FlowOutput) -> None:
+        raise NotImplementedError
+
+    @property
+    def up_card(self) -> Card:
+        return self.dealer[0]
+
+    def _dealer_peeks(self, now: float, out: FlowOutput) -> bool:
+        """The dealer looks under the up card; `dealer.peek` says only whether it is a blackjack."""
+        assert self.rounds.round_id is not None
+        dealer_blackjack = is_blackjack(self._dealer_with_hole())
+        peek = DealerPeek(
+            round_id=self.rounds.round_id, up_card=self.up_card.code, blackjack=dealer_blackjack
+        )
+        out.emit("dealer.peek", peek, now)
+        return dealer_blackjack
+
+    def _open_decision(self, now: float) -> None:
+        self.awaiting_card = False
+        self.rounds.set_timer(DECISION, now + self.settings.decision_seconds)
+
+    def _round_result(self, now: float, out: FlowOutput, result: Any, last_of_shoe: bool, cue: str) -> None:
+        """Publish the round's result; the dealer's cue is then `cue`."""
+        self.stage = "waiting"
+        self.finish_round(now, out, result)
+        self._finish_shoe_round(last_of_shoe, now, out)
+        self.idle_reason = "the round is over: no card is expected until the next round's betting closes"
+        self.last_decision = ""
+        self.prompt = cue
+
+    def round_over(self, now: float, out: FlowOutput) -> None:
+        self._clear_unread()
+        self.rounds.cancel_timer(DECISION)
+        self.rounds.cancel_timer(INSURANCE)
+        if self.fresh_deck_each_round:
+            self._want_shuffle("round over")  # one deck, shuffled after every hand
+        self.stage = "waiting"
+        self.awaiting_card = False
+
+    def round_voided(self, now: float, out: FlowOutput) -> None:
+        # the face-down card left the shoe: it stays counted, and stays secret (it is never shown)
+        self.hole, self.hole_raw, self.hole_rescan = None, "", False
+        self._clear_hands()
+        self.dealer = []
+        self.prompt = PROMPT_VOIDED
+        self.idle_reason = "the round was voided: no card is expected until the next round's betting closes"
+
+    # -- the dealer's cue ----------------------------------------------------------------------------------
+
+    def _prompt(self) -> str:
+        if not self.rounds.in_round:
+            return self.prompt
+        if self.rounds.phase == Phase.BETTING_OPEN and not self.settings.betting_closes_on_first_card:
+            return PROMPT_BETTING_OPEN
+        target = self._next_target()
+        if target == "hole":
+            now_what = "Deal the dealer's card FACE DOWN"
+        elif target == "dealer":
+            now_what = "Deal to Dealer"
+        elif target is not None:
+            now_what = f"Deal to {self._label_of(target)}"
+        elif self.stage == "insurance":
+            now_what = "Insurance offered — wait for the players"
+        else:
+            now_what = self._waiting_cue()
+        return f"{self.last_decision} — {now_what}" if self.last_decision and now_what else now_what
+
+    def _next_position(self) -> str | None:
+        """The position the dealer's panel marks (the face-down card goes to the dealer's place)."""
+        if self._why_no_card_now() is not None:
+            return None
+        target = self._next_target()
+        return "dealer" if target == "hole" else target
+
+    def _public_round(self) -> dict[str, Any]:
+        """What every variant's `public_state()` holds (the shoe, the deadlines, the dealer, the cue)."""
+        betting = self.rounds.betting_deadline
+        decision = self.rounds.timers.get(DECISION) or self.rounds.timers.get(INSURANCE)
+        return {
+            "game": self.game,
+            "positions": self.positions(),  # the uniform view the panel draws
+            "phase": str(self.rounds.phase),
+            "stage": self.stage,
+            "round_id": self.rounds.round_id,
+            **self._public_shoe(),
+            "betting_closes_at": iso_ms(betting) if betting is not None else None,
+            "decision_closes_at": iso_ms(decision) if decision is not None else None,
+            "dealer": [card.code for card in self.dealer],
+            "dealer_face_down": self.hole is not None,
+            "next_position": self._next_position(),
+            "awaiting_rescan": self.unread_ref is not None,
+            "prompt": self.prompt,
+        }
+
     # -- shared bits of the round -------------------------------------------------------------------------
 
     def _decision(
@@ -405,15 +573,6 @@ class BlackjackTable(CardFlow):
         if last_of_shoe:
             self.shoe_finished = True
             self._want_shuffle("shoe finished")  # with a shuffler at the table, the next shoe waits for it
-
-    def _public_shoe(self) -> dict[str, Any]:
-        return {
-            "shoe_id": self.shoe_id,
-            "round_number_in_shoe": self.rounds.number_in_shoe or None,
-            "last_round_of_shoe": self.rounds.last_of_shoe,
-            "shoe_finished": self.shoe_finished,
-            "cards_left_in_shoe": self.composition.cards_left,
-        }
 
 
 # --- a table with boxes (Live, Single-deck) ---------------------------------------------------------------
@@ -476,30 +635,41 @@ def box_position(seat: int, hand: int = 1) -> str:
     return f"box{seat}" if hand == 1 else f"box{seat}-{hand}"
 
 
-class BoxedSettings(CardGameSettings):
+class BlackjackSettings(CardGameSettings):
+    """What every blackjack variant's `[game]` table holds."""
+
     decision_seconds: float = Field(
-        default=15.0, ge=0, description="time for a hand's decision before the disconnect policy decides"
+        default=15.0,
+        ge=0,
+        description="time for a decision (a box's hand; Infinite: the rules engine's deal_card / "
+        "players_done) before the disconnect policy decides",
     )
     insurance_seconds: float = Field(
         default=8.0, ge=0, description="time to answer insurance (a dealer ace); unanswered: declined"
     )
 
 
-class LiveBlackjackSettings(BoxedSettings):
+class ShoeOfRoundsSettings(BlackjackSettings):
+    """A shoe of several decks dealt over many rounds until its cut card (Live and Infinite Blackjack)."""
+
     decks: int = Field(default=8, ge=1, le=8)
+    auto_new_shoe: bool = Field(
+        default=False,
+        description="after the cut-card round, start a new shoe by itself (Infinite: the reshuffle, then "
+        "its burn); else wait for input new_shoe",
+    )
+
+
+class LiveBlackjackSettings(ShoeOfRoundsSettings):
     seats: int = Field(default=7, ge=1, le=9, description="boxes at the table, dealt from the dealer's left")
     surrender: bool = Field(
         default=False,
         description="late surrender on the first two cards (seed 000 names none: off unless the studio "
         "offers it)",
     )
-    auto_new_shoe: bool = Field(
-        default=False,
-        description="after the cut-card round, start a new shoe by itself; else wait for input new_shoe",
-    )
 
 
-class SingleDeckBlackjackSettings(BoxedSettings):
+class SingleDeckBlackjackSettings(BlackjackSettings):
     decks: int = Field(default=1, ge=1, le=1, description="one deck, replaced by a shuffled one every round")
 
 
@@ -507,9 +677,7 @@ class BoxedBlackjackRecord(BlackjackTableRecord):
     hands: list[BoxHand] = Field(default_factory=list)
     insured: list[int] = Field(default_factory=list)
     insurance_answered: list[int] = Field(default_factory=list)
-    initial_dealt: int = 0
     turn: int | None = None
-    awaiting_card: bool = False
     #: the dealer draws to complete the hand (some hand still stands against it), else only what settles
     #: the rest (Live: the second card, when a blackjack or insurance waits on it)
     dealer_completes: bool = True
@@ -534,14 +702,12 @@ class BoxedBlackjackFlow(BlackjackTable):
         self.hands: list[BoxHand] = []
         self.insured: list[int] = []
         self.insurance_answered: list[int] = []
-        self.initial_dealt = 0
         self.turn: int | None = None
-        self.awaiting_card = False
         self.dealer_completes = True
 
     def restore_conflict(self, data: dict[str, Any]) -> str | None:
         seats = {hand.get("seat") for hand in data.get("hands", [])}
-        if data.get("rounds", {}).get("round_id") is not None and seats and seats != set(self.seats):
+        if data.get("rounds", {}).get("round_id") is not None and not seats <= set(self.seats):
             return f"the round in play has boxes {sorted(seats)} but this table has {len(self.seats)} seats"
         return super().restore_conflict(data)
 
@@ -556,7 +722,7 @@ class BoxedBlackjackFlow(BlackjackTable):
         return bool(getattr(self.settings, "surrender", False))
 
     def _initial_order(self) -> list[str]:
-        boxes = [box_position(seat) for seat in self.seats]
+        boxes = [hand.position for hand in self.hands if hand.hand == 1]  # the seated boxes
         order = [*boxes, "dealer", *boxes]
         return [*order, "hole"] if self.rules.hole_card else order
 
@@ -576,42 +742,16 @@ class BoxedBlackjackFlow(BlackjackTable):
                 self._start_shoe(now, out)
         self._open_round(now, out)
 
-    def on_timer(self, name: str, now: float, out: FlowOutput) -> None:
-        if name == DECISION:
-            self._policy_decides(now, out)
-        elif name == INSURANCE:
-            self._end_insurance(now, out, by="policy")
-        else:
-            super().on_timer(name, now, out)
-
     # -- the round -----------------------------------------------------------------------------------------
 
     def _open_round(self, now: float, out: FlowOutput) -> None:
         self.hands = [BoxHand(seat=seat) for seat in self.seats]
-        self.dealer = []
-        self.hole, self.hole_raw, self.hole_rescan = None, "", False
         self.insured, self.insurance_answered = [], []
-        self.initial_dealt, self.turn, self.awaiting_card = 0, None, False
+        self.turn = None
         self.dealer_completes = True
-        self.last_decision = ""
-        self._clear_unread()
-        self._open_betting(now, out)
+        super()._open_round(now, out)
 
-    def betting_closed(self, now: float, out: FlowOutput, reason: str) -> None:
-        self.stage = "initial"
-        self.prompt = self._prompt()
-
-    def _unread_card_out(self, now: float, out: FlowOutput) -> None:
-        if self.rounds.phase == Phase.BETTING_OPEN:
-            self.close_betting(now, out, "first_card")
-        super()._unread_card_out(now, out)
-
-    def _next_target(self) -> str | None:
-        if not self.rounds.in_round:
-            return None
-        if self.stage in ("betting", "initial"):
-            order = self._initial_order()
-            return order[self.initial_dealt] if self.initial_dealt < len(order) else None
+    def _target_in_play(self) -> str | None:
         if self.stage == "turns":
             if self.awaiting_card and self.turn is not None:
                 return self.hands[self.turn].position
@@ -620,47 +760,33 @@ class BoxedBlackjackFlow(BlackjackTable):
             return "dealer" if self._dealer_wants_card() else None
         return None
 
-    def _why_no_card_now(self) -> str | None:
-        if not self.rounds.in_round:
-            return self.idle_reason
-        if self.rounds.phase == Phase.BETTING_OPEN and not self.settings.betting_closes_on_first_card:
-            return "betting is still open: deal only after betting closes"
-        if self._next_target() is not None:
-            return None
-        if self.stage == "insurance":
-            return "insurance is offered: deal only when the players have answered"
-        if self.stage == "turns" and self.turn is not None:
-            hand = self.hands[self.turn]
-            return f"{hand.label} is deciding: deal only after the decision"
-        return "no card is expected now"
+    def _cards_at(self, position: str) -> list[Card]:
+        return next(hand.cards for hand in self.hands if hand.position == position)
 
-    def _deal(self, card: Card, now: float, out: FlowOutput, raw: str, rescan: bool) -> None:
-        if self.rounds.phase == Phase.BETTING_OPEN:
-            self.close_betting(now, out, "first_card")
-        target = self._next_target()
-        assert target is not None, "a card nobody expects was dealt"
-        if target == "hole":
-            self._deal_face_down(card, now, out, raw, rescan)
-        elif target == "dealer":
-            self._place_card(card, self.dealer, "dealer", now, out, raw, rescan)
-        else:
-            hand = next(hand for hand in self.hands if hand.position == target)
-            self._place_card(card, hand.cards, target, now, out, raw, rescan)
-        if self.stage == "initial":
-            self.initial_dealt += 1
-            if self.initial_dealt == len(self._initial_order()):
-                self._initial_deal_done(now, out)
-        elif self.stage == "turns":
+    def _label_of(self, position: str) -> str:
+        return next(hand.label for hand in self.hands if hand.position == position)
+
+    def _card_in_play(self, now: float, out: FlowOutput) -> None:
+        if self.stage == "turns":
             self._card_to_hand(now, out)
         else:
             self._dealer_card(now, out)
-        self.prompt = self._prompt()
+
+    def _waiting_reason(self) -> str:
+        if self.stage == "turns" and self.turn is not None:
+            return f"{self.hands[self.turn].label} is deciding: deal only after the decision"
+        return super()._waiting_reason()
+
+    def _waiting_cue(self) -> str:
+        if self.stage == "turns" and self.turn is not None:
+            hand = self.hands[self.turn]
+            total = hand_total(hand.cards)
+            soft = "soft " if total.soft else ""
+            against = self.up_card.code
+            return f"{hand.label} plays: {soft}{total.total} against {against} — wait for the decision"
+        return ""
 
     # -- after the initial deal ---------------------------------------------------------------------------
-
-    @property
-    def up_card(self) -> Card:
-        return self.dealer[0]
 
     def _insurance_seats(self) -> list[int]:
         if not is_ace(self.up_card):
@@ -688,19 +814,13 @@ class BoxedBlackjackFlow(BlackjackTable):
         self.prompt = self._prompt()
 
     def _after_insurance(self, now: float, out: FlowOutput) -> None:
-        if self.rules.hole_card and dealer_may_have_blackjack(self.up_card):
-            assert self.rounds.round_id is not None
-            dealer_blackjack = is_blackjack(self._dealer_with_hole())
-            peek = DealerPeek(
-                round_id=self.rounds.round_id, up_card=self.up_card.code, blackjack=dealer_blackjack
-            )
-            out.emit("dealer.peek", peek, now)
-            if dealer_blackjack:
-                for hand in self.hands:
-                    hand.done = True
-                self._reveal(now, out)
-                self._finish(now, out)
-                return
+        peeks = self.rules.hole_card and dealer_may_have_blackjack(self.up_card)
+        if peeks and self._dealer_peeks(now, out):
+            for hand in self.hands:
+                hand.done = True
+            self._reveal(now, out)
+            self._finish(now, out)
+            return
         self.stage = "turns"
         self.turn = None
         self._next_turn(now, out)
@@ -744,10 +864,6 @@ class BoxedBlackjackFlow(BlackjackTable):
             return
         self.turn = None
         self._dealer_turn(now, out)
-
-    def _open_decision(self, now: float) -> None:
-        self.awaiting_card = False
-        self.rounds.set_timer(DECISION, now + self.settings.decision_seconds)
 
     def _card_to_hand(self, now: float, out: FlowOutput) -> None:
         assert self.turn is not None
@@ -977,16 +1093,10 @@ class BoxedBlackjackFlow(BlackjackTable):
             round_in_shoe=max(1, self.rounds.number_in_shoe),
             last_round_of_shoe=last,
         )
-        self.stage = "waiting"
-        self.finish_round(now, out, result)
-        self._finish_shoe_round(last, now, out)
-        self.idle_reason = "the round is over: no card is expected until the next round's betting closes"
-        self.last_decision = ""
-        self.prompt = self._result_prompt(result)
+        self._round_result(now, out, result, last, self._result_prompt(result))
 
     def _result_prompt(self, result: BoxedBlackjackResult) -> str:
-        dealer = result.dealer
-        said = "blackjack" if dealer.blackjack else ("bust" if dealer.bust else str(dealer.total))
+        said = dealer_words(result.dealer.model_dump())
         hands = ", ".join(
             f"{box_position(hand.seat, hand.hand).replace('box', 'Box ')} {hand.outcome}"
             for hand in result.hands
@@ -994,57 +1104,15 @@ class BoxedBlackjackFlow(BlackjackTable):
         return f"Dealer {said} — {hands}"
 
     def round_over(self, now: float, out: FlowOutput) -> None:
-        self._clear_unread()
-        self.rounds.cancel_timer(DECISION)
-        self.rounds.cancel_timer(INSURANCE)
-        if self.fresh_deck_each_round:
-            self._want_shuffle("round over")  # one deck, shuffled after every hand
-        self.stage = "waiting"
+        super().round_over(now, out)
         self.turn = None
-        self.awaiting_card = False
 
-    def round_voided(self, now: float, out: FlowOutput) -> None:
-        # the face-down card left the shoe: it stays counted, and stays secret (it is never shown)
-        self.hole, self.hole_raw, self.hole_rescan = None, "", False
-        self.hands, self.dealer = [], []
-        self.prompt = PROMPT_VOIDED
-        self.idle_reason = "the round was voided: no card is expected until the next round's betting closes"
+    def _clear_hands(self) -> None:
+        self.hands = []
 
     # -- the dealer's cue ----------------------------------------------------------------------------------
 
-    def _prompt(self) -> str:
-        if not self.rounds.in_round:
-            return self.prompt
-        target = self._next_target()
-        now_what = ""
-        if self.rounds.phase == Phase.BETTING_OPEN and not self.settings.betting_closes_on_first_card:
-            return PROMPT_BETTING_OPEN
-        if target == "hole":
-            now_what = "Deal the dealer's card FACE DOWN"
-        elif target == "dealer":
-            now_what = "Deal to Dealer"
-        elif target is not None:
-            label = next(hand.label for hand in self.hands if hand.position == target)
-            now_what = f"Deal to {label}"
-        elif self.stage == "insurance":
-            now_what = "Insurance offered — wait for the players"
-        elif self.stage == "turns" and self.turn is not None:
-            hand = self.hands[self.turn]
-            total = hand_total(hand.cards)
-            soft = "soft " if total.soft else ""
-            now_what = (
-                f"{hand.label} plays: {soft}{total.total} against {self.up_card.code} — wait for the decision"
-            )
-        return f"{self.last_decision} — {now_what}" if self.last_decision and now_what else now_what
-
     # -- state ---------------------------------------------------------------------------------------------
-
-    def _next_position(self) -> str | None:
-        """The position the dealer's panel marks (the face-down card goes to the dealer's place)."""
-        if self._why_no_card_now() is not None:
-            return None
-        target = self._next_target()
-        return "dealer" if target == "hole" else target
 
     def positions(self) -> list[dict[str, Any]]:
         target = self._next_target() if self._why_no_card_now() is None else None
@@ -1068,17 +1136,8 @@ class BoxedBlackjackFlow(BlackjackTable):
                 "waiting_for_card": self.awaiting_card,
                 "allowed": [] if self.awaiting_card else [name for name, ok in allowed.items() if ok],
             }
-        betting = self.rounds.betting_deadline
-        decision = self.rounds.timers.get(DECISION) or self.rounds.timers.get(INSURANCE)
         return {
-            "game": self.game,
-            "positions": self.positions(),  # the uniform view the panel draws
-            "phase": str(self.rounds.phase),
-            "stage": self.stage,
-            "round_id": self.rounds.round_id,
-            **self._public_shoe(),
-            "betting_closes_at": iso_ms(betting) if betting is not None else None,
-            "decision_closes_at": iso_ms(decision) if decision is not None else None,
+            **self._public_round(),
             "turn": turn,
             "insurance_offered_to": self._insurance_seats() if self.stage == "insurance" else [],
             "boxes": [
@@ -1094,11 +1153,6 @@ class BoxedBlackjackFlow(BlackjackTable):
                 }
                 for hand in self.hands
             ],
-            "dealer": [card.code for card in self.dealer],
-            "dealer_face_down": self.hole is not None,
-            "next_position": self._next_position(),
-            "awaiting_rescan": self.unread_ref is not None,
-            "prompt": self.prompt,
         }
 
 
@@ -1117,11 +1171,29 @@ class LiveBlackjackFlow(BoxedBlackjackFlow):
         insurance_with_blackjack=True,
         policy="basic_strategy_h17",
     )
-    inputs: ClassVar[dict[str, str]] = {**BoxedBlackjackFlow.inputs, "new_shoe": "_new_shoe_input"}
+    inputs: ClassVar[dict[str, str]] = {
+        **BoxedBlackjackFlow.inputs,
+        "new_shoe": "_new_shoe_input",
+        "seated": "_seated",
+    }
     settings: LiveBlackjackSettings
 
     def __init__(self, table_id: str, settings: LiveBlackjackSettings) -> None:
         super().__init__(table_id, settings)
+
+    def _seated(self, payload: dict[str, Any], now: float) -> FlowOutput:
+        """Deal only the boxes with a bet (GAMES.md: "to each seated box"), said while betting is open."""
+        if not self.rounds.in_round or self.rounds.phase != Phase.BETTING_OPEN:
+            raise InputRejected("seated: the boxes are said while betting is open, before the first card")
+        seats = sorted(set(payload["seats"]))
+        unknown = [seat for seat in seats if seat not in self.seats]
+        if unknown:
+            raise InputRejected(
+                f"seated: box(es) {unknown} do not exist at this table (seats 1-{len(self.seats)})"
+            )
+        self.hands = [BoxHand(seat=seat) for seat in seats]
+        self.prompt = self._prompt()
+        return FlowOutput()
 
 
 class SingleDeckBlackjackFlow(BoxedBlackjackFlow):
@@ -1146,7 +1218,7 @@ class SingleDeckBlackjackFlow(BoxedBlackjackFlow):
 def describe_result(data: dict[str, Any]) -> str:
     """One line for the demo."""
     dealer = data["dealer"]
-    said = "blackjack" if dealer["blackjack"] else ("bust" if dealer["bust"] else str(dealer["total"]))
+    said = dealer_words(dealer)
     hands = "; ".join(
         f"box{hand['seat']}{'' if hand['hand'] == 1 else '-2'} {' '.join(hand['cards'])} ({hand['total']})"
         f" {hand['outcome']}"

@@ -29,15 +29,16 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from controller.cards import Card, CardCode
-from controller.events import DealerPeek, InfiniteBlackjackResult, ShoeBurn, iso_ms
-from controller.flow import FlowOutput, FlowRecord, InputRejected, Phase
+from controller.events import InfiniteBlackjackResult, ShoeBurn
+from controller.flow import FlowOutput, FlowRecord, InputRejected
 from controller.games.blackjack import (
     DECISION,
     INSURANCE,
-    PROMPT_VOIDED,
     BlackjackTable,
     BlackjackTableRecord,
+    ShoeOfRoundsSettings,
     dealer_result,
+    dealer_words,
 )
 from controller.games.blackjack_rules import (
     card_value,
@@ -46,26 +47,15 @@ from controller.games.blackjack_rules import (
     hand_total,
     hit_to_twelve,
     is_ace,
-    is_blackjack,
 )
-from controller.games.card_flow import CardGameSettings, position_view
+from controller.games.card_flow import position_view
 from controller.lifecycle import NEXT_ROUND
 
 #: the initial deal, in order ("hole": the dealer's card dealt face down)
 INITIAL = ("player", "dealer", "player", "hole")
 
 
-class InfiniteBlackjackSettings(CardGameSettings):
-    decks: int = Field(default=8, ge=1, le=8)
-    decision_seconds: float = Field(
-        default=15.0, ge=0, description="time for the rules engine's deal_card / players_done"
-    )
-    insurance_seconds: float = Field(default=8.0, ge=0, description="insurance window under a dealer ace")
-    auto_new_shoe: bool = Field(
-        default=False,
-        description="after the cut-card round, reshuffle by itself (the burn follows); "
-        "else wait for new_shoe",
-    )
+class InfiniteBlackjackSettings(ShoeOfRoundsSettings):
     burn_confirmation: bool = Field(
         default=True,
         description="the dealer confirms the burn (input burn_done); off: the burn ends with the last "
@@ -75,8 +65,6 @@ class InfiniteBlackjackSettings(CardGameSettings):
 
 class InfiniteBlackjackRecord(BlackjackTableRecord):
     player: list[CardCode] = Field(default_factory=list)
-    initial_dealt: int = 0
-    awaiting_card: bool = False
     burn_shown: CardCode | None = None
     burn_to: int | None = None
     burned: int = 0
@@ -85,7 +73,7 @@ class InfiniteBlackjackRecord(BlackjackTableRecord):
 def describe_result(data: dict[str, Any]) -> str:
     """One line for the demo."""
     dealer = data["dealer"]
-    said = "blackjack" if dealer["blackjack"] else ("bust" if dealer["bust"] else str(dealer["total"]))
+    said = dealer_words(dealer)
     sequence = " ".join(data["sequence"]) or "-"
     last = " (last of the shoe)" if data["last_round_of_shoe"] else ""
     return (
@@ -110,8 +98,6 @@ class InfiniteBlackjackFlow(BlackjackTable):
     def __init__(self, table_id: str, settings: InfiniteBlackjackSettings) -> None:
         super().__init__(table_id, settings, decks=settings.decks)
         self.player: list[Card] = []
-        self.initial_dealt = 0
-        self.awaiting_card = False
         self.burn_shown: Card | None = None
         self.burn_to: int | None = None
         self.burned = 0
@@ -213,93 +199,65 @@ class InfiniteBlackjackFlow(BlackjackTable):
 
     # -- time ------------------------------------------------------------------------------------------
 
-    def on_timer(self, name: str, now: float, out: FlowOutput) -> None:
-        if name == DECISION:
-            self._policy_decides(now, out)
-        elif name == INSURANCE:
-            self._end_insurance(now, out)
-        else:
-            super().on_timer(name, now, out)
-
     # -- the round -------------------------------------------------------------------------------------
 
     def _open_round(self, now: float, out: FlowOutput) -> None:
-        self.player, self.dealer = [], []
-        self.hole, self.hole_raw, self.hole_rescan = None, "", False
-        self.initial_dealt, self.awaiting_card = 0, False
-        self.last_decision = ""
-        self._clear_unread()
-        self._open_betting(now, out)
-
-    def betting_closed(self, now: float, out: FlowOutput, reason: str) -> None:
-        self.stage = "initial"
-        self.prompt = self._prompt()
+        self.player = []
+        super()._open_round(now, out)
 
     def _unread_card_out(self, now: float, out: FlowOutput) -> None:
         if self.stage == "burn":
             return  # not a round's card: nothing starts
-        if self.rounds.phase == Phase.BETTING_OPEN:
-            self.close_betting(now, out, "first_card")
         super()._unread_card_out(now, out)
 
     def _next_target(self) -> str | None:
-        if self.stage == "burn":
-            return "burn"
-        if not self.rounds.in_round:
-            return None
-        if self.stage in ("betting", "initial"):
-            return INITIAL[self.initial_dealt] if self.initial_dealt < len(INITIAL) else None
+        return "burn" if self.stage == "burn" else super()._next_target()
+
+    def _initial_order(self) -> tuple[str, ...]:
+        return INITIAL
+
+    def _target_in_play(self) -> str | None:
         if self.stage == "decisions":
             return "player" if self.awaiting_card else None
         if self.stage == "dealer":
             return "dealer" if dealer_draws(self.dealer, self.dealer_hits_soft_17) else None
         return None
 
+    def _cards_at(self, position: str) -> list[Card]:
+        return self.player
+
+    def _label_of(self, position: str) -> str:
+        return "Player"
+
+    def _card_in_play(self, now: float, out: FlowOutput) -> None:
+        if self.stage == "decisions":
+            self._open_decision(now)
+        elif not dealer_draws(self.dealer, self.dealer_hits_soft_17):
+            self._finish(now, out)
+
+    def _waiting_reason(self) -> str:
+        if self.stage == "decisions":
+            return "the players are deciding: deal only when a card is asked for"
+        return super()._waiting_reason()
+
+    def _waiting_cue(self) -> str:
+        if self.stage == "decisions":
+            total = hand_total(self.player)
+            return f"Players decide on {'soft ' if total.soft else ''}{total.total} — wait"
+        return ""
+
     def _why_no_card_now(self) -> str | None:
         if self.stage == "burn":
             return None  # the shown card, then the burned ones (one too many is counted, and pauses)
         if self.stage == "shuffle":
             return "the shoe is finished: shuffle the decks and load the shoe"
-        if not self.rounds.in_round:
-            return self.idle_reason
-        if self.rounds.phase == Phase.BETTING_OPEN and not self.settings.betting_closes_on_first_card:
-            return "betting is still open: deal only after betting closes"
-        if self._next_target() is not None:
-            return None
-        if self.stage == "insurance":
-            return "insurance is offered: deal only when the players have answered"
-        if self.stage == "decisions":
-            return "the players are deciding: deal only when a card is asked for"
-        return "no card is expected now"
+        return super()._why_no_card_now()
 
     def _deal(self, card: Card, now: float, out: FlowOutput, raw: str, rescan: bool) -> None:
         if self.stage == "burn":
             self._burn_card(card, now, out)
             return
-        if self.rounds.phase == Phase.BETTING_OPEN:
-            self.close_betting(now, out, "first_card")
-        target = self._next_target()
-        assert target is not None, "a card nobody expects was dealt"
-        if target == "hole":
-            self._deal_face_down(card, now, out, raw, rescan)
-        elif target == "dealer":
-            self._place_card(card, self.dealer, "dealer", now, out, raw, rescan)
-        else:
-            self._place_card(card, self.player, "player", now, out, raw, rescan)
-        if self.stage == "initial":
-            self.initial_dealt += 1
-            if self.initial_dealt == len(INITIAL):
-                self._initial_deal_done(now, out)
-        elif self.stage == "decisions":
-            self.awaiting_card = False
-            self._open_decision(now)
-        elif not dealer_draws(self.dealer, self.dealer_hits_soft_17):
-            self._finish(now, out)
-        self.prompt = self._prompt()
-
-    @property
-    def up_card(self) -> Card:
-        return self.dealer[0]
+        super()._deal(card, now, out, raw, rescan)
 
     def _initial_deal_done(self, now: float, out: FlowOutput) -> None:
         if is_ace(self.up_card):
@@ -308,29 +266,19 @@ class InfiniteBlackjackFlow(BlackjackTable):
             return
         self._peek(now, out)
 
-    def _end_insurance(self, now: float, out: FlowOutput) -> None:
+    def _end_insurance(self, now: float, out: FlowOutput, by: str = "player") -> None:
         self.rounds.cancel_timer(INSURANCE)
         self._peek(now, out)
         self.prompt = self._prompt()
 
     def _peek(self, now: float, out: FlowOutput) -> None:
-        if dealer_may_have_blackjack(self.up_card):
-            assert self.rounds.round_id is not None
-            dealer_blackjack = is_blackjack(self._dealer_with_hole())
-            peek = DealerPeek(
-                round_id=self.rounds.round_id, up_card=self.up_card.code, blackjack=dealer_blackjack
-            )
-            out.emit("dealer.peek", peek, now)
-            if dealer_blackjack:
-                self.stage = "dealer"
-                self._reveal(now, out)
-                self._finish(now, out)
-                return
+        if dealer_may_have_blackjack(self.up_card) and self._dealer_peeks(now, out):
+            self.stage = "dealer"
+            self._reveal(now, out)
+            self._finish(now, out)
+            return
         self.stage = "decisions"
         self._open_decision(now)
-
-    def _open_decision(self, now: float) -> None:
-        self.rounds.set_timer(DECISION, now + self.settings.decision_seconds)
 
     # -- decisions -----------------------------------------------------------------------------------------
 
@@ -412,52 +360,18 @@ class InfiniteBlackjackFlow(BlackjackTable):
             round_in_shoe=self.rounds.number_in_shoe,
             last_round_of_shoe=last,
         )
-        self.stage = "waiting"
-        self.finish_round(now, out, result)
-        self._finish_shoe_round(last, now, out)
-        self.idle_reason = "the round is over: no card is expected until the next round's betting closes"
-        said = "blackjack" if dealer.blackjack else ("bust" if dealer.bust else str(dealer.total))
-        self.last_decision = ""
-        self.prompt = f"Dealer {said}" + (" — last round of the shoe: reshuffle" if last else "")
+        cue = f"Dealer {dealer_words(dealer.model_dump())}"
+        if last:
+            cue += " — last round of the shoe: reshuffle"
+        self._round_result(now, out, result, last, cue)
 
-    def round_over(self, now: float, out: FlowOutput) -> None:
-        self._clear_unread()
-        self.rounds.cancel_timer(DECISION)
-        self.rounds.cancel_timer(INSURANCE)
-        self.stage = "waiting"
-        self.awaiting_card = False
-
-    def round_voided(self, now: float, out: FlowOutput) -> None:
-        self.hole, self.hole_raw, self.hole_rescan = None, "", False
-        self.player, self.dealer = [], []
-        self.prompt = PROMPT_VOIDED
-        self.idle_reason = "the round was voided: no card is expected until the next round's betting closes"
+    def _clear_hands(self) -> None:
+        self.player = []
 
     # -- the dealer's cue and the state ----------------------------------------------------------------------
 
     def _prompt(self) -> str:
-        if self.stage == "burn" or not self.rounds.in_round:
-            return self.prompt
-        if self.rounds.phase == Phase.BETTING_OPEN and not self.settings.betting_closes_on_first_card:
-            return "Betting open — do not deal yet"
-        target = self._next_target()
-        now_what = {
-            "hole": "Deal the dealer's card FACE DOWN",
-            "dealer": "Deal to Dealer",
-            "player": "Deal to Player",
-        }.get(target or "", "")
-        if not now_what and self.stage == "insurance":
-            now_what = "Insurance offered — wait for the players"
-        elif not now_what and self.stage == "decisions":
-            total = hand_total(self.player)
-            now_what = f"Players decide on {'soft ' if total.soft else ''}{total.total} — wait"
-        return f"{self.last_decision} — {now_what}" if self.last_decision and now_what else now_what
-
-    def _next_position(self) -> str | None:
-        if self._why_no_card_now() is not None:
-            return None
-        target = self._next_target()
-        return "dealer" if target == "hole" else target
+        return self.prompt if self.stage == "burn" else super()._prompt()
 
     def positions(self) -> list[dict[str, Any]]:
         target = self._next_target() if self._why_no_card_now() is None else None
@@ -469,31 +383,16 @@ class InfiniteBlackjackFlow(BlackjackTable):
         return [position_view("player", "Player", self.player, target, total), self._dealer_view(target)]
 
     def public_state(self) -> dict[str, Any]:
-        betting = self.rounds.betting_deadline
-        decision = self.rounds.timers.get(DECISION) or self.rounds.timers.get(INSURANCE)
+        burn = {
+            "shown": self.burn_shown.code if self.burn_shown is not None else None,
+            "to_burn": self.burn_to,
+            "burned": self.burned,
+        }
         return {
-            "game": self.game,
-            "positions": self.positions(),
-            "phase": str(self.rounds.phase),
-            "stage": self.stage,
-            "round_id": self.rounds.round_id,
-            **self._public_shoe(),
-            "burn": {
-                "shown": self.burn_shown.code if self.burn_shown is not None else None,
-                "to_burn": self.burn_to,
-                "burned": self.burned,
-            }
-            if self.stage == "burn"
-            else None,
-            "betting_closes_at": iso_ms(betting) if betting is not None else None,
-            "decision_closes_at": iso_ms(decision) if decision is not None else None,
+            **self._public_round(),
+            "burn": burn if self.stage == "burn" else None,
             "initial": [card.code for card in self.player[:2]],
             "sequence": [card.code for card in self.player[2:]],
             "player_total": hand_total(self.player).total if self.player else None,
-            "dealer": [card.code for card in self.dealer],
-            "dealer_face_down": self.hole is not None,
             "waiting_for_card": self.awaiting_card,
-            "next_position": self._next_position(),
-            "awaiting_rescan": self.unread_ref is not None,
-            "prompt": self.prompt,
         }

@@ -24,11 +24,10 @@ import contextlib
 import json
 import logging
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Protocol
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -39,6 +38,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from controller.commands import BUS_COMMANDS, INPUTS, TABLE_COMMANDS, CommandError, parse_command
 from controller.config import PanelSettings
+from controller.http_server import embedded_server, serve_until_cancelled
 from controller.panel.auth import DEALER_ID_PATTERN, PanelAuth, SignInError
 from controller.service import TableService
 from drivers.waiting import with_timeout
@@ -336,31 +336,50 @@ def _sign_out(request: Request, auth: PanelAuth) -> Response:
     return response
 
 
-class PanelGuard:
-    """Refuses, before any route runs: a `Host` that is not one of the panel's names and port (DNS
-    rebinding: the attacker controls both `Host` and `Origin`, so comparing them proves nothing); and any
-    POST without the panel's own `Origin` or without this boot's page token."""
+class GuardedPageSettings(Protocol):
+    """Where a guarded page is served: the panel's settings, the console's."""
 
-    def __init__(self, app: ASGIApp, settings: PanelSettings, auth: PanelAuth) -> None:
+    @property
+    def port(self) -> int: ...
+    @property
+    def allowed_hosts(self) -> list[str]: ...
+    @property
+    def scheme(self) -> str: ...
+
+
+class PageGuard:
+    """Refuses, before any route runs: a `Host` that is not one of the page's names and port (DNS
+    rebinding: the attacker controls both `Host` and `Origin`, so comparing them proves nothing); and any
+    request but a GET or HEAD without the page's own `Origin` or without the token of the page served at this
+    start. The panel's and the console's pages are guarded alike: each names its page, the header its page
+    sends the token in, and how it answers an error."""
+
+    page: ClassVar[str]
+    token_header: ClassVar[str]
+    error: Callable[[int, str], Response]
+
+    def __init__(
+        self, app: ASGIApp, settings: GuardedPageSettings, token_ok: Callable[[str | None], bool]
+    ) -> None:
         self.app = app
-        self.auth = auth
-        names = settings.allowed_hosts
-        self.hosts = {f"{name}:{settings.port}" for name in names}
-        if settings.port == 80:
-            self.hosts |= set(names)
-        self.origins = {f"http://{host}" for host in self.hosts}
+        self.token_ok = token_ok
+        default_port = 443 if settings.scheme == "https" else 80
+        self.hosts = {f"{name}:{settings.port}" for name in settings.allowed_hosts}
+        if settings.port == default_port:
+            self.hosts |= set(settings.allowed_hosts)
+        self.origins = {f"{settings.scheme}://{host}" for host in self.hosts}
 
     def _refusal(self, scope: Scope) -> tuple[int, str] | None:
         headers = {key.decode("latin-1").lower(): value.decode("latin-1") for key, value in scope["headers"]}
         if headers.get("host", "").lower() not in self.hosts:
-            return 421, "unknown host name for this panel (see [panel] allowed_hosts)"
+            return 421, f"unknown host name for this {self.page} (see [{self.page}] allowed_hosts)"
         if scope["method"] in SAFE_METHODS:
             return None
         origin = headers.get("origin")
         if origin is None or origin.lower() not in self.origins:
             return 403, "requests from another web page are refused"
-        if not self.auth.token_ok(headers.get(TOKEN_HEADER)):
-            # the page was served by an earlier boot of the service (or not by this panel at all)
+        if not self.token_ok(headers.get(self.token_header)):
+            # the page was served by an earlier start of the service (or not by this service at all)
             return 403, "stale page: reload it"
         return None
 
@@ -368,12 +387,20 @@ class PanelGuard:
         if scope["type"] == "http":
             refusal = self._refusal(scope)
             if refusal is not None:
-                await _error(*refusal)(scope, receive, send)
+                await self.error(*refusal)(scope, receive, send)
                 return
         elif scope["type"] == "websocket":
             await send({"type": "websocket.close", "code": 1008})
             return
         await self.app(scope, receive, send)
+
+
+class PanelGuard(PageGuard):
+    """The panel's page: the token of the page served at this boot (`auth.token_ok`)."""
+
+    page = "panel"
+    token_header = TOKEN_HEADER
+    error = staticmethod(_error)
 
 
 # -- the app --------------------------------------------------------------------------------------------
@@ -458,7 +485,10 @@ def create_app(
             Route("/api/inputs/{name}", table_input, methods=["POST"]),
             Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
         ],
-        middleware=[Middleware(PanelHeaders), Middleware(PanelGuard, settings=settings, auth=auth)],
+        middleware=[
+            Middleware(PanelHeaders),
+            Middleware(PanelGuard, settings=settings, token_ok=auth.token_ok),
+        ],
     )
     app.state.hub = hub
     app.state.auth = auth
@@ -475,15 +505,6 @@ def new_auth(settings: PanelSettings) -> PanelAuth:
     )
 
 
-class _PanelServer(uvicorn.Server):
-    """uvicorn without its signal handling: the table service owns SIGTERM/SIGINT (a clean stop of the
-    whole table), and the panel is stopped by cancelling `serve_panel`."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
-
-
 async def serve_panel(
     service: TableService, settings: PanelSettings, *, auth: PanelAuth | None = None
 ) -> None:
@@ -492,28 +513,16 @@ async def serve_panel(
     app = create_app(service, settings, auth)
     if not settings.dealers:
         log.warning("panel: no dealers in [panel.dealers]: the panel shows the table, nobody can act on it")
-    server = _PanelServer(
-        uvicorn.Config(
-            app,
-            host=host,
-            port=port,
-            limit_concurrency=settings.max_streams + EXTRA_CONNECTIONS,
-            log_level="warning",
-            log_config=None,  # keep the service's logging setup
-            access_log=False,
-            lifespan="off",
-            timeout_graceful_shutdown=2,
-        )
+    server = embedded_server(
+        app,
+        host=host,
+        port=port,
+        limit_concurrency=settings.max_streams + EXTRA_CONNECTIONS,
+        timeout_graceful_shutdown=2,
     )
-    try:
-        await server.serve()
-    except SystemExit:
-        # uvicorn exits the process when it cannot bind; the table must rather say why and stop cleanly
-        raise PanelError(f"the dealer panel cannot listen on {host}:{port} (port in use?)") from None
-    except asyncio.CancelledError:
-        app.state.hub.close()  # open streams end, so the graceful shutdown does not wait on them
-        if hasattr(server, "servers"):  # it was listening
-            server.should_exit = True
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(server.shutdown(), 5)
-        raise
+    await serve_until_cancelled(
+        server,
+        cannot_listen=PanelError(f"the dealer panel cannot listen on {host}:{port} (port in use?)"),
+        # open streams end, so the graceful shutdown does not wait on them
+        on_cancel=app.state.hub.close,
+    )
