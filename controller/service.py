@@ -181,7 +181,8 @@ class TableService:
             return []  # stopping: nothing more may be published that is not journaled
         self._deadlines_changed.set()
         state = self.core.export_state_json()
-        if step.events or reply is not None or delivered is not None or state != self._stored_state:
+        state_changed = state != self._stored_state
+        if step.events or reply is not None or delivered is not None or state_changed:
             try:
                 envelopes = self.journal.append(step.events, snapshot=state, reply=reply, delivered=delivered)
             except (sqlite3.Error, OSError) as exc:
@@ -198,7 +199,9 @@ class TableService:
             for envelope in envelopes:
                 for listener in self.listeners:
                     listener(envelope)
-        if step.events or step.devices_changed:
+        # a step may change what the table shows without an event (an input such as blackjack's `seated`):
+        # the retained state and the panel follow the state, not only the events
+        if step.events or step.devices_changed or state_changed:
             self._publish_state()
         for name in step.devices_changed:
             self.bus.set_device(name, self.core.devices[name].public())
