@@ -449,7 +449,9 @@ class BlackjackTable(ShoeFlow):
         self.awaiting_card = False
         self.rounds.set_timer(DECISION, now + self.settings.decision_seconds)
 
-    def _round_result(self, now: float, out: FlowOutput, result: Any, last_of_shoe: bool, cue: str) -> None:
+    def _round_result(
+        self, now: float, out: FlowOutput, result: BaseModel, last_of_shoe: bool, cue: str
+    ) -> None:
         """Publish the round's result; the dealer's cue is then `cue`."""
         self.stage = "waiting"
         self.finish_round(now, out, result)

@@ -197,8 +197,6 @@ class InfiniteBlackjackFlow(BlackjackTable):
         # the burned cards go face down and are never shown: as secret as a hole card
         return (self.stage == "burn" and self.burn_shown is not None) or super()._face_down_expected()
 
-    # -- time ------------------------------------------------------------------------------------------
-
     # -- the round -------------------------------------------------------------------------------------
 
     def _open_round(self, now: float, out: FlowOutput) -> None:
