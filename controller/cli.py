@@ -222,6 +222,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             seed=args.seed,
             faults=not args.no_faults,
             panel_port=args.panel_port or None,
+            supervisor=not args.no_supervisor,
         )
     )
 
@@ -338,6 +339,12 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--mqtt-url", help="use this broker instead of the embedded one (mqtt://host:port)")
     p.add_argument("--seed", type=int, default=7, help="shuffle / wheel seed")
     p.add_argument("--no-faults", action="store_true", help="no injected no-reads, noise or bad checksums")
+    p.add_argument(
+        "--no-supervisor",
+        action="store_true",
+        help="no virtual supervisor: a pause the table makes itself (a device fault) waits for you to resume "
+        "or void it on the panel or over MQTT (by default it is resumed after 3 s)",
+    )
     p.add_argument(
         "--panel-port",
         type=int,

@@ -16,12 +16,15 @@ import random
 import socket
 import sys
 import tempfile
+import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
 import aiomqtt
 
+from controller.commands import CommandError, Resume
 from controller.config import TableConfig, config_from_dict
 from controller.events import Envelope
 from controller.games import GAMES, game_spec
@@ -221,6 +224,75 @@ class VirtualDealer:
                 self.simulator.draw()
 
 
+#: the demo's supervisor resumes a pause the table made itself this long after it began (or after the last
+#: refused resume): long enough to see the pause on the panel, short enough that the demo goes on
+DEMO_RESUME_AFTER_SECONDS = 3.0
+#: who a pause the table made itself is by: a device's fault, or the runtime/flow ("system")
+TABLE_MADE_PAUSES = ("device", "system")
+#: the identity the demo's supervisor acts under (a supervisor's user name, as on a real broker)
+DEMO_SUPERVISOR = "demo-supervisor"
+
+
+class VirtualSupervisor:
+    """Resumes a round the table paused by itself (a device that went offline, dice that stayed unreadable)
+    as a studio's supervisor would after a look, and says so on the log. A pause a person made stays for
+    that person. Without it a demo whose shoe link dropped for a moment (a loaded machine) waited forever."""
+
+    def __init__(
+        self,
+        service: TableService,
+        *,
+        after: float = DEMO_RESUME_AFTER_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.service = service
+        self.after = after
+        self.clock = clock
+        self.resumed = 0
+        self._since: float | None = None
+
+    async def run(self) -> None:
+        while True:
+            await asyncio.sleep(0.25)
+            await self.look()
+
+    async def look(self) -> None:
+        pause = self.service.core.state()["pause"]
+        if pause is None or pause["by"] not in TABLE_MADE_PAUSES:
+            self._since = None
+            return
+        now = self.clock()
+        if self._since is None:
+            self._since = now
+            log.warning(
+                "demo: the table paused (%s); the demo's supervisor resumes it in %.0f s",
+                pause["reason"],
+                self.after,
+            )
+            return
+        if now - self._since < self.after:
+            return
+        try:
+            await self.service.handle_command(Resume(by=DEMO_SUPERVISOR))
+        except CommandError as exc:
+            self._since = now  # e.g. the device is still offline: look again later
+            log.warning("demo: the supervisor cannot resume yet: %s", exc)
+        else:
+            self.resumed += 1
+            self._since = None
+            log.warning("demo: the supervisor resumed the table (it paused: %s)", pause["reason"])
+
+
+@dataclass(frozen=True)
+class DemoTable:
+    """What a demo runs, for a caller's `on_ready` (tests inject faults through the simulators)."""
+
+    service: TableService
+    simulator: Any
+    shuffler: Any
+    supervisor: VirtualSupervisor | None
+
+
 def describe(envelope: dict[str, Any]) -> str:
     data = envelope["data"]
     kind = envelope["type"]
@@ -245,7 +317,8 @@ async def run_demo(
     faults: bool = True,
     out: TextIO = sys.stdout,
     panel_port: int | None = None,
-    on_ready: Callable[[TableService], None] | None = None,
+    supervisor: bool = True,
+    on_ready: Callable[[DemoTable], None] | None = None,
 ) -> int:
     spec = game_spec(game)
     with tempfile.TemporaryDirectory(prefix="tablectl-demo-") as tmp:
@@ -280,9 +353,10 @@ async def run_demo(
         )
         service = TableService(config)
         attach_dice_scene(service, simulator, seed)
-        if on_ready is not None:
-            on_ready(service)
         dealer = VirtualDealer(service, simulator, seed, shuffler)
+        overseer = VirtualSupervisor(service) if supervisor else None
+        if on_ready is not None:
+            on_ready(DemoTable(service, simulator, shuffler, overseer))
         panel: asyncio.Task[None] | None = None
         if panel_port is not None:
             from controller.panel import serve_panel
@@ -331,10 +405,13 @@ async def run_demo(
         watcher = asyncio.create_task(watch())
         runner: asyncio.Task[None] | None = None
         dealing: asyncio.Task[None] | None = None
+        overseeing: asyncio.Task[None] | None = None
         try:
             await asyncio.wait_for(subscribed.wait(), 10)
             runner = asyncio.create_task(service.run())
             dealing = asyncio.create_task(dealer.run())
+            if overseer is not None:
+                overseeing = asyncio.create_task(overseer.run())
             await asyncio.wait({watcher, runner}, return_when=asyncio.FIRST_COMPLETED)
             if runner.done() and runner.exception() is not None:
                 raise runner.exception()  # type: ignore[misc]
@@ -348,7 +425,7 @@ async def run_demo(
             if runner is not None:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await asyncio.wait_for(runner, 10)
-            for task in (dealing, watcher):
+            for task in (dealing, overseeing, watcher):
                 if task is not None:
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError, Exception):

@@ -3,28 +3,17 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import jsonschema
 
 from controller.schema import event_schema
+from tests.demo_process import run_demo
 from tests.mosquitto import MosquittoBroker
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def demo(*args: str) -> list[dict]:
-    done = subprocess.run(
-        [sys.executable, "-m", "controller.cli", "demo", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
-    assert done.returncode == 0, done.stderr
-    return [json.loads(line) for line in done.stdout.splitlines()]
+    stdout, _ = run_demo(*args)
+    return [json.loads(line) for line in stdout.splitlines()]
 
 
 def check_rounds(envelopes: list[dict], rounds: int) -> None:
@@ -51,26 +40,7 @@ def test_baccarat_demo_prints_three_complete_rounds_on_the_embedded_broker() -> 
 
 
 def test_demo_on_an_external_broker_human_output(mosquitto: MosquittoBroker) -> None:
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "controller.cli",
-            "demo",
-            "--game",
-            "baccarat",
-            "--rounds",
-            "1",
-            "--mqtt-url",
-            mosquitto.url,
-            "--no-faults",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-    lines = done.stdout.splitlines()
+    stdout, _ = run_demo("--game", "baccarat", "--rounds", "1", "--mqtt-url", mosquitto.url, "--no-faults")
+    lines = stdout.splitlines()
     assert any("round.result" in line and "Player" in line and "Banker" in line for line in lines)
     assert "round.closed" in lines[-1]

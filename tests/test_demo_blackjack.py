@@ -5,10 +5,6 @@ the cut card, the reshuffle and the next shoe's burn."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -16,41 +12,20 @@ import pytest
 
 from controller.schema import event_schema
 from tests.blackjack_reference import names_card
+from tests.demo_process import demo_command, run_demos
 
-ROOT = Path(__file__).resolve().parent.parent
 ROUNDS = {"blackjack": 2, "single_deck_blackjack": 3, "infinite_blackjack": 6}
 
 
 @pytest.fixture(scope="module")
 def published() -> dict[str, list[dict[str, Any]]]:
-    running = {
-        game: subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "controller.cli",
-                "demo",
-                "--game",
-                game,
-                "--rounds",
-                str(rounds),
-                "--json",
-            ],
-            cwd=ROOT,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for game, rounds in ROUNDS.items()
-    }
-    found: dict[str, list[dict[str, Any]]] = {}
-    with ThreadPoolExecutor(len(running)) as pool:
-        outputs = {game: pool.submit(p.communicate, timeout=240) for game, p in running.items()}
-    for game, process in running.items():
-        stdout, stderr = outputs[game].result()
-        assert process.returncode == 0, stderr
-        found[game] = [json.loads(line) for line in stdout.splitlines()]
-    return found
+    outputs = run_demos(
+        {
+            game: demo_command("--game", game, "--rounds", str(rounds), "--json")
+            for game, rounds in ROUNDS.items()
+        }
+    )
+    return {game: [json.loads(line) for line in stdout.splitlines()] for game, (stdout, _) in outputs.items()}
 
 
 @pytest.mark.parametrize("game", sorted(ROUNDS))

@@ -3,11 +3,7 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -16,68 +12,28 @@ import pytest
 from controller.events import AndarBaharResult, StudResult
 from controller.schema import event_schema
 from drivers.shoe.simulator import ShoeDevice, shuffled_shoe
+from tests.demo_process import demo_command as demo_command_of
+from tests.demo_process import run_demos
 
-ROOT = Path(__file__).resolve().parent.parent
 ROUNDS = 2
 
 
 def demo_command(game: str) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "controller.cli",
-        "demo",
-        "--game",
-        game,
-        "--rounds",
-        str(ROUNDS),
-        "--json",
-        "--panel-port",
-        "0",
-    ]
-
-
-def finish(process: subprocess.Popen[str]) -> tuple[str, str]:
-    """The demo's output; a demo still running after 90 s (two rounds take about 30 s) fails the test with
-    what it published and logged, not a bare timeout."""
-    try:
-        return process.communicate(timeout=90)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        stdout, stderr = process.communicate()
-        kinds = [json.loads(line)["type"] for line in stdout.splitlines() if line.startswith("{")]
-        pytest.fail(f"the demo did not finish: events {kinds[-12:]}, log:\n{stderr[-3000:]}")
+    return demo_command_of("--game", game, "--rounds", str(ROUNDS), "--json", "--panel-port", "0")
 
 
 @pytest.fixture(scope="module")
 def published() -> dict[str, list[dict[str, Any]]]:
-    """Both demos run side by side (each has its own broker, pty and data directory): half the wait."""
-    games = ("andar_bahar", "stud")
-    running = {
-        game: subprocess.Popen(
-            demo_command(game), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-        )
-        for game in games
-    }
+    """Both demos run side by side (two rounds take about 30 s)."""
+    outputs = run_demos({game: demo_command(game) for game in ("andar_bahar", "stud")})
     envelopes_by_game: dict[str, list[dict[str, Any]]] = {}
-    try:
-        # read both at once: a demo blocked on a full pipe would stall its whole event loop
-        with ThreadPoolExecutor(len(running)) as pool:
-            outputs = {game: pool.submit(finish, p) for game, p in running.items()}
-        for game, process in running.items():
-            stdout, stderr = outputs[game].result()
-            assert process.returncode == 0, stderr
-            envelopes = [json.loads(line) for line in stdout.splitlines()]
-            for envelope in envelopes:
-                jsonschema.validate(envelope, event_schema(envelope["type"]))
-            assert [int(e["sequence"]) for e in envelopes] == list(range(1, len(envelopes) + 1))
-            assert envelopes[-1]["type"] == "round.closed"
-            envelopes_by_game[game] = envelopes
-    finally:
-        for process in running.values():
-            if process.poll() is None:
-                process.kill()
-                process.wait()
+    for game, (stdout, _) in outputs.items():
+        envelopes = [json.loads(line) for line in stdout.splitlines()]
+        for envelope in envelopes:
+            jsonschema.validate(envelope, event_schema(envelope["type"]))
+        assert [int(e["sequence"]) for e in envelopes] == list(range(1, len(envelopes) + 1))
+        assert envelopes[-1]["type"] == "round.closed"
+        envelopes_by_game[game] = envelopes
     return envelopes_by_game
 
 

@@ -4,8 +4,6 @@ published; and the panel's frame route, which shows the dealer the frame the dic
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -15,17 +13,12 @@ import jsonschema
 from controller.events import SicBoResult
 from controller.panel.app import _camera_frame
 from controller.schema import event_schema
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.demo_process import run_demo
 
 
 def test_the_sicbo_demo_plays_rounds_read_by_the_camera() -> None:
-    command = [sys.executable, "-m", "controller.cli", "demo", "--game", "sicbo", "--rounds", "2", "--json"]
-    process = subprocess.run(
-        [*command, "--panel-port", "0", "--seed", "3"], cwd=ROOT, capture_output=True, text=True, timeout=120
-    )
-    assert process.returncode == 0, process.stderr
-    envelopes: list[dict[str, Any]] = [json.loads(line) for line in process.stdout.splitlines()]
+    stdout, _ = run_demo("--game", "sicbo", "--rounds", "2", "--json", "--panel-port", "0", "--seed", "3")
+    envelopes: list[dict[str, Any]] = [json.loads(line) for line in stdout.splitlines()]
     for envelope in envelopes:
         jsonschema.validate(envelope, event_schema(envelope["type"]))
     results = [SicBoResult.model_validate(e["data"]) for e in envelopes if e["type"] == "round.result"]
