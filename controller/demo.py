@@ -412,9 +412,16 @@ async def run_demo(
             dealing = asyncio.create_task(dealer.run())
             if overseer is not None:
                 overseeing = asyncio.create_task(overseer.run())
-            await asyncio.wait({watcher, runner}, return_when=asyncio.FIRST_COMPLETED)
-            if runner.done() and runner.exception() is not None:
-                raise runner.exception()  # type: ignore[misc]
+            # a virtual dealer or supervisor that failed ends the demo with its error (before, a dealer that
+            # raised left the table waiting for a card forever); the wheel's dealer ends at once, with none
+            parts: set[asyncio.Task[None]] = {watcher, runner, dealing}
+            if overseeing is not None:
+                parts.add(overseeing)
+            while not (watcher.done() or runner.done()):
+                finished, parts = await asyncio.wait(parts, return_when=asyncio.FIRST_COMPLETED)
+                for part in finished:
+                    if part.exception() is not None:
+                        raise part.exception()  # type: ignore[misc]
         finally:
             # stop in dependency order, also on Ctrl-C: the service first (it says offline on the broker),
             # then the watcher and the dealer, then the simulated device and the broker they talk to

@@ -81,3 +81,20 @@ async def test_without_the_supervisor_a_pause_waits_for_a_person() -> None:
     demo.cancel()
     with pytest.raises(asyncio.CancelledError):
         await demo
+
+
+@pytest.mark.timeout(60)
+async def test_a_virtual_dealer_that_fails_ends_the_demo_with_its_error() -> None:
+    def on_ready(table: DemoTable) -> None:
+        def broken_draw() -> None:
+            raise RuntimeError("the dealer's hand slipped")
+
+        table.simulator.draw = broken_draw
+
+    with pytest.raises(RuntimeError, match="hand slipped"):
+        await asyncio.wait_for(
+            run_demo(
+                "baccarat", 1, as_json=True, mqtt_url=None, faults=False, out=io.StringIO(), on_ready=on_ready
+            ),
+            50,
+        )
