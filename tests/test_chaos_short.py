@@ -20,7 +20,13 @@ async def test_a_short_chaos_campaign_finds_no_violation(tmp_path: Path) -> None
     assert sum(report["injected"].values()) == 30
     kinds = set(KINDS) if campaign.tmpfs else set(KINDS) - {"disk_full"}
     assert set(report["injected"]) == kinds, report["injected"]
-    assert report["cards_acked"] == report["cards_journaled"] > 30
+    # every ACKed card is journaled: dealt, rejected into a round voided meanwhile, or held by a pause
+    # still waiting for its resume at the stop (the card-by-card match is the "ack promise" check above)
+    kept = (
+        report["cards_journaled"] + report["cards_rejected_in_voided_rounds"] + report["cards_held_at_stop"]
+    )
+    assert report["cards_acked"] == kept, (report["cards_acked"], kept)
+    assert report["cards_journaled"] > 30
     assert report["rounds_checked_against_reference"] > 5
     assert report["mid_round_crashes"] > 0
     assert report["exit_codes"]["final stop: exit 0"] == 1
