@@ -35,8 +35,10 @@ async def test_a_shoe_unplugged_mid_round_pauses_the_demo_and_its_supervisor_res
     types = [e["type"] for e in envelopes]
     paused = [e for e in envelopes if e["type"] == "round.paused"]
     resumed = [e for e in envelopes if e["type"] == "round.resumed"]
-    assert len(paused) == 1 and paused[0]["data"]["by"] == "device", paused
-    assert len(resumed) == 1 and resumed[0]["data"]["by"] == DEMO_SUPERVISOR, resumed
+    # the pulled cable pauses the round (a loaded machine may add a pause of its own: resumed the same way)
+    assert paused and paused[0]["data"]["by"] == "device" and paused[0]["data"]["device"] == "shoe", paused
+    assert len(resumed) == len(paused), (paused, resumed)
+    assert all(e["data"]["by"] == DEMO_SUPERVISOR for e in resumed), resumed
     assert types.count("round.closed") == 2 and types[-1] == "round.closed"
     assert types.index("round.paused") < types.index("round.resumed") < types.index("round.result")
 
