@@ -6,30 +6,50 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 import pytest
 
 from controller.demo import DEMO_SUPERVISOR, DemoTable, run_demo
 
+#: the fault tasks: kept referenced while they run (the loop holds only weak references)
+FAULTS: list[asyncio.Task[None]] = []
+
+
+def pull_the_shoes_cable_mid_round(table: DemoTable) -> None:
+    """`on_ready`: once the first round is in play, the shoe's cable is out for a second."""
+
+    async def pull() -> None:
+        while table.service.core.state()["round_phase"] != "in_play":
+            await asyncio.sleep(0.05)
+        await table.simulator.unplug()
+        await asyncio.sleep(1.0)
+        await table.simulator.replug()
+
+    FAULTS.append(asyncio.create_task(pull()))
+
+
+def baccarat_demo(
+    rounds: int, on_ready: Callable[[DemoTable], None], out: io.StringIO, supervisor: bool = True
+) -> Coroutine[Any, Any, int]:
+    """The baccarat demo on its embedded broker, with no injected shoe faults but the test's own."""
+    return run_demo(
+        "baccarat",
+        rounds,
+        as_json=True,
+        mqtt_url=None,
+        faults=False,
+        out=out,
+        on_ready=on_ready,
+        supervisor=supervisor,
+    )
+
 
 @pytest.mark.timeout(90)
 async def test_a_shoe_unplugged_mid_round_pauses_the_demo_and_its_supervisor_resumes_it() -> None:
     out = io.StringIO()
-    faults: list[asyncio.Task[None]] = []
-
-    def on_ready(table: DemoTable) -> None:
-        async def pull_the_cable() -> None:
-            while table.service.core.state()["round_phase"] != "in_play":
-                await asyncio.sleep(0.05)
-            await table.simulator.unplug()
-            await asyncio.sleep(1.0)
-            await table.simulator.replug()
-
-        faults.append(asyncio.create_task(pull_the_cable()))
-
-    code = await asyncio.wait_for(
-        run_demo("baccarat", 2, as_json=True, mqtt_url=None, faults=False, out=out, on_ready=on_ready), 80
-    )
+    code = await asyncio.wait_for(baccarat_demo(2, pull_the_shoes_cable_mid_round, out), 80)
     assert code == 0
     envelopes = [json.loads(line) for line in out.getvalue().splitlines()]
     types = [e["type"] for e in envelopes]
@@ -50,28 +70,9 @@ async def test_without_the_supervisor_a_pause_waits_for_a_person() -> None:
 
     def on_ready(table: DemoTable) -> None:
         seen.append(table)
+        pull_the_shoes_cable_mid_round(table)
 
-        async def pull_the_cable() -> None:
-            while table.service.core.state()["round_phase"] != "in_play":
-                await asyncio.sleep(0.05)
-            await table.simulator.unplug()
-            await asyncio.sleep(1.0)
-            await table.simulator.replug()
-
-        asyncio.get_running_loop().create_task(pull_the_cable())
-
-    demo = asyncio.create_task(
-        run_demo(
-            "baccarat",
-            1,
-            as_json=True,
-            mqtt_url=None,
-            faults=False,
-            out=out,
-            on_ready=on_ready,
-            supervisor=False,
-        )
-    )
+    demo = asyncio.create_task(baccarat_demo(1, on_ready, out, supervisor=False))
     await asyncio.sleep(0.1)
     for _ in range(400):  # the pause comes within a few seconds of the first card
         if seen and seen[0].service.core.state()["paused"]:
@@ -94,9 +95,4 @@ async def test_a_virtual_dealer_that_fails_ends_the_demo_with_its_error() -> Non
         table.simulator.draw = broken_draw
 
     with pytest.raises(RuntimeError, match="hand slipped"):
-        await asyncio.wait_for(
-            run_demo(
-                "baccarat", 1, as_json=True, mqtt_url=None, faults=False, out=io.StringIO(), on_ready=on_ready
-            ),
-            50,
-        )
+        await asyncio.wait_for(baccarat_demo(1, on_ready, io.StringIO()), 50)
