@@ -283,6 +283,34 @@ class VirtualSupervisor:
             log.warning("demo: the supervisor resumed the table (it paused: %s)", pause["reason"])
 
 
+#: the identity the demo's players send their inputs under (the topic's last level, as a rules engine's)
+DEMO_PLAYERS = "demo-players"
+
+
+class VirtualPlayers:
+    """The demo's stand-in for the rules engine: it sends what the game's `demo_players` says the players
+    do now (Live Blackjack's seated boxes, decisions, insurance) over MQTT, on `<root>/inputs/<name>/<user>`,
+    exactly as a rules engine does, after a player's moment of thought. Each thing is said once."""
+
+    def __init__(self, service: TableService, players: Callable[..., Any], seed: int) -> None:
+        self.service = service
+        self.players = players
+        self.rng = random.Random(seed)
+        self.said: set[str] = set()
+
+    async def run(self, host: str, port: int) -> None:
+        root = self.service.config.topic_root
+        async with aiomqtt.Client(host, port, identifier=f"demo-players-{root}") as client:
+            while True:
+                await asyncio.sleep(0.1)
+                for key, name, payload in self.players(self.service.core.state(), self.rng):
+                    if key in self.said:
+                        continue
+                    self.said.add(key)
+                    await asyncio.sleep(0.1 + self.rng.random() * 0.3)  # thinking
+                    await client.publish(f"{root}/inputs/{name}/{DEMO_PLAYERS}", json.dumps(payload), qos=1)
+
+
 @dataclass(frozen=True)
 class DemoTable:
     """What a demo runs, for a caller's `on_ready` (tests inject faults through the simulators)."""
@@ -355,6 +383,8 @@ async def run_demo(
         attach_dice_scene(service, simulator, seed)
         dealer = VirtualDealer(service, simulator, seed, shuffler)
         overseer = VirtualSupervisor(service) if supervisor else None
+        players_of_game = spec.demo_players()
+        players = None if players_of_game is None else VirtualPlayers(service, players_of_game, seed)
         if on_ready is not None:
             on_ready(DemoTable(service, simulator, shuffler, overseer))
         panel: asyncio.Task[None] | None = None
@@ -406,17 +436,19 @@ async def run_demo(
         runner: asyncio.Task[None] | None = None
         dealing: asyncio.Task[None] | None = None
         overseeing: asyncio.Task[None] | None = None
+        playing: asyncio.Task[None] | None = None
         try:
             await asyncio.wait_for(subscribed.wait(), 10)
             runner = asyncio.create_task(service.run())
             dealing = asyncio.create_task(dealer.run())
             if overseer is not None:
                 overseeing = asyncio.create_task(overseer.run())
-            # a virtual dealer or supervisor that failed ends the demo with its error (before, a dealer that
-            # raised left the table waiting for a card forever); the wheel's dealer ends at once, with none
+            if players is not None:
+                playing = asyncio.create_task(players.run(host, int(port_s or 1883)))
+            # a virtual dealer, supervisor or player that failed ends the demo with its error (before, a
+            # dealer that raised left the table waiting for a card forever); the wheel's dealer ends at once
             parts: set[asyncio.Task[None]] = {watcher, runner, dealing}
-            if overseeing is not None:
-                parts.add(overseeing)
+            parts.update(task for task in (overseeing, playing) if task is not None)
             while not (watcher.done() or runner.done()):
                 finished, parts = await asyncio.wait(parts, return_when=asyncio.FIRST_COMPLETED)
                 for part in finished:
@@ -432,7 +464,7 @@ async def run_demo(
             if runner is not None:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await asyncio.wait_for(runner, 10)
-            for task in (dealing, overseeing, watcher):
+            for task in (dealing, overseeing, playing, watcher):
                 if task is not None:
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError, Exception):

@@ -758,3 +758,57 @@ def test_a_face_down_card_rejected_or_held_is_published_without_its_name() -> No
     with pytest.raises(InputRejected) as refused:
         other.send("manual_card", card="7H")
     assert "7H" not in str(refused.value)
+
+
+@pytest.mark.parametrize("game", ["blackjack", "single_deck_blackjack", "infinite_blackjack"])
+def test_the_demo_players_say_only_what_the_rules_allow_and_leave_nothing_to_the_policy(game: str) -> None:
+    """The demo's stand-in for the rules engine (`demo_players`), fed the table's state as the demo feeds
+    it: the table takes everything it says (a refusal raises here), Live's rounds are dealt to exactly the
+    boxes it seated, and no hand waits for the disconnect policy."""
+    rng = random.Random(5)
+    settings = {"blackjack": {"seats": 3}, "infinite_blackjack": {"burn_confirmation": False}}
+    table = Table(game, settings.get(game, {}))
+    players = game_spec(game).demo_players()
+    core = core_for(table)
+    said: set[str] = set()
+    seated: dict[str, list[int]] = {}
+    decided: list[dict[str, Any]] = []
+    deck = shuffled_shoe(8, 99)
+    round_id, rounds = None, 0
+    while len(of_log(table, "round.result")) < 12:
+        spoke = True
+        while spoke:  # the players answer at once (the demo's within half a second of a 1.5 s window)
+            spoke, state = False, core.state()
+            for key, name, payload in players(state, rng):
+                if key in said:
+                    continue
+                said.add(key)
+                spoke = True
+                command = parse_command("inputs", name, payload, by="demo-players")
+                step, _ = core.on_command(command, table.now)
+                decided += [e.data for e in step.events if e.type == "blackjack.decision"]
+                if name == "seated":
+                    seated[state["round_id"]] = payload["seats"]
+        state = core.state()
+        if state["round_id"] != round_id and game == "single_deck_blackjack":  # a fresh deck every round
+            round_id, deck, rounds = state["round_id"], shuffled_shoe(1, rounds), rounds + 1
+        if state["game_state"]["next_position"] is not None and state["round_phase"] != "betting_open":
+            table.deal(deck.pop())
+        else:
+            table.keep(table.tick_to_deadline())
+        assert table.now < T0 + 3600, "the rounds do not end"
+    decided += [data for kind, data in table.log if kind == "blackjack.decision"]
+    assert decided and {d["by"] for d in decided} == {"player"}, {d["by"] for d in decided}
+    assert {d["action"] for d in decided} >= (
+        {"deal_card", "players_done"} if game == "infinite_blackjack" else {"hit", "stand"}
+    )
+    results = of_log(table, "round.result")
+    if game == "blackjack":
+        assert len(seated) >= len(results)
+        dealt_to = {r["round_id"]: sorted({h["seat"] for h in r["hands"]}) for r in results}
+        assert all(dealt_to[r] == seated[r] for r in dealt_to)
+        assert any(len(seats) < 3 for seats in dealt_to.values())  # a subset, not always every box
+
+
+def of_log(table: Table, kind: str) -> list[dict[str, Any]]:
+    return [data for logged, data in table.log if logged == kind]

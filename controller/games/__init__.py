@@ -56,6 +56,10 @@ class GameSpec:
     #: where the demo's dealer puts the cut card: this many cards before the shoe's end (None: the
     #: simulator's usual place); a shoe game's demo with an early cut card shows a whole shoe's end
     demo_cut_position: int | None = None
+    #: the demo's stand-in for the rules engine's players: "module:function" taking the table's public
+    #: state and a random.Random, returning [(key, input name, payload)] to send now over MQTT (each key
+    #: once). None: the game's demo has none (its inputs come from the policy or nobody)
+    demo_players_path: str | None = None
 
     def flow_class(self) -> type[GameFlow]:
         cls: type[GameFlow] = _load(self.flow_path)
@@ -85,6 +89,9 @@ class GameSpec:
             if isinstance(name, str):
                 in_use[role] = name
         return in_use
+
+    def demo_players(self) -> Any:
+        return None if self.demo_players_path is None else _load(self.demo_players_path)
 
     def panel_view(self) -> dict[str, Any]:
         return {"title": self.title, "usual_cards": self.usual_cards, "usual_cards_at": self.usual_cards_at}
@@ -118,8 +125,9 @@ _BLACKJACK_REPLAY: dict[str, Any] = {
 _BLACKJACK_DEMO: dict[str, Any] = {
     "betting_seconds": 1.5,
     "round_gap_seconds": 1.0,
-    "decision_seconds": 0.4,
-    "insurance_seconds": 0.4,
+    # the demo's players (`demo_players`) answer within about half a second; the policy decides after this
+    "decision_seconds": 1.5,
+    "insurance_seconds": 1.5,
 }
 #: what can read a card game's cards: a scanning shoe, or a USB barcode scanner and barcoded cards
 CARD_READERS: tuple[str, ...] = ("shoe-line", "hid-barcode")
@@ -194,6 +202,7 @@ GAMES: dict[str, GameSpec] = {
         usual_cards_at={"dealer": 5},
         replay_overrides={**_BLACKJACK_REPLAY, "auto_new_shoe": True},
         demo_settings={**_BLACKJACK_DEMO, "seats": 3},
+        demo_players_path="controller.games.blackjack:demo_players",
     ),
     "infinite_blackjack": GameSpec(
         "controller.games.infinite_blackjack:InfiniteBlackjackFlow",
@@ -210,6 +219,7 @@ GAMES: dict[str, GameSpec] = {
         usual_cards_at={"burn": 1},
         replay_overrides={**_BLACKJACK_REPLAY, "auto_new_shoe": True, "burn_confirmation": False},
         demo_settings={**_BLACKJACK_DEMO, "auto_new_shoe": True, "burn_confirmation": False},
+        demo_players_path="controller.games.infinite_blackjack:demo_players",
         # 8 decks are 416 cards: the cut card some 30 cards in shows the shoe's end, the reshuffle and the
         # burn within a few rounds
         demo_cut_position=386,
@@ -227,6 +237,7 @@ GAMES: dict[str, GameSpec] = {
         fresh_deck_each_round=True,
         replay_overrides=_BLACKJACK_REPLAY,
         demo_settings=_BLACKJACK_DEMO,
+        demo_players_path="controller.games.blackjack:demo_players",
     ),
     "sicbo": GameSpec(
         "controller.games.sicbo:SicBoFlow",

@@ -37,6 +37,7 @@ Time only comes in as `now`.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal
@@ -1227,3 +1228,40 @@ def describe_result(data: dict[str, Any]) -> str:
         for hand in data["hands"]
     )
     return f"Dealer {' '.join(dealer['cards'])} ({said}) | {hands}"
+
+
+#: what the demo's players send now: (a key the demo sends once, the input's name, its payload)
+DemoInput = tuple[str, str, dict[str, Any]]
+
+
+def demo_players(table: dict[str, Any], rng: random.Random) -> list[DemoInput]:
+    """What the demo's stand-in for the rules engine says now, from the table's public state (Live and
+    Single-deck Blackjack): which boxes hold a bet while betting is open (Live's `seated`), an answer to
+    insurance, and a plain player's decision for the hand whose turn it is (stand on 17 or more, double 10
+    or 11, split a pair half the time, hit 11 or less, else hit or stand at random). The demo sends each
+    key once; the table refuses what the rules do not allow, as it would from a real rules engine."""
+    game, round_id = table["game_state"], table["round_id"]
+    if round_id is None or table["paused"]:
+        return []
+    said: list[DemoInput] = []
+    if game["game"] == "blackjack" and table["round_phase"] == Phase.BETTING_OPEN:
+        seats = [box["seat"] for box in game["boxes"]]
+        seated = sorted(rng.sample(seats, rng.randint(1, len(seats))))
+        said.append((f"{round_id} seated", "seated", {"seats": seated}))
+    for seat in game["insurance_offered_to"]:
+        said.append((f"{round_id} insurance {seat}", "insurance", {"seat": seat, "take": rng.random() < 0.2}))
+    turn = game["turn"]
+    if turn is not None and turn["allowed"]:
+        box = next(b for b in game["boxes"] if (b["seat"], b["hand"]) == (turn["seat"], turn["hand"]))
+        allowed, total = turn["allowed"], turn["total"]
+        if "split" in allowed and rng.random() < 0.5:
+            action = "split"
+        elif total >= 17:
+            action = "stand"
+        elif total in (10, 11) and "double" in allowed:
+            action = "double"
+        else:
+            action = "hit" if total <= 11 else rng.choice(("hit", "stand"))
+        key = f"{round_id} {turn['seat']}-{turn['hand']} after {len(box['cards'])} cards"
+        said.append((key, action, {"seat": turn["seat"], "hand": turn["hand"]}))
+    return said

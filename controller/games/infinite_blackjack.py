@@ -24,6 +24,7 @@ SECRET field of the record until its reveal.
 
 from __future__ import annotations
 
+import random
 from typing import Any, ClassVar
 
 from pydantic import Field
@@ -36,6 +37,7 @@ from controller.games.blackjack import (
     INSURANCE,
     BlackjackTable,
     BlackjackTableRecord,
+    DemoInput,
     ShoeOfRoundsSettings,
     dealer_result,
     dealer_words,
@@ -394,3 +396,19 @@ class InfiniteBlackjackFlow(BlackjackTable):
             "player_total": hand_total(self.player).total if self.player else None,
             "waiting_for_card": self.awaiting_card,
         }
+
+
+def demo_players(table: dict[str, Any], rng: random.Random) -> list[DemoInput]:
+    """What the demo's stand-in for the rules engine says now (see `blackjack.demo_players`): insurance
+    ends at once (`players_done`), and the common hand takes a card while some player would still hit
+    (always at 11 or less, half the time at 12-16), then `players_done`."""
+    game, round_id = table["game_state"], table["round_id"]
+    if round_id is None or table["paused"] or game["waiting_for_card"]:
+        return []
+    if game["stage"] == "insurance":
+        return [(f"{round_id} insurance", "players_done", {})]
+    if game["stage"] != "decisions" or game["player_total"] is None:
+        return []
+    total, cards = game["player_total"], len(game["initial"]) + len(game["sequence"])
+    more = total <= 11 or (total <= 16 and rng.random() < 0.5)
+    return [(f"{round_id} after {cards} cards", "deal_card" if more else "players_done", {})]
