@@ -27,7 +27,7 @@ import aiomqtt
 from controller.commands import CommandError, Resume
 from controller.config import TableConfig, config_from_dict
 from controller.events import Envelope
-from controller.games import GAMES, game_spec
+from controller.games import GAMES, DemoPlayers, game_spec
 from controller.service import TableService
 from drivers.registry import simulator_class
 
@@ -236,7 +236,8 @@ DEMO_SUPERVISOR = "demo-supervisor"
 class VirtualSupervisor:
     """Resumes a round the table paused by itself (a device that went offline, dice that stayed unreadable)
     as a studio's supervisor would after a look, and says so on the log. A pause a person made stays for
-    that person. Without it a demo whose shoe link dropped for a moment (a loaded machine) waited forever."""
+    that person. Without it any such pause (a device's link dropping for a moment) left the demo waiting
+    forever."""
 
     def __init__(
         self,
@@ -248,7 +249,6 @@ class VirtualSupervisor:
         self.service = service
         self.after = after
         self.clock = clock
-        self.resumed = 0
         self._since: float | None = None
 
     async def run(self) -> None:
@@ -278,7 +278,6 @@ class VirtualSupervisor:
             self._since = now  # e.g. the device is still offline: look again later
             log.warning("demo: the supervisor cannot resume yet: %s", exc)
         else:
-            self.resumed += 1
             self._since = None
             log.warning("demo: the supervisor resumed the table (it paused: %s)", pause["reason"])
 
@@ -292,7 +291,7 @@ class VirtualPlayers:
     do now (Live Blackjack's seated boxes, decisions, insurance) over MQTT, on `<root>/inputs/<name>/<user>`,
     exactly as a rules engine does, after a player's moment of thought. Each thing is said once."""
 
-    def __init__(self, service: TableService, players: Callable[..., Any], seed: int) -> None:
+    def __init__(self, service: TableService, players: DemoPlayers, seed: int) -> None:
         self.service = service
         self.players = players
         self.rng = random.Random(seed)

@@ -2,13 +2,16 @@
 
 A new game is its own module(s) in this package plus one `GameSpec` entry: the flow, its settings, the result
 model (the `round.result` contract), its inputs (MQTT `inputs/<name>` payload models), its devices, its replay
-policy, how the demo describes a result and how the dealer's panel sizes its places. Nothing else in the
+policy, how the demo describes a result (and, where players decide, what its players say) and how the
+dealer's panel sizes its places. Nothing else in the
 controller names a game.
 """
 
 from __future__ import annotations
 
 import importlib
+import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +20,11 @@ from pydantic import BaseModel
 from controller.commands import Command, register_command, register_input
 from controller.events import EventData, register_result_model
 from controller.flow import GameFlow
+
+#: what a game's demo players send now: (a key the demo sends once, the input's name, its payload)
+DemoInput = tuple[str, str, dict[str, Any]]
+#: a game's demo players: the table's public state and a random source in, what to send now out
+DemoPlayers = Callable[[dict[str, Any], random.Random], list[DemoInput]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,8 +98,11 @@ class GameSpec:
                 in_use[role] = name
         return in_use
 
-    def demo_players(self) -> Any:
-        return None if self.demo_players_path is None else _load(self.demo_players_path)
+    def demo_players(self) -> DemoPlayers | None:
+        players: DemoPlayers | None = (
+            None if self.demo_players_path is None else _load(self.demo_players_path)
+        )
+        return players
 
     def panel_view(self) -> dict[str, Any]:
         return {"title": self.title, "usual_cards": self.usual_cards, "usual_cards_at": self.usual_cards_at}

@@ -61,6 +61,7 @@ from controller.events import (
     iso_ms,
 )
 from controller.flow import SECRET, FlowOutput, FlowRecord, InputRejected, Phase
+from controller.games import DemoInput
 from controller.games.blackjack_rules import (
     Action,
     Allowed,
@@ -1228,10 +1229,6 @@ def describe_result(data: dict[str, Any]) -> str:
         for hand in data["hands"]
     )
     return f"Dealer {' '.join(dealer['cards'])} ({said}) | {hands}"
-
-
-#: what the demo's players send now: (a key the demo sends once, the input's name, its payload)
-DemoInput = tuple[str, str, dict[str, Any]]
 
 
 def demo_players(table: dict[str, Any], rng: random.Random) -> list[DemoInput]:

@@ -32,12 +32,12 @@ from pydantic import Field
 from controller.cards import Card, CardCode
 from controller.events import InfiniteBlackjackResult, ShoeBurn
 from controller.flow import FlowOutput, FlowRecord, InputRejected
+from controller.games import DemoInput
 from controller.games.blackjack import (
     DECISION,
     INSURANCE,
     BlackjackTable,
     BlackjackTableRecord,
-    DemoInput,
     ShoeOfRoundsSettings,
     dealer_result,
     dealer_words,
