@@ -9,7 +9,6 @@ itself, not an internal shortcut.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import random
@@ -17,7 +16,7 @@ import socket
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -431,19 +430,19 @@ async def run_demo(
                             return
 
         subscribed = asyncio.Event()
-        watcher = asyncio.create_task(watch())
+        watcher = asyncio.create_task(watch(), name="the event watcher")
         runner: asyncio.Task[None] | None = None
         dealing: asyncio.Task[None] | None = None
         overseeing: asyncio.Task[None] | None = None
         playing: asyncio.Task[None] | None = None
         try:
             await asyncio.wait_for(subscribed.wait(), 10)
-            runner = asyncio.create_task(service.run())
-            dealing = asyncio.create_task(dealer.run())
+            runner = asyncio.create_task(service.run(), name="the service")
+            dealing = asyncio.create_task(dealer.run(), name="the virtual dealer")
             if overseer is not None:
-                overseeing = asyncio.create_task(overseer.run())
+                overseeing = asyncio.create_task(overseer.run(), name="the virtual supervisor")
             if players is not None:
-                playing = asyncio.create_task(players.run(host, int(port_s or 1883)))
+                playing = asyncio.create_task(players.run(host, int(port_s or 1883)), name="the players")
             # a virtual dealer, supervisor or player that failed ends the demo with its error (before, a
             # dealer that raised left the table waiting for a card forever); the wheel's dealer ends at once
             parts: set[asyncio.Task[None]] = {watcher, runner, dealing}
@@ -458,20 +457,35 @@ async def run_demo(
             # then the watcher and the dealer, then the simulated device and the broker they talk to
             if panel is not None:
                 panel.cancel()
-                await asyncio.gather(panel, return_exceptions=True)
+                await _bounded("the panel's stop", panel)
             service.stop()
             if runner is not None:
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await asyncio.wait_for(runner, 10)
+                await _bounded("the service's stop", runner)
             for task in (dealing, overseeing, playing, watcher):
                 if task is not None:
                     task.cancel()
-                    with contextlib.suppress(asyncio.CancelledError, Exception):
-                        await task
-            await simulator.stop()
+                    await _bounded(f"{task.get_name()}'s stop", task)
+            await _bounded("the simulated device's stop", simulator.stop())
             if shuffler is not None:
-                await shuffler.stop()
+                await _bounded("the simulated shuffler's stop", shuffler.stop())
             if broker is not None:
-                with contextlib.suppress(Exception):
-                    await broker.shutdown()
+                await _bounded("the embedded broker's shutdown", broker.shutdown())
     return 0 if done.is_set() else 1
+
+
+#: how long the demo waits for one part to stop before it leaves it behind
+STOP_TIMEOUT_SECONDS = 10.0
+
+
+async def _bounded(what: str, stopping: Awaitable[Any]) -> None:
+    """A part that does not stop in time is left behind with a warning: the demo's result is already known,
+    and a demo that never exits helps nobody. (Not `wait_for`: it waits for the cancelled part to finish
+    cancelling, which a part that hangs may never do.) An error the part ended with was reported where it
+    mattered (a failed part ends the demo with it) or is the part being stopped under its feet."""
+    task = asyncio.ensure_future(stopping)
+    finished, _ = await asyncio.wait({task}, timeout=STOP_TIMEOUT_SECONDS)
+    if not finished:
+        task.cancel()
+        log.warning("demo: %s took over %.0f s; leaving it", what, STOP_TIMEOUT_SECONDS)
+    elif not task.cancelled():
+        task.exception()  # retrieved: not "never retrieved" at exit

@@ -1,9 +1,11 @@
 """The demo's virtual supervisor: a pause the table makes itself (here: the shoe's cable pulled mid-round)
-is resumed once the shoe is back, and the demo plays on to its last round instead of waiting forever."""
+is resumed once the shoe is back, and the demo plays on to its last round instead of waiting forever. And
+the demo's other ways of never ending: a virtual dealer that fails, a part that does not stop."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import json
 from collections.abc import Callable, Coroutine
@@ -11,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from controller import demo as demo_module
 from controller.demo import DEMO_SUPERVISOR, DemoTable, run_demo
 
 #: the fault tasks: kept referenced while they run (the loop holds only weak references)
@@ -96,3 +99,22 @@ async def test_a_virtual_dealer_that_fails_ends_the_demo_with_its_error() -> Non
 
     with pytest.raises(RuntimeError, match="hand slipped"):
         await asyncio.wait_for(baccarat_demo(1, on_ready, io.StringIO()), 50)
+
+
+async def test_a_part_that_does_not_stop_is_left_behind_instead_of_hanging_the_demo(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(demo_module, "STOP_TIMEOUT_SECONDS", 0.2)
+    release = asyncio.Event()
+
+    async def stubborn() -> None:  # shrugs off the cancellation, as a hung library call might
+        while not release.is_set():
+            with contextlib.suppress(asyncio.CancelledError):
+                await release.wait()
+
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    await demo_module._bounded("a stubborn part", stubborn())
+    assert loop.time() - started < 2.0
+    release.set()  # let it end before the test's loop closes
+    await asyncio.sleep(0)
