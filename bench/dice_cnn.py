@@ -95,6 +95,7 @@ class Settings:
     inner_validation: str = "about 1/4 of the calibration half (grouped as split)"
     least_threshold: float = 0.5
     tta: int = 8
+    members: int = 1  # 1: one model; 4: an ensemble of 4, threshold from every calibration die
 
 
 # --- crops --------------------------------------------------------------------------------------------
@@ -150,21 +151,17 @@ def group_key(dataset: str, name: str) -> str:
     return f"{found.group(1)}:{int(found.group(2)) // MATTEOP_BLOCK}" if found else name
 
 
-def inner_split(
-    dataset: str, calibration: list[LabelledImage]
-) -> tuple[list[LabelledImage], list[LabelledImage]]:
-    """Inner training / validation parts (about 3/4 and 1/4) of the calibration half, grouped as `split`
-    groups (whole blocks of matteop65 frames): the groups in the order of a hash of their key, every 4th
-    one to validation. The hash is sha256, not split's crc32: a crc32's parity is
-    linear in the bits of its input, so inside one half of `split` every key would fall on the same side."""
+def inner_parts(dataset: str, calibration: list[LabelledImage], count: int = 4) -> list[list[LabelledImage]]:
+    """The calibration half in `count` parts, grouped as `split` groups (whole blocks of matteop65 frames):
+    the groups in the order of a hash of their key, dealt round. The hash is sha256, not split's crc32: a
+    crc32's parity is linear in the bits of its input, so inside one half of `split` every key would fall on
+    the same side."""
     groups = sorted(
         {group_key(dataset, e.name) for e in calibration},
         key=lambda key: hashlib.sha256(f"inner:{key}".encode()).hexdigest(),
     )
-    chosen = set(groups[::4])
-    validation = [e for e in calibration if group_key(dataset, e.name) in chosen]
-    training = [e for e in calibration if e not in validation]
-    return training, validation
+    part_of = {key: index % count for index, key in enumerate(groups)}
+    return [[e for e in calibration if part_of[group_key(dataset, e.name)] == part] for part in range(count)]
 
 
 # --- augmentation and input -----------------------------------------------------------------------------
@@ -176,9 +173,9 @@ def augment(base: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         base = base[:, ::-1]
     angle = rng.uniform(0, 360)
     scale = rng.uniform(0.88, 1.12)
-    shift = rng.uniform(-0.06, 0.06, 2) * BASE / 3  # up to 6% of a die side... per axis
-    matrix = cv2.getRotationMatrix2D((BASE / 2, BASE / 2), angle, scale)
-    matrix[:, 2] += shift - (BASE - INPUT) / 2
+    shift = rng.uniform(-0.06, 0.06, 2) * BASE / 3  # up to 6% of a die side along each axis
+    matrix = np.array(cv2.getRotationMatrix2D((BASE / 2, BASE / 2), angle, scale), dtype=np.float64)
+    matrix[:, 2] = matrix[:, 2] + shift - (BASE - INPUT) / 2
     view = cv2.warpAffine(
         np.ascontiguousarray(base),
         matrix,
@@ -426,14 +423,19 @@ def onnx_bytes(folded: list[tuple[str, Any]]) -> bytes:
 class OnnxDieReader:
     """What the product would run: OpenCV DNN on the shipped ONNX file, top class of the averaged softmax."""
 
-    def __init__(self, path: Path, threshold: float, tta: int) -> None:
-        self.net = cv2.dnn.readNetFromONNX(str(path))
+    def __init__(self, paths: list[Path], threshold: float, tta: int) -> None:
+        self.nets = [cv2.dnn.readNetFromONNX(str(path)) for path in paths]
         self.threshold = threshold
         self.tta = tta
 
     def probabilities(self, base: np.ndarray) -> np.ndarray:
-        self.net.setInput(to_input(tta_views(base, self.tta)))
-        return np.asarray(self.net.forward()).reshape(-1, 6).mean(axis=0)
+        """The softmax averaged over the TTA views and the members of an ensemble."""
+        views = to_input(tta_views(base, self.tta))
+        outputs = []
+        for net in self.nets:
+            net.setInput(views)
+            outputs.append(np.asarray(net.forward()).reshape(-1, 6))
+        return np.concatenate(outputs).mean(axis=0)
 
     def read(self, base: np.ndarray) -> tuple[int | None, int, float]:
         """(value or None when below the threshold, top value, its probability)."""
@@ -443,26 +445,23 @@ class OnnxDieReader:
         return (top + 1 if probability >= self.threshold else None), top + 1, probability
 
 
-def choose_threshold(reader: OnnxDieReader, validation: Crops, least: float) -> dict[str, Any]:
-    wrong_probabilities, right = [], 0
-    for base, value in zip(validation.pixels, validation.values, strict=True):
-        _, top, probability = reader.read(base)
-        if top == value:
-            right += 1
-        else:
-            wrong_probabilities.append(probability)
+def choose_threshold(held_out: list[tuple[OnnxDieReader, Crops]], least: float) -> dict[str, Any]:
+    """From dice each model did not train on: above the top probability of every wrong top answer (and
+    `least`), with half of the remaining doubt as a margin."""
+    found: list[tuple[int, float]] = []  # (right?, top probability)
+    for reader, crops in held_out:
+        for base, value in zip(crops.pixels, crops.values, strict=True):
+            _, top, probability = reader.read(base)
+            found.append((int(top == value), probability))
+    wrong_probabilities = [probability for right, probability in found if not right]
     worst = max([least, *wrong_probabilities])
     threshold = 1 - (1 - worst) / 2
-    read_above = 0
-    for base, value in zip(validation.pixels, validation.values, strict=True):
-        _, top, probability = reader.read(base)
-        read_above += probability >= threshold and top == value
     return {
         "threshold": threshold,
-        "inner_validation_dice": len(validation.values),
-        "inner_validation_top1_right": right,
-        "inner_validation_wrong_top_probabilities": sorted(round(p, 6) for p in wrong_probabilities),
-        "inner_validation_read_right_at_threshold": int(read_above),
+        "held_out_dice": len(found),
+        "held_out_top1_right": sum(right for right, _ in found),
+        "held_out_wrong_top_probabilities": sorted(round(p, 6) for p in wrong_probabilities),
+        "held_out_read_right_at_threshold": sum(right for right, p in found if p >= threshold),
     }
 
 
@@ -513,47 +512,61 @@ def run_dataset(data: Path, dataset: str, settings: Settings, models: Path, stam
     reads, seconds = 0, 0.0
     for number, (calibration, test) in enumerate(((halves[0], halves[1]), (halves[1], halves[0])), 1):
         fixed_side = fixed_side_of(calibration)
-        inner_training, inner_validation = inner_split(dataset, calibration)
-        training_crops = build_crops(inner_training, published, fixed_side)
-        validation_crops = build_crops(inner_validation, published, fixed_side)
-        print(
-            f"  {dataset} fold {number}: training on {len(training_crops.values)} dice, "
-            f"threshold from {len(validation_crops.values)}...",
-            file=sys.stderr,
-        )
-        folded, stats = train(training_crops, settings, SEED + number)
-        path = models / f"dice-cnn-{stamp}-{dataset}-fold{number}.onnx"
-        path.write_bytes(onnx_bytes(folded))
+        parts = inner_parts(dataset, calibration)
+        # one model: trained on parts 1-3, threshold from part 0. An ensemble of 4: member k is trained on all
+        # parts but k, the threshold comes from every calibration die read by the member that did not see it.
+        held_out_parts = [0] if settings.members == 1 else list(range(len(parts)))
+        held_out: list[tuple[OnnxDieReader, Crops]] = []
+        paths, members = [], []
         cv2.setNumThreads(1)
-        reader = OnnxDieReader(path, 1.0, settings.tta)
-        reader.net.setInput(stats.pop("_check_input"))
-        difference = float(np.abs(np.asarray(reader.net.forward()) - stats.pop("_check_output")).max())
-        if difference > 1e-4:
-            raise SystemExit(f"the ONNX model does not give torch's answer (difference {difference})")
-        choice = choose_threshold(reader, validation_crops, settings.least_threshold)
-        reader.threshold = choice["threshold"]
+        for k in held_out_parts:
+            training = [e for part, examples_ in enumerate(parts) if part != k for e in examples_]
+            training_crops = build_crops(training, published, fixed_side)
+            held_out_crops = build_crops(parts[k], published, fixed_side)
+            print(
+                f"  {dataset} fold {number} model {k}: training on {len(training_crops.values)} dice, "
+                f"{len(held_out_crops.values)} held out for the threshold...",
+                file=sys.stderr,
+            )
+            folded, stats = train(training_crops, settings, SEED + number + 100 * k)
+            path = models / f"dice-cnn-{stamp}-{dataset}-fold{number}-model{k}.onnx"
+            path.write_bytes(onnx_bytes(folded))
+            member = OnnxDieReader([path], 1.0, settings.tta)
+            member.nets[0].setInput(stats.pop("_check_input"))
+            difference = float(
+                np.abs(np.asarray(member.nets[0].forward()) - stats.pop("_check_output")).max()
+            )
+            if difference > 1e-4:
+                raise SystemExit(f"the ONNX model does not give torch's answer (difference {difference})")
+            data_bytes = path.read_bytes()
+            members.append(
+                {
+                    **stats,
+                    "trained_on_images": sorted(e.name for e in training),
+                    "held_out_images": sorted(e.name for e in parts[k]),
+                    "onnx_bytes": len(data_bytes),
+                    "onnx_sha256": hashlib.sha256(data_bytes).hexdigest(),
+                    "onnx_vs_torch_max_difference": difference,
+                }
+            )
+            held_out.append((member, held_out_crops))
+            paths.append(path)
+        choice = choose_threshold(held_out, settings.least_threshold)
+        reader = OnnxDieReader(paths, choice["threshold"], settings.tta)
         test_crops = build_crops(test, published, fixed_side)
         fold_tallies = {labels: Tally() for labels in ("corrected", "published")}
         n, s = measure(reader, test_crops, fold_tallies)
         reads, seconds = reads + n, seconds + s
         for labels in ("corrected", "published"):
             merge(tallies[labels], fold_tallies[labels])
-        data_bytes = path.read_bytes()
         fold_reports.append(
             {
                 "fold": number,
                 "calibration_images": len(calibration),
-                "inner_training_images": sorted(e.name for e in inner_training),
-                "inner_validation_images": sorted(e.name for e in inner_validation),
                 "test_images": len(test),
                 "test_dice": len(test_crops.values),
                 "crop_side_px": round(3 * fixed_side, 1) if box_kind == "pips" else "3x each die's side",
-                "model": {
-                    **stats,
-                    "onnx_bytes": len(data_bytes),
-                    "onnx_sha256": hashlib.sha256(data_bytes).hexdigest(),
-                    "onnx_vs_torch_max_difference": difference,
-                },
+                "models": members,
                 "threshold": choice,
                 "ms_per_crop": round(1000 * s / max(1, n), 2),
                 "results": {labels: fold_tallies[labels].as_dict() for labels in ("corrected", "published")},
@@ -561,7 +574,7 @@ def run_dataset(data: Path, dataset: str, settings: Settings, models: Path, stam
         )
         print(
             f"  {dataset} fold {number}: threshold {choice['threshold']:.6f}, "
-            f"test {dict(fold_tallies['corrected'].dice)} in {stats['training_seconds']} s of training",
+            f"test {dict(fold_tallies['corrected'].dice)}",
             file=sys.stderr,
         )
     return {
@@ -632,13 +645,15 @@ def markdown(report: dict[str, Any]) -> str:
     lines.append("")
     for result in report["datasets"]:
         for fold in result["folds"]:
-            model = fold["model"]
+            models = fold["models"]
             lines.append(
                 f"- {result['dataset']} fold {fold['fold']}: threshold {fold['threshold']['threshold']:.6f} "
-                f"(inner validation: {fold['threshold']['inner_validation_dice']} dice, "
-                f"{len(fold['threshold']['inner_validation_wrong_top_probabilities'])} top answers wrong); "
-                f"{model['parameters']} parameters, ONNX {model['onnx_bytes']} bytes, "
-                f"trained in {model['training_seconds']} s; {fold['ms_per_crop']} ms per crop (OpenCV DNN)"
+                f"(from {fold['threshold']['held_out_dice']} held-out calibration dice, "
+                f"{len(fold['threshold']['held_out_wrong_top_probabilities'])} top answers wrong); "
+                f"{len(models)} model(s) of {models[0]['parameters']} parameters, "
+                f"ONNX {models[0]['onnx_bytes']} bytes each, trained in "
+                f"{' + '.join(str(m['training_seconds']) for m in models)} s; "
+                f"{fold['ms_per_crop']} ms per crop (OpenCV DNN)"
             )
         for labels in ("corrected", "published"):
             for wrong in result["results"][labels]["wrong_readings"]:
@@ -660,6 +675,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--datasets", default=",".join(DATASETS), help="comma-separated (default: both)")
     parser.add_argument("--steps", type=int, default=Settings.steps, help="training steps per fold")
+    parser.add_argument(
+        "--members", type=int, choices=(1, 4), default=Settings.members, help="models in the ensemble"
+    )
     parser.add_argument("--models", type=Path, default=None, help="keep the ONNX models in this folder")
     parser.add_argument(
         "--output", type=Path, default=None, help="path stem (default bench/results/dice-cnn-<date>)"
@@ -671,7 +689,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown data set(s) {', '.join(unknown)}; known: {', '.join(DATASETS)}")
     import torch
 
-    settings = Settings(steps=args.steps)
+    settings = Settings(steps=args.steps, members=args.members)
     now = datetime.now(UTC)
     stamp = now.strftime("%Y%m%d")
     report: dict[str, Any] = {
@@ -694,8 +712,8 @@ def main(argv: list[str] | None = None) -> int:
             "crop": "crop_around as measure_crops; padded square; resized to 96x96 (3 die sides)",
             "input": f"central {INPUT}x{INPUT} (2 die sides), BGR / 255 - 0.5",
             "channels": list(CHANNELS),
-            "threshold_rule": "1 - (1 - max(least_threshold, top probability of every wrong inner-validation "
-            "answer)) / 2",
+            "threshold_rule": "1 - (1 - max(least_threshold, top probability of every wrong answer on "
+            "held-out calibration dice)) / 2",
             "seed": SEED,
         },
         "errata": [
