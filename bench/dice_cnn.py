@@ -2,6 +2,7 @@
 
     nice -n 19 python bench/dice_cnn.py                       # both data sets, both folds (about 15 minutes)
     nice -n 19 python bench/dice_cnn.py --datasets matteop65  # one data set
+    nice -n 19 python bench/dice_cnn.py --members 4           # an ensemble of 4 per fold (4x as long)
     python bench/dice_cnn.py --help
 
 The setting is "one die (crop)" of `bench/dice_accuracy.py`, measured the same way: the same data, the same
@@ -22,6 +23,11 @@ For each data set and fold, on the calibration half ONLY:
   the most confident WRONG answer there (at least 0.5), with its remaining doubt halved as a margin
   (threshold = 1 - (1 - p_wrong) / 2).
 The test half is then read once with that model and threshold; nothing is chosen from it.
+
+`--members 4` (an ensemble): the calibration half is cut into its 4 parts; model k is trained on every part
+but k; the threshold is chosen the same way from every calibration die, each read by the model that did not
+train on it; the test half is read by the 4 models together (softmax averaged). 4 times the training and the
+reading time.
 
 The model input: the crop is padded to a square around the die's centre where the image's edge cut it,
 resized to 96x96 px (3 die sides), and its central 64x64 px (2 die sides) is the input. A reading averages the
