@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import getpass
 import importlib
 import json
 import logging
@@ -303,6 +304,26 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _read_pin() -> str:
+    if sys.stdin.isatty():
+        pin = getpass.getpass("dealer PIN (4-12 digits): ")
+        if getpass.getpass("again: ") != pin:
+            raise OperatorError("the two PINs differ")
+        return pin
+    return sys.stdin.readline().strip()  # piped in: `printf 2468 | tablectl panel-hash-pin`
+
+
+def cmd_panel_hash_pin(args: argparse.Namespace) -> int:
+    from controller.panel.auth import hash_pin
+
+    try:
+        encoded = hash_pin(_read_pin())
+    except ValueError as exc:
+        raise OperatorError(str(exc)) from None
+    print(encoded)
+    return 0
+
+
 #: commands whose parser is built without the other tools' (schema, panel-hash-pin, calibrate), whose modules
 #: take a tenth of a second to import: `tablectl run` starts the table (under systemd, after a crash too)
 LEAN_COMMANDS = frozenset({"run", "simulate"})
@@ -431,9 +452,11 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     from controller.schema import register as register_schema
 
     register_schema(sub)
-    from controller.panel.auth import register as register_panel_pin
-
-    register_panel_pin(sub)
+    p = sub.add_parser(
+        "panel-hash-pin",
+        help="hash a dealer's PIN for [panel.dealers] (reads it from the terminal, or one line on stdin)",
+    )
+    p.set_defaults(func=cmd_panel_hash_pin)
 
     from controller.dice_cli import register as register_dice
 

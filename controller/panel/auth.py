@@ -7,17 +7,14 @@ one for `[panel.dealers]`. The PIN itself is never stored, logged or sent anywhe
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import base64
 import binascii
 import functools
-import getpass
 import hashlib
 import hmac
 import re
 import secrets
-import sys
 import time
 from collections import OrderedDict, deque
 from collections.abc import Callable
@@ -217,34 +214,3 @@ class PanelAuth:
     def sign_out(self, session_id: str | None) -> None:
         if session_id:
             self._sessions.pop(session_id, None)
-
-
-# -- `tablectl panel-hash-pin` ----------------------------------------------------------------------------
-
-
-def _read_pin() -> str:
-    if sys.stdin.isatty():
-        pin = getpass.getpass("dealer PIN (4-12 digits): ")
-        if getpass.getpass("again: ") != pin:
-            raise ValueError("the two PINs differ")
-        return pin
-    return sys.stdin.readline().strip()  # piped in: `printf 2468 | tablectl panel-hash-pin`
-
-
-def cmd_hash_pin(args: argparse.Namespace) -> int:
-    from controller.cli import OperatorError
-
-    try:
-        encoded = hash_pin(_read_pin())
-    except ValueError as exc:
-        raise OperatorError(str(exc)) from None
-    print(encoded)
-    return 0
-
-
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
-        "panel-hash-pin",
-        help="hash a dealer's PIN for [panel.dealers] (reads it from the terminal, or one line on stdin)",
-    )
-    p.set_defaults(func=cmd_hash_pin)
