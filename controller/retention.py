@@ -33,16 +33,11 @@ import shutil
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from controller.config import RetentionSettings
 from controller.events import iso_ms
 from controller.journal import Journal, StoredEvent
 from drivers.capture import CaptureWriter, compress_capture, rotated_captures
-
-if TYPE_CHECKING:
-    from controller.bus import TableBus
-    from controller.service import TableService
 
 log = logging.getLogger(__name__)
 
@@ -180,14 +175,15 @@ class Housekeeping:
         *,
         journal: Journal,
         journal_path: Path,
-        bus: TableBus,
+        report_disk: Callable[[int, str], None],
         captures: Sequence[CaptureWriter],
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.settings = settings
         self.journal = journal
         self.journal_path = journal_path
-        self.bus = bus
+        #: where the free space and its status go (the bus's retained status: `TableBus.set_disk`)
+        self.report_disk = report_disk
         self.captures = list(captures)
         self.clock = clock
         self.disk_status: str | None = None
@@ -195,19 +191,6 @@ class Housekeeping:
             for capture in self.captures:
                 capture.max_bytes = settings.capture_max_bytes
                 capture.daily = True
-
-    @classmethod
-    def of(cls, service: TableService) -> Housekeeping:
-        """The housekeeping of a service, configured from its `[retention]` settings."""
-        captures = [runner.capture for runner in service.runners.values() if runner.capture is not None]
-        return cls(
-            service.config.retention,
-            journal=service.journal,
-            journal_path=service.journal_path,
-            bus=service.bus,
-            captures=captures,
-            clock=service.clock,
-        )
 
     async def run(self) -> None:
         if not self.settings.enabled:
@@ -242,7 +225,7 @@ class Housekeeping:
             elif self.disk_status is not None:
                 log.info("free disk space is back above the threshold: %d bytes", free)
         self.disk_status = status
-        self.bus.set_disk(free, status)
+        self.report_disk(free, status)
         return status
 
     async def tidy(self) -> None:

@@ -370,6 +370,18 @@ class TableService:
             await wait_event(self._deadlines_changed, delay)
 
     # -- lifecycle ----------------------------------------------------------------------------------------
+    def _housekeeping(self) -> Housekeeping:
+        """The retention task, configured from `[retention]`: it rotates the devices' captures."""
+        captures = [runner.capture for runner in self.runners.values() if runner.capture is not None]
+        return Housekeeping(
+            self.config.retention,
+            journal=self.journal,
+            journal_path=self.journal_path,
+            report_disk=self.bus.set_disk,
+            captures=captures,
+            clock=self.clock,
+        )
+
     async def run(self, ready: Callable[[], Awaitable[None] | None] | None = None) -> None:
         log.info(
             "table %s (%s) boot %d, journal %s%s",
@@ -393,7 +405,7 @@ class TableService:
                     group.create_task(camera.run(), name=f"camera-{name}")
                 group.create_task(self._deadline_loop(), name="deadlines")
                 group.create_task(self._dispatch_loop(), name="device-requests")
-                group.create_task(Housekeeping.of(self).run(), name="retention")
+                group.create_task(self._housekeeping().run(), name="retention")
                 if ready is not None:
                     result = ready()
                     if result is not None:

@@ -381,7 +381,7 @@ async def test_one_round_of_housekeeping_and_a_failure_that_does_not_stop_it(
         settings(disk_low_bytes=0, capture_max_bytes=64 * 1024, capture_days=60),
         journal=journal,
         journal_path=path,
-        bus=board,  # type: ignore[arg-type]
+        report_disk=board.set_disk,
         captures=[capture],
         clock=clock,
     )
