@@ -20,13 +20,12 @@ from drivers.camera.capture import (
     captured_frames,
     read_camera_capture,
 )
-from drivers.camera.frame import CameraError, Frame, FrameStats, SourceEnded, measure
+from drivers.camera.frame import CameraError, Frame, FrameSource, FrameStats, SourceEnded, measure
 from drivers.camera.monitor import BLACK, COVERED, FROZEN, CameraHealth, CameraMonitor
 from drivers.camera.options import CameraOptions
 from drivers.camera.runner import CameraRunner, SourceFactory
 from drivers.camera.sources import (
     FolderSource,
-    FrameSource,
     Renderer,
     SyntheticSource,
     TrayRenderer,

@@ -29,8 +29,7 @@ from typing import IO, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from drivers.camera.frame import CameraError, SourceEnded
-from drivers.camera.sources import FrameSource
+from drivers.camera.frame import CameraError, FrameSource, SourceEnded
 from drivers.capture import CaptureError
 from drivers.readings import Reading
 

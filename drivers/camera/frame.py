@@ -1,4 +1,5 @@
-"""Frames and their statistics: what a camera source gives, and the few numbers health is judged on.
+"""Frames and their statistics: what a camera source gives, and the few numbers health is judged on; and
+`FrameSource`, what every source is (cameras and recordings in `sources`, a capture replayed in `capture`).
 
 `measure` is the only per-frame work besides reading: it looks at a grid of about `columns` x `rows` pixels
 taken with a stride (not averaged), so a 1080p frame costs well under a millisecond and the sensor's own
@@ -7,7 +8,9 @@ noise is kept: a live camera filming a still tray still changes from frame to fr
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from types import TracebackType
 from typing import Any
 
 import numpy as np
@@ -22,6 +25,36 @@ class CameraError(Exception):
 
 class SourceEnded(CameraError):
     """A finite source (a video file, a folder of images) has no more frames."""
+
+
+class FrameSource(ABC):
+    """One camera stream. Not thread-safe: open, read and close it from one thread."""
+
+    #: what the operator sees in messages ("camera 'rtsp://...'", "folder ...")
+    description: str = ""
+    #: a live camera (frames queued in the driver are stale) rather than a recording
+    live: bool = False
+
+    @abstractmethod
+    def open(self) -> None:
+        """Open the stream; raise CameraError saying what to check."""
+
+    @abstractmethod
+    def read(self) -> NDArray[np.uint8]:
+        """The next frame (blocks until it comes). CameraError: the stream failed; SourceEnded: it ended."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the stream; harmless when not open. The source may be opened again."""
+
+    def __enter__(self) -> FrameSource:
+        self.open()
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self.close()
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -24,10 +24,9 @@ from functools import partial
 
 from drivers.backoff import Backoff
 from drivers.camera.capture import CameraCaptureWriter
-from drivers.camera.frame import CameraError, Frame, FrameStats, measure
+from drivers.camera.frame import CameraError, Frame, FrameSource, FrameStats, measure
 from drivers.camera.monitor import CameraMonitor
 from drivers.camera.options import CameraOptions
-from drivers.camera.sources import FrameSource
 from drivers.readings import DeviceFault, DeviceFaultCleared, DeviceOffline, DeviceOnline, Reading
 from drivers.waiting import with_timeout
 

@@ -15,16 +15,15 @@ from __future__ import annotations
 
 import importlib
 import time
-from abc import ABC, abstractmethod
 from collections.abc import Callable
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from drivers.camera.frame import CameraError, SourceEnded
+from drivers.camera.capture import CaptureSource
+from drivers.camera.frame import CameraError, FrameSource, SourceEnded
 from drivers.camera.options import CameraOptions
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff")
@@ -34,36 +33,6 @@ REPLAY_FPS = 25.0
 #: A renderer draws frame number `index` (0, 1, ...) at source time `t` (seconds since the source opened)
 #: as a BGR uint8 image. The synthetic source adds the sensor noise.
 Renderer = Callable[[int, float], NDArray[np.uint8]]
-
-
-class FrameSource(ABC):
-    """One camera stream. Not thread-safe: open, read and close it from one thread."""
-
-    #: what the operator sees in messages ("camera 'rtsp://...'", "folder ...")
-    description: str = ""
-    #: a live camera (frames queued in the driver are stale) rather than a recording
-    live: bool = False
-
-    @abstractmethod
-    def open(self) -> None:
-        """Open the stream; raise CameraError saying what to check."""
-
-    @abstractmethod
-    def read(self) -> NDArray[np.uint8]:
-        """The next frame (blocks until it comes). CameraError: the stream failed; SourceEnded: it ended."""
-
-    @abstractmethod
-    def close(self) -> None:
-        """Release the stream; harmless when not open. The source may be opened again."""
-
-    def __enter__(self) -> FrameSource:
-        self.open()
-        return self
-
-    def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
-    ) -> None:
-        self.close()
 
 
 class _Pacer:
@@ -375,8 +344,6 @@ def make_source(source: str, options: CameraOptions | None = None) -> FrameSourc
         renderer = load_renderer(renderer_path, options.width, options.height) if renderer_path else None
         return SyntheticSource(renderer, width=options.width, height=options.height, fps=fps)
     if text.startswith("capture:"):
-        from drivers.camera.capture import CaptureSource
-
         return CaptureSource(text.removeprefix("capture:"))
     if text.startswith("folder:"):
         return FolderSource(text.removeprefix("folder:"), loop=options.loop, fps=fps)
