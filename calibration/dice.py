@@ -31,14 +31,14 @@ import cv2
 import numpy as np
 
 from drivers.dice.reader import (
-    CALIBRATION_KIND,
-    CALIBRATION_VERSION,
+    CalibrationFileError,
     DiceCalibration,
     DiceReader,
     DieRegion,
     FaceMeasure,
     Pixels,
     Polarity,
+    load_calibration,
     to_lab,
 )
 
@@ -621,24 +621,11 @@ def save_as(calibration: DiceCalibration, path: str | Path) -> Path:
 
 
 def load(path: str | Path) -> DiceCalibration:
-    """Read a calibration file; refuse another kind of file or a version this code does not know."""
+    """Read a calibration file as the reader does (`load_calibration`), its refusal as a CalibrationError."""
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise CalibrationError(f"{path}: cannot read a dice calibration: {exc}") from None
-    if not isinstance(data, dict) or data.get("kind") != CALIBRATION_KIND:
-        raise CalibrationError(
-            f"{path}: not a dice calibration (kind {data.get('kind') if isinstance(data, dict) else None!r})"
-        )
-    if data.get("version") != CALIBRATION_VERSION:
-        raise CalibrationError(
-            f"{path}: dice calibration version {data.get('version')!r}; "
-            f"this tablectl reads version {CALIBRATION_VERSION}"
-        )
-    try:
-        return DiceCalibration.model_validate(data)
-    except ValueError as exc:
-        raise CalibrationError(f"{path}: invalid dice calibration: {exc}") from None
+        return load_calibration(path)
+    except CalibrationFileError as exc:
+        raise CalibrationError(str(exc)) from None
 
 
 # --- small helpers --------------------------------------------------------------------------------------

@@ -2,10 +2,9 @@
 
 The API the sic bo flow calls:
 
-    from calibration.dice import load       # CalibrationError: missing, other kind, other version
-    from drivers.dice import DiceReader, DiceReading, DiceRefusal, read_at_rest
+    from drivers.dice import DiceReader, DiceReading, DiceRefusal, load_calibration, read_at_rest
 
-    reader = DiceReader(load("dice-calibration.json"))
+    reader = DiceReader(load_calibration("dice-calibration.json"))   # CalibrationFileError: why not
     result = await read_at_rest(camera_runner.grab, reader, expect=3)   # waits for still dice, then reads
     result = reader.read(frame, expect=3)                  # one frame (a camera Frame or a BGR image)
     if isinstance(result, DiceReading):
@@ -24,6 +23,7 @@ benches). `drivers.dice.synthetic` renders dice scenes with their truth (tests, 
 
 from drivers.dice.camera import CameraError, CapturedFrame, DiceCamera
 from drivers.dice.reader import (
+    CalibrationFileError,
     DiceCalibration,
     DiceReader,
     DiceReading,
@@ -31,11 +31,13 @@ from drivers.dice.reader import (
     DiceResult,
     DieReading,
     RefusalReason,
+    load_calibration,
 )
 from drivers.dice.stillness import Stillness
 from drivers.dice.table import read_at_rest, read_still
 
 __all__ = [
+    "CalibrationFileError",
     "CameraError",
     "CapturedFrame",
     "DiceCalibration",
@@ -47,6 +49,7 @@ __all__ = [
     "DieReading",
     "RefusalReason",
     "Stillness",
+    "load_calibration",
     "read_at_rest",
     "read_still",
 ]

@@ -38,12 +38,9 @@ class DiceReading:
     @classmethod
     def from_file(cls, path: str | Path) -> DiceReading:
         """The reader with the calibration file `path` (`tablectl calibrate dice`). ValueError if unusable."""
-        from calibration.dice import CalibrationError, load
+        from drivers.dice.reader import load_calibration
 
-        try:
-            return cls(load(path))
-        except CalibrationError as exc:
-            raise ValueError(str(exc)) from None
+        return cls(load_calibration(path))  # CalibrationFileError is a ValueError
 
     def read(self, image: NDArray[Any], expected: int = 3) -> Readout:
         result = self._reader.read(image, expect=expected)

@@ -9,9 +9,9 @@ touching, or one die stacked on another. Such a rest must be shaken again; the r
 Pure drawing with OpenCV and numpy; the same cycle always gives the same picture (the layout is seeded by the
 cycle id), so frames of one rest differ only by the source's sensor noise.
 
-`examples()` draws labelled images of flat dice in the same style for `calibration.dice.calibrate`, and
-`CALIBRATION_FILE` is that calibration, committed (`python -m drivers.dice.shaker_scene` writes it again);
-`tests/test_sicbo_table.py` plays rounds with it on this renderer's dice.
+`CALIBRATION_FILE` is the reader's calibration for this renderer's dice, committed
+(`python -m calibration.shaker_scene` fits and writes it again); `tests/test_sicbo_table.py` plays rounds with
+it on this renderer's dice.
 """
 
 from __future__ import annotations
@@ -221,40 +221,8 @@ def empty_tray(width: int = 640, height: int = 480) -> NDArray[np.uint8]:
     return draw(Layout((), 1.0, 0.0, 0.1, 0.6, "flat"), width, height)
 
 
-# --- calibration ------------------------------------------------------------------------------------------
-
-
-def examples(images: int = 30, seed: int = 11, width: int = 640, height: int = 480) -> list[Any]:
-    """Labelled images of flat dice in this renderer's style (every face equally often)."""
-    from calibration.dice import LabelledDie, LabelledImage
-
-    rng = np.random.default_rng(seed)
-    values = [value for value in range(1, 7) for _ in range(images // 2)]
-    rng.shuffle(values)
-    out = []
-    for index in range(images):
-        layout = layout_for(values[index * 3 : index * 3 + 3], rng, width, height)
-        labels = []
-        for die in layout.dice:
-            points = _outline(die)
-            (x0, y0), (x1, y1) = points.min(axis=0), points.max(axis=0)
-            labels.append(LabelledDie(die.value, (float(x0), float(y0), float(x1 - x0), float(y1 - y0))))
-        image = draw(layout, width, height, seed=1000 + index)
-        out.append(LabelledImage(image, tuple(labels), name=f"scene-{index}"))
-    return out
-
-
-def write_calibration(path: Path = CALIBRATION_FILE) -> Path:
-    """Fit the reader to this renderer and write the calibration (fixed time: the file is reproducible)."""
-    import json
-    from datetime import UTC, datetime
-
-    from calibration.dice import calibrate
-
-    fitted = calibrate(examples(), now=datetime(2027, 1, 1, tzinfo=UTC))
-    path.write_text(json.dumps(fitted.model_dump(mode="json"), indent=2, sort_keys=True) + "\n")
-    return path
-
-
-if __name__ == "__main__":
-    print(write_calibration())
+def die_box(die: Die) -> tuple[float, float, float, float]:
+    """The box (x, y, w, h) around a die as drawn: a label for the reader's calibration."""
+    points = _outline(die)
+    (x0, y0), (x1, y1) = points.min(axis=0), points.max(axis=0)
+    return float(x0), float(y0), float(x1 - x0), float(y1 - y0)

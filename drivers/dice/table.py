@@ -1,6 +1,6 @@
 """The reader at the table: wait until the dice are still, then read the frame (the one the flow calls).
 
-    reader = DiceReader(calibration.dice.load("dice-calibration.json"))
+    reader = DiceReader(load_calibration("dice-calibration.json"))
     result = await read_at_rest(camera_runner.grab, reader, expect=3)     # the service (asyncio)
     result = read_still(frames, reader, expect=3)                         # any iterable of frames
     if isinstance(result, DiceReading): result.values, result.dice, result.frame
