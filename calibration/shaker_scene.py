@@ -3,7 +3,7 @@
 `examples()` draws labelled images of flat dice in that renderer's style, and `write_calibration()` fits the
 reader to them and writes `drivers.dice.shaker_scene.CALIBRATION_FILE` (committed): `python -m
 calibration.shaker_scene`. The time in the file is fixed; a refit on another machine may still differ in the
-last digits of a few limits (floating point in OpenCV and numpy), which changes no reading of the tests.
+last digits of a few limits (floating point in OpenCV and numpy).
 """
 
 from __future__ import annotations
