@@ -3,8 +3,7 @@
 A new game is its own module(s) in this package plus one `GameSpec` entry: the flow, its settings, the result
 model (the `round.result` contract), its inputs (MQTT `inputs/<name>` payload models), its devices, its replay
 policy, how the demo describes a result (and, where players decide, what its players say) and how the
-dealer's panel sizes its places. Nothing else in the
-controller names a game.
+dealer's panel sizes its places. Nothing else in the controller names a game.
 """
 
 from __future__ import annotations
