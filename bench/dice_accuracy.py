@@ -36,7 +36,6 @@ import math
 import os
 import platform
 import re
-import subprocess
 import sys
 import time
 import zlib
@@ -52,6 +51,7 @@ import numpy as np
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
+from bench.machine import cpu_model, git_commit, os_name  # noqa: E402
 from calibration.dice import LabelledDie, LabelledImage, calibrate, load_yolo_folder  # noqa: E402
 from drivers.dice.reader import DiceCalibration, DiceReader, DieReading  # noqa: E402
 
@@ -402,42 +402,7 @@ def split_description(dataset: str) -> str:
 # --- report -------------------------------------------------------------------------------------------
 
 
-def cpu_model() -> str:
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor() or "unknown"
-
-
-def os_name() -> str:
-    with contextlib.suppress(OSError):
-        for line in Path("/etc/os-release").read_text(encoding="utf-8").splitlines():
-            if line.startswith("PRETTY_NAME="):
-                return line.split("=", 1)[1].strip().strip('"')
-    return platform.platform()
-
-
 DICE_SOURCES = ("drivers/dice", "calibration/dice.py", "bench/dice_accuracy.py")
-
-
-def git_commit() -> str | None:
-    """HEAD, and whether the code measured differs from it (edited, or not yet committed at all)."""
-    try:
-        head = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=5, check=True
-        ).stdout.strip()
-        changed = subprocess.run(
-            ["git", "status", "--porcelain", "--", *DICE_SOURCES],
-            cwd=REPO_ROOT,
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return f"{head}{' (the dice code measured is not committed yet)' if changed else ''}"
 
 
 def percent(count: int, total: int) -> str:
@@ -522,7 +487,7 @@ def main(argv: list[str] | None = None) -> int:
     report: dict[str, Any] = {
         "benchmark": "dice-accuracy",
         "date_utc": now.strftime("%Y-%m-%d %H:%M"),
-        "git_commit": git_commit(),
+        "git_commit": git_commit(DICE_SOURCES),
         "machine": {
             "cpu": cpu_model(),
             "cores": os.cpu_count(),

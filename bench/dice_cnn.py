@@ -47,7 +47,6 @@ import json
 import os
 import platform
 import re
-import subprocess
 import sys
 import tempfile
 import time
@@ -71,19 +70,18 @@ from dice_accuracy import (  # noqa: E402
     Tally,
     apply_errata,
     confidence_bin,
-    cpu_model,
     crop_around,
     dataset_commits,
     die_side,
     image_kind,
     kind,
     merge,
-    os_name,
     percent,
     split,
     split_description,
 )
 
+from bench.machine import cpu_model, git_commit, os_name  # noqa: E402
 from calibration.dice import LabelledImage, load_yolo_folder  # noqa: E402
 
 BASE = 96  # the crop (3 die sides) resized to BASE x BASE
@@ -599,24 +597,6 @@ def run_dataset(data: Path, dataset: str, settings: Settings, models: Path, stam
 # --- report -------------------------------------------------------------------------------------------
 
 
-def git_commit() -> str | None:
-    try:
-        head = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=5, check=True
-        ).stdout.strip()
-        changed = subprocess.run(
-            ["git", "status", "--porcelain", "--", "bench/dice_cnn.py", "bench/dice_accuracy.py"],
-            cwd=REPO_ROOT,
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return f"{head}{' (the code measured is not committed yet)' if changed else ''}"
-
-
 def row(name: str, part: str, labels: str, tally: dict[str, Any]) -> str:
     dice, images = tally["dice"], tally["images"]
     total = sum(v for k, v in dice.items() if k in ("correct", "wrong", "unreadable"))
@@ -701,7 +681,7 @@ def main(argv: list[str] | None = None) -> int:
     report: dict[str, Any] = {
         "benchmark": "dice-cnn",
         "date_utc": now.strftime("%Y-%m-%d %H:%M"),
-        "git_commit": git_commit(),
+        "git_commit": git_commit(("bench/dice_cnn.py", "bench/dice_accuracy.py")),
         "machine": {
             "cpu": cpu_model(),
             "cores": os.cpu_count(),

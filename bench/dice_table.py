@@ -50,14 +50,13 @@ sys.path.insert(0, str(REPO_ROOT))
 from bench.dice_accuracy import (  # noqa: E402
     DATASETS,
     DEFAULT_DATA,
+    DICE_SOURCES,
     apply_errata,
-    cpu_model,
     dataset_commits,
-    git_commit,
-    os_name,
     split,
     split_description,
 )
+from bench.machine import cpu_model, git_commit, os_name  # noqa: E402
 from calibration.dice import (  # noqa: E402
     CalibrationError,
     LabelledImage,
@@ -417,7 +416,7 @@ def main(argv: list[str] | None = None) -> int:
     report: dict[str, Any] = {
         "benchmark": "dice-table",
         "date_utc": now.strftime("%Y-%m-%d %H:%M"),
-        "git_commit": git_commit(),
+        "git_commit": git_commit((*DICE_SOURCES, "bench/dice_table.py")),
         "machine": {
             "cpu": cpu_model(),
             "cores": os.cpu_count(),

@@ -49,6 +49,7 @@ REPO_ROOT = BENCH_DIR.parent
 if str(REPO_ROOT) not in sys.path:  # `python bench/latency.py` puts bench/, not the repo root, on the path
     sys.path.insert(0, str(REPO_ROOT))
 
+from bench.machine import cpu_model, git_commit, os_name  # noqa: E402
 from controller.cards import Card, full_deck  # noqa: E402
 from controller.games.baccarat import next_position  # noqa: E402
 from drivers.line.framing import FrameError, encode_line, parse_frame, seq_text  # noqa: E402
@@ -781,22 +782,6 @@ async def run_naive(
 # --- the machine and the report ------------------------------------------------------------------------
 
 
-def cpu_model() -> str:
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor() or "unknown"
-
-
-def os_name() -> str:
-    with contextlib.suppress(OSError):
-        for line in Path("/etc/os-release").read_text(encoding="utf-8").splitlines():
-            if line.startswith("PRETTY_NAME="):
-                return line.split("=", 1)[1].strip().strip('"')
-    return platform.platform()
-
-
 def filesystem_of(path: Path) -> str:
     """The filesystem type holding `path` (from /proc/self/mountinfo: the longest mount point prefix)."""
     best, fstype = "", "unknown"
@@ -809,24 +794,6 @@ def filesystem_of(path: Path) -> str:
             if inside and len(mount_point) >= len(best):
                 best, fstype = mount_point, after.split()[0]
     return fstype
-
-
-def git_commit() -> str | None:
-    try:
-        head = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=5, check=True
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=REPO_ROOT,
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return f"{head}{' (with uncommitted changes)' if dirty else ''}"
 
 
 def machine_info(broker_binary: str) -> dict[str, Any]:
