@@ -33,8 +33,6 @@ import argparse
 import contextlib
 import json
 import math
-import os
-import platform
 import re
 import sys
 import time
@@ -51,7 +49,7 @@ import numpy as np
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
-from bench.machine import cpu_model, git_commit, os_name  # noqa: E402
+from bench.machine import git_commit, machine  # noqa: E402
 from calibration.dice import LabelledDie, LabelledImage, calibrate, load_yolo_folder  # noqa: E402
 from drivers.dice.reader import DiceCalibration, DiceReader, DieReading  # noqa: E402
 
@@ -488,14 +486,7 @@ def main(argv: list[str] | None = None) -> int:
         "benchmark": "dice-accuracy",
         "date_utc": now.strftime("%Y-%m-%d %H:%M"),
         "git_commit": git_commit(DICE_SOURCES),
-        "machine": {
-            "cpu": cpu_model(),
-            "cores": os.cpu_count(),
-            "python": platform.python_version(),
-            "os": os_name(),
-            "opencv": cv2.__version__,
-            "numpy": np.__version__,
-        },
+        "machine": machine(opencv=cv2.__version__, numpy=np.__version__),
         "dataset_sources": dataset_commits(args.data),
         "calibration_format": f"{DiceCalibration().kind} v{DiceCalibration().version}",
         "errata": [

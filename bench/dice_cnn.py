@@ -44,8 +44,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
-import platform
 import re
 import sys
 import tempfile
@@ -81,7 +79,7 @@ from dice_accuracy import (  # noqa: E402
     split_description,
 )
 
-from bench.machine import cpu_model, git_commit, os_name  # noqa: E402
+from bench.machine import git_commit, machine  # noqa: E402
 from calibration.dice import LabelledImage, load_yolo_folder  # noqa: E402
 
 BASE = 96  # the crop (3 die sides) resized to BASE x BASE
@@ -682,16 +680,9 @@ def main(argv: list[str] | None = None) -> int:
         "benchmark": "dice-cnn",
         "date_utc": now.strftime("%Y-%m-%d %H:%M"),
         "git_commit": git_commit(("bench/dice_cnn.py", "bench/dice_accuracy.py")),
-        "machine": {
-            "cpu": cpu_model(),
-            "cores": os.cpu_count(),
-            "python": platform.python_version(),
-            "os": os_name(),
-            "opencv": cv2.__version__,
-            "numpy": np.__version__,
-            "torch": torch.__version__,
-            "threads": "torch 1, OpenCV 1",
-        },
+        "machine": machine(
+            opencv=cv2.__version__, numpy=np.__version__, torch=torch.__version__, threads="torch 1, OpenCV 1"
+        ),
         "dataset_sources": dataset_commits(args.data),
         "settings": {
             **settings.__dict__,

@@ -30,7 +30,6 @@ import argparse
 import json
 import math
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -56,7 +55,7 @@ from bench.dice_accuracy import (  # noqa: E402
     split,
     split_description,
 )
-from bench.machine import cpu_model, git_commit, os_name  # noqa: E402
+from bench.machine import git_commit, machine  # noqa: E402
 from calibration.dice import (  # noqa: E402
     CalibrationError,
     LabelledImage,
@@ -417,14 +416,7 @@ def main(argv: list[str] | None = None) -> int:
         "benchmark": "dice-table",
         "date_utc": now.strftime("%Y-%m-%d %H:%M"),
         "git_commit": git_commit((*DICE_SOURCES, "bench/dice_table.py")),
-        "machine": {
-            "cpu": cpu_model(),
-            "cores": os.cpu_count(),
-            "python": platform.python_version(),
-            "os": os_name(),
-            "opencv": cv2.__version__,
-            "numpy": np.__version__,
-        },
+        "machine": machine(opencv=cv2.__version__, numpy=np.__version__),
         "dataset_sources": dataset_commits(args.data),
     }
     if "real" in parts:

@@ -49,7 +49,7 @@ REPO_ROOT = BENCH_DIR.parent
 if str(REPO_ROOT) not in sys.path:  # `python bench/latency.py` puts bench/, not the repo root, on the path
     sys.path.insert(0, str(REPO_ROOT))
 
-from bench.machine import cpu_model, git_commit, os_name  # noqa: E402
+from bench.machine import git_commit, machine  # noqa: E402
 from controller.cards import Card, full_deck  # noqa: E402
 from controller.games.baccarat import next_position  # noqa: E402
 from drivers.line.framing import FrameError, encode_line, parse_frame, seq_text  # noqa: E402
@@ -797,17 +797,13 @@ def filesystem_of(path: Path) -> str:
 
 
 def machine_info(broker_binary: str) -> dict[str, Any]:
-    return {
-        "cpu": cpu_model(),
-        "cores": os.cpu_count(),
-        "python": platform.python_version(),
-        "os": os_name(),
-        "kernel": platform.release(),
-        "mosquitto": mosquitto_version(broker_binary),
-        "sqlite": sqlite3.sqlite_version,
-        "paho_mqtt": getattr(mqtt, "__version__", None) or _package_version("paho-mqtt"),
-        "pyserial": serial.__version__,
-    }
+    return machine(
+        kernel=platform.release(),
+        mosquitto=mosquitto_version(broker_binary),
+        sqlite=sqlite3.sqlite_version,
+        paho_mqtt=getattr(mqtt, "__version__", None) or _package_version("paho-mqtt"),
+        pyserial=serial.__version__,
+    )
 
 
 def _package_version(name: str) -> str:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import platform
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -25,6 +27,17 @@ def os_name() -> str:
             if line.startswith("PRETTY_NAME="):
                 return line.split("=", 1)[1].strip().strip('"')
     return platform.platform()
+
+
+def machine(**versions: Any) -> dict[str, Any]:
+    """The machine a report ran on: CPU, cores, Python, OS, and the versions of what else was measured."""
+    return {
+        "cpu": cpu_model(),
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "os": os_name(),
+        **versions,
+    }
 
 
 def git_commit(measured: Sequence[str] = ()) -> str | None:
