@@ -359,12 +359,7 @@ def run_dataset(data: Path, dataset: str) -> dict[str, Any]:
             file=sys.stderr,
         )
     return {
-        "dataset": dataset,
-        "box_kind": box_kind,
-        "images": len(examples),
-        "dice": sum(len(e.dice) for e in examples),
-        "errata_applied": corrections,
-        "split": split_description(dataset),
+        **dataset_header(dataset, box_kind, examples, corrections),
         "folds": fold_reports,
         "results": {s: {labels: tallies[s][labels].as_dict() for labels in tallies[s]} for s in settings},
         "timing": {
@@ -381,6 +376,20 @@ def merge(into: Tally, other: Tally) -> None:
     into.wrong.extend(other.wrong)
     into.reasons.update(other.reasons)
     into.by_confidence.update(other.by_confidence)
+
+
+def dataset_header(
+    dataset: str, box_kind: str, examples: list[LabelledImage], corrections: int
+) -> dict[str, Any]:
+    """What a report says of the data set it measured (before its folds and results)."""
+    return {
+        "dataset": dataset,
+        "box_kind": box_kind,
+        "images": len(examples),
+        "dice": sum(len(e.dice) for e in examples),
+        "errata_applied": corrections,
+        "split": split_description(dataset),
+    }
 
 
 def split_description(dataset: str) -> str:

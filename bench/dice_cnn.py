@@ -70,13 +70,13 @@ from dice_accuracy import (  # noqa: E402
     confidence_bin,
     crop_around,
     dataset_commits,
+    dataset_header,
     die_side,
     image_kind,
     kind,
     merge,
     percent,
     split,
-    split_description,
 )
 
 from bench.machine import git_commit, machine  # noqa: E402
@@ -580,12 +580,7 @@ def run_dataset(data: Path, dataset: str, settings: Settings, models: Path, stam
             file=sys.stderr,
         )
     return {
-        "dataset": dataset,
-        "box_kind": box_kind,
-        "images": len(examples),
-        "dice": sum(len(e.dice) for e in examples),
-        "errata_applied": corrections,
-        "split": split_description(dataset),
+        **dataset_header(dataset, box_kind, examples, corrections),
         "folds": fold_reports,
         "results": {labels: tallies[labels].as_dict() for labels in ("corrected", "published")},
         "ms_per_crop": round(1000 * seconds / max(1, reads), 2),
