@@ -288,20 +288,24 @@ DEMO_PLAYERS = "demo-players"
 class VirtualPlayers:
     """The demo's stand-in for the rules engine: it sends what the game's `demo_players` says the players
     do now (Live Blackjack's seated boxes, decisions, insurance) over MQTT, on `<root>/inputs/<name>/<user>`,
-    exactly as a rules engine does, after a player's moment of thought. Each thing is said once."""
+    exactly as a rules engine does, after a player's moment of thought. Each thing is said once a round."""
 
     def __init__(self, service: TableService, players: DemoPlayers, seed: int) -> None:
         self.service = service
         self.players = players
         self.rng = random.Random(seed)
-        self.said: set[str] = set()
+        self.round_id: str | None = None
+        self.said: set[str] = set()  # this round's keys (a demo may run for days: not every round's)
 
     async def run(self, host: str, port: int) -> None:
         root = self.service.config.topic_root
         async with aiomqtt.Client(host, port, identifier=f"demo-players-{root}") as client:
             while True:
                 await asyncio.sleep(0.1)
-                for key, name, payload in self.players(self.service.core.state(), self.rng):
+                state = self.service.core.state()
+                if state["round_id"] != self.round_id:
+                    self.round_id, self.said = state["round_id"], set()
+                for key, name, payload in self.players(state, self.rng):
                     if key in self.said:
                         continue
                     self.said.add(key)
@@ -478,9 +482,11 @@ STOP_TIMEOUT_SECONDS = 10.0
 
 
 async def _bounded(what: str, stopping: Awaitable[Any]) -> None:
-    """A part that does not stop in time is left behind with a warning: the demo's result is already known,
-    and a demo that never exits helps nobody. (Not `wait_for`: it waits for the cancelled part to finish
-    cancelling, which a part that hangs may never do.) An error the part ended with was reported where it
+    """A part that does not stop in time is cancelled and left behind with a warning: the demo's result is
+    already known, and a demo that never exits helps nobody. (Before, the broker's shutdown and the
+    simulators' stop had no limit at all.) Not `wait_for`: it waits for the cancelled part to finish
+    cancelling. A part that ignored cancellation altogether would still hold up `asyncio.run`'s own exit,
+    which waits for every task; no such part is known. An error the part ended with was reported where it
     mattered (a failed part ends the demo with it) or is the part being stopped under its feet."""
     task = asyncio.ensure_future(stopping)
     finished, _ = await asyncio.wait({task}, timeout=STOP_TIMEOUT_SECONDS)
