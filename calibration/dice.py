@@ -30,15 +30,14 @@ from typing import Any, Literal
 import cv2
 import numpy as np
 
+from drivers.dice.calibration_file import CalibrationFileError, load_calibration
 from drivers.dice.reader import (
-    CalibrationFileError,
     DiceCalibration,
     DiceReader,
     DieRegion,
     FaceMeasure,
     Pixels,
     Polarity,
-    load_calibration,
     to_lab,
 )
 

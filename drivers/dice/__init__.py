@@ -21,9 +21,9 @@ both use. `DiceCamera.capture(name)` grabs and saves one frame without a running
 benches). `drivers.dice.synthetic` renders dice scenes with their truth (tests, demo, benchmark).
 """
 
+from drivers.dice.calibration_file import CalibrationFileError, load_calibration
 from drivers.dice.camera import CameraError, CapturedFrame, DiceCamera
 from drivers.dice.reader import (
-    CalibrationFileError,
     DiceCalibration,
     DiceReader,
     DiceReading,
@@ -31,7 +31,6 @@ from drivers.dice.reader import (
     DiceResult,
     DieReading,
     RefusalReason,
-    load_calibration,
 )
 from drivers.dice.stillness import Stillness
 from drivers.dice.table import read_at_rest, read_still

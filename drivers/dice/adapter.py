@@ -38,7 +38,7 @@ class DiceReading:
     @classmethod
     def from_file(cls, path: str | Path) -> DiceReading:
         """The reader with the calibration file `path` (`tablectl calibrate dice`). ValueError if unusable."""
-        from drivers.dice.reader import load_calibration
+        from drivers.dice.calibration_file import load_calibration
 
         return cls(load_calibration(path))  # CalibrationFileError is a ValueError
 
