@@ -214,6 +214,11 @@ class VirtualDealer:
             game_state = state["game_state"]
             if state["paused"] or state["waiting_for_devices"]:
                 continue
+            if self.simulator.device.queued:
+                # the last card is still on its way (not yet acknowledged, so not yet in the table's state):
+                # a dealer waits for the shoe to hand it over before reading the prompt again; drawing now
+                # would send a second card for a place the first one already filled
+                continue
             if game_state.get("awaiting_rescan"):
                 self.simulator.rescan()
             # "waiting": a card that comes before the round opens (Andar Bahar's game card)
