@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.chaos import KINDS, Campaign, CampaignSettings, markdown
+from bench.chaos import KINDS, Campaign, CampaignSettings, fault_plan, markdown
 
 
 @pytest.mark.timeout(600)
@@ -30,3 +30,12 @@ async def test_a_short_chaos_campaign_finds_no_violation(tmp_path: Path) -> None
     assert report["rounds_checked_against_reference"] > 5
     assert report["mid_round_crashes"] > 0
     assert report["exit_codes"]["final stop: exit 0"] == 1
+
+
+def test_the_fault_plan_holds_every_kind_in_each_block_and_depends_on_the_seed_alone() -> None:
+    kinds = list(KINDS)
+    plan = fault_plan(kinds, 30, 2026)
+    assert len(plan) == 30 and plan == fault_plan(kinds, 30, 2026)
+    for start in range(0, 28, len(kinds)):
+        assert sorted(plan[start : start + len(kinds)]) == sorted(kinds)
+    assert plan != fault_plan(kinds, 30, 2027)
