@@ -84,6 +84,7 @@ class SimulatedStudio:
         self._client.reconnect_delay_set(min_delay=1, max_delay=1)
         self._host, self._port = host, port
         self.running = False
+        self._last_sent: paho.MQTTMessageInfo | None = None
 
     def root(self, table_id: str) -> str:
         return f"studio/{self.studio}/table/{table_id}"
@@ -141,7 +142,7 @@ class SimulatedStudio:
 
     def _publish(self, topic: str, payload: dict[str, Any] | bytes, retain: bool = False) -> None:
         body = payload if isinstance(payload, bytes) else json.dumps(payload, separators=(",", ":"))
-        self._client.publish(topic, body, qos=1, retain=retain)
+        self._last_sent = self._client.publish(topic, body, qos=1, retain=retain)
         self.published += 1
 
     def _publish_retained(self, table: SimTable) -> None:
@@ -297,6 +298,19 @@ class SimulatedStudio:
         """A table that stops publishing without clearing anything (gone while the broker was away)."""
         with self._lock:
             self.tables.pop(table_id).frozen = True
+
+    def wait_delivered(self, timeout: float = 10.0) -> None:
+        """Wait until the broker has acknowledged all published so far (QoS 1 is acknowledged in order).
+
+        The client keeps a message it could not deliver and sends it after it reconnects: a table that went
+        away while the broker was down must have nothing left in that queue, or it would come back.
+        """
+        with self._lock:
+            last = self._last_sent
+        if last is not None:
+            last.wait_for_publish(timeout)
+            if not last.is_published():
+                raise TimeoutError("the broker did not acknowledge the studio's messages")
 
     def remove(self, table_id: str) -> None:
         """A table taken out of service: its retained topics cleared."""
