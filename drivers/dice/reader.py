@@ -69,6 +69,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 CALIBRATION_KIND = "tablectl.calibration.dice"
 CALIBRATION_VERSION = 2  # 2: `scale` and `max_pips_left_out`; version 1 files must be fitted again
+#: a die refused for any reason and less sharp than this fraction of the calibration's median is reported as
+#: blurred: a diagnosis only (the limit that refuses is `min_sharpness`); a die smeared in one direction
+#: (still moving) keeps about 60% of its sharpness by this measure
+BLUR_EVIDENCE = 0.7
 
 Box = tuple[int, int, int, int]  # x, y, w, h in the image
 Pixels = NDArray[Any]  # an image or a mask; OpenCV's own typing of its results is looser than numpy's
@@ -810,6 +814,14 @@ class DiceReader:
 
     def judge(self, measure: FaceMeasure) -> tuple[int | None, float, str]:
         """Accept or refuse one measured face: (value, confidence, "") or (None, 0, why)."""
+        value, confidence, why = self._judge(measure)
+        if value is None and measure.sharpness < self.calibration.typical_sharpness * BLUR_EVIDENCE:
+            # refused for whatever reason, and much blurrier than the calibration's dice: blur is the likely
+            # cause (a camera out of focus, dice still moving), and the thing to tell a technician
+            why = "blurred"
+        return value, confidence, why
+
+    def _judge(self, measure: FaceMeasure) -> tuple[int | None, float, str]:
         cal = self.calibration
         pips = len(measure.pips)
         if measure.sharpness < cal.min_sharpness:  # first: blur explains pips missed or smeared together
