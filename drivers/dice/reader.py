@@ -26,7 +26,8 @@ Method, in the order the checks run:
 5. Every grid position the face leaves empty must BE empty (a pip too faint to be found still leaves a mark:
    a 6 must not read as 4, a 5 as 4, a 3 as 2), and the rest of the face must be clean.
 6. The die must be sharp (Laplacian spread over the die relative to its contrast): a blurred image is refused.
-   (This is judged first: blur explains pips not found, or smeared together.)
+   (This is judged first: blur explains pips not found, or smeared together.) A die refused for another
+   reason and much less sharp than the calibration's dice (`BLUR_EVIDENCE`) is reported as blurred too.
 
 Before step 1 the frame is cut to the calibrated tray region (`roi`); the dice are read at the calibrated
 `scale` (a die about 48 px wide). For speed, where dice may be is found first in the tray shrunk to a die of
