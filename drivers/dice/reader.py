@@ -1279,19 +1279,40 @@ def _empty_level(
     empty_places = _EMPTY_PLACES[face]
     strongest = cv2.dilate(smooth, _SQUARE3)[ys_at[empty_places], xs_at[empty_places]]
     empty = float(strongest.max()) / level if strongest.size else 0.0
+    # only the pixels of the face's bounding box can be on it: the rest of the window is not looked at
+    left, top, right, bottom = _face_bounds(matrix, shift, response.shape)
     # grid coordinates of every pixel, by broadcasting a row of x against a column of y
-    xs = np.arange(response.shape[1], dtype=np.float64)[None, :]
-    ys = np.arange(response.shape[0], dtype=np.float64)[:, None]
+    xs = np.arange(left, right, dtype=np.float64)[None, :]
+    ys = np.arange(top, bottom, dtype=np.float64)[:, None]
     dx, dy = xs - shift[0], ys - shift[1]
     on_face = np.abs(inverse[0, 0] * dx + inverse[0, 1] * dy) <= CLEAN_FACE_EXTENT
     on_face &= np.abs(inverse[1, 0] * dx + inverse[1, 1] * dy) <= CLEAN_FACE_EXTENT
-    on_face &= inner > 0
-    for px, py in pips - np.array(origin, np.float64):
-        on_face &= (xs - px) ** 2 + (ys - py) ** 2 > (1.6 * pip_radius) ** 2
-    clutter = float(smooth[on_face].max()) / level if on_face.any() else 0.0
+    on_face &= inner[top:bottom, left:right] > 0
+    # away from every pip: all pips at once, each pixel's distance computed as for one pip at a time
+    centres = pips - np.array(origin, np.float64)
+    radius2 = (1.6 * pip_radius) ** 2
+    far = (xs - centres[:, 0, None, None]) ** 2 + (ys - centres[:, 1, None, None]) ** 2 > radius2
+    on_face &= far.all(axis=0)
+    clutter = float(smooth[top:bottom, left:right][on_face].max()) / level if on_face.any() else 0.0
     return empty, max(clutter, empty), False
 
 
+def _face_bounds(
+    matrix: NDArray[np.float64], shift: NDArray[np.float64], shape: tuple[int, ...]
+) -> tuple[int, int, int, int]:
+    """Left, top, right, bottom (exclusive) of the pixels within `CLEAN_FACE_EXTENT` grid units of the face's
+    centre, clipped to an image of `shape`; a pixel wider on each side than the corners of the face, so that
+    no pixel the inverse map puts on the face (to within rounding) is left out."""
+    points = _FACE_CORNERS @ matrix.T + shift
+    low, high = points.min(axis=0), points.max(axis=0)
+    left, top = max(0, math.floor(low[0]) - 1), max(0, math.floor(low[1]) - 1)
+    right, bottom = min(shape[1], math.ceil(high[0]) + 2), min(shape[0], math.ceil(high[1]) + 2)
+    return left, top, max(left, right), max(top, bottom)
+
+
+_FACE_CORNERS = np.array(
+    [(u, v) for u in (-CLEAN_FACE_EXTENT, CLEAN_FACE_EXTENT) for v in (-CLEAN_FACE_EXTENT, CLEAN_FACE_EXTENT)]
+)
 _EMPTY_PLACES: dict[tuple[tuple[int, int], ...], NDArray[np.intp]] = {
     face: np.array([index for index, place in enumerate(GRID) if place not in face], np.intp)
     for face in FACES.values()
