@@ -1211,15 +1211,15 @@ def _fit_face(
 
     Similarity (rotation, scale, shift) for 2-3 pips, affine for 4-6 (a face seen slightly from the side is a
     parallelogram). Returns the 2x2 matrix, the shift (the face centre) and the rms error in grid units."""
-    centre = points.mean(axis=0)  # every canonical face is centred: its pips average to (0, 0)
+    # sums divided by the count: what `mean` computes, without its overhead (a few pips, every die)
+    centre = points.sum(axis=0) / len(points)  # every canonical face is centred: its pips average to (0, 0)
     observed = points - centre
     if len(face) <= 3:
-        permuted = np.array(face, np.float64)[_PERMUTATIONS[len(face)]]  # (pairings, n, 2)
+        p, p_norm2 = _similarity_fit_grid(face)
         q = observed[:, 0] + 1j * observed[:, 1]
-        p = permuted[:, :, 0] + 1j * permuted[:, :, 1]
-        scale = (np.conj(p) * q).sum(axis=1) / (np.abs(p) ** 2).sum(axis=1)
+        scale = (np.conj(p) * q).sum(axis=1) / p_norm2
         residual = q[None, :] - scale[:, None] * p
-        errors = np.sqrt((np.abs(residual) ** 2).mean(axis=1)) / np.maximum(np.abs(scale), 1e-9)
+        errors = np.sqrt((np.abs(residual) ** 2).sum(axis=1) / len(face)) / np.maximum(np.abs(scale), 1e-9)
         best = int(np.argmin(errors))
         a = scale[best]
         matrix = np.array([[a.real, -a.imag], [a.imag, a.real]])
@@ -1229,9 +1229,23 @@ def _fit_face(
     residual = np.matmul(to_residual, observed)  # (pairings, n, 2)
     determinants = matrices[:, 0, 0] * matrices[:, 1, 1] - matrices[:, 0, 1] * matrices[:, 1, 0]
     units = np.sqrt(np.maximum(np.abs(determinants), 1e-9))
-    errors = np.sqrt((residual**2).sum(axis=2).mean(axis=1)) / units
+    errors = np.sqrt((residual**2).sum(axis=2).sum(axis=1) / len(face)) / units
     best = int(np.argmin(errors))
     return matrices[best], centre, float(errors[best])
+
+
+@functools.lru_cache(maxsize=8)
+def _similarity_fit_grid(
+    face: tuple[tuple[int, int], ...],
+) -> tuple[NDArray[np.complex128], NDArray[np.float64]]:
+    """The grid positions of a face of 2-3 pips as complex numbers, for every pairing with the pips, and
+    their squared norms summed per pairing: they depend on the face only."""
+    permuted = np.array(face, np.float64)[_PERMUTATIONS[len(face)]]  # (pairings, n, 2)
+    p = permuted[:, :, 0] + 1j * permuted[:, :, 1]
+    p_norm2 = (np.abs(p) ** 2).sum(axis=1)
+    p.flags.writeable = False
+    p_norm2.flags.writeable = False
+    return p, p_norm2
 
 
 def _diagonal_angle(points: NDArray[np.float64], die_angle: float) -> float:
@@ -1263,7 +1277,7 @@ def _empty_level(
     A pip too faint to be found (a 6 read as 4, a 5 as 4, a 3 as 2, anything as 1) still leaves a mark at
     its grid position; texture, scratches and glare may be anywhere (a looser limit)."""
     shift = translation - np.array(origin, np.float64)
-    positions = np.array(GRID, np.float64) @ matrix.T + shift
+    positions = _GRID_POINTS @ matrix.T + shift
     # to the nearest pixel, halves to even (as `round`)
     xs_at, ys_at = np.rint(positions[:, 0]).astype(np.intp), np.rint(positions[:, 1]).astype(np.intp)
     inside = (xs_at >= 0) & (xs_at < inner.shape[1]) & (ys_at >= 0) & (ys_at < inner.shape[0])
@@ -1303,16 +1317,18 @@ def _face_bounds(
     """Left, top, right, bottom (exclusive) of the pixels within `CLEAN_FACE_EXTENT` grid units of the face's
     centre, clipped to an image of `shape`; a pixel wider on each side than the corners of the face, so that
     no pixel the inverse map puts on the face (to within rounding) is left out."""
-    points = _FACE_CORNERS @ matrix.T + shift
-    low, high = points.min(axis=0), points.max(axis=0)
-    left, top = max(0, math.floor(low[0]) - 1), max(0, math.floor(low[1]) - 1)
-    right, bottom = min(shape[1], math.ceil(high[0]) + 2), min(shape[0], math.ceil(high[1]) + 2)
+    (a, b), (c, d) = matrix.tolist()
+    centre_x, centre_y = float(shift[0]), float(shift[1])
+    # the farthest corner of the face from its centre, along x and along y
+    reach_x, reach_y = CLEAN_FACE_EXTENT * (abs(a) + abs(b)), CLEAN_FACE_EXTENT * (abs(c) + abs(d))
+    left, top = max(0, math.floor(centre_x - reach_x) - 1), max(0, math.floor(centre_y - reach_y) - 1)
+    right = min(shape[1], math.ceil(centre_x + reach_x) + 2)
+    bottom = min(shape[0], math.ceil(centre_y + reach_y) + 2)
     return left, top, max(left, right), max(top, bottom)
 
 
-_FACE_CORNERS = np.array(
-    [(u, v) for u in (-CLEAN_FACE_EXTENT, CLEAN_FACE_EXTENT) for v in (-CLEAN_FACE_EXTENT, CLEAN_FACE_EXTENT)]
-)
+_GRID_POINTS = np.array(GRID, np.float64)
+_GRID_POINTS.flags.writeable = False
 _EMPTY_PLACES: dict[tuple[tuple[int, int], ...], NDArray[np.intp]] = {
     face: np.array([index for index, place in enumerate(GRID) if place not in face], np.intp)
     for face in FACES.values()
