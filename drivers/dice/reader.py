@@ -665,8 +665,8 @@ class DiceReader:
         measures = []
         for polarity in polarities:
             operation = cv2.MORPH_BLACKHAT if polarity == "dark" else cv2.MORPH_TOPHAT
-            response = cv2.morphologyEx(lightness, operation, structuring).astype(np.float32)
-            response[inner == 0] = 0.0
+            response = cv2.morphologyEx(lightness, operation, structuring)
+            response[inner == 0] = 0
             window = lab[y0:y1, x0:x1]
             faces = self._face_from_response(response, inner, window, region, (x0, y0), polarity, doubts)
             for measure in faces:
@@ -684,22 +684,29 @@ class DiceReader:
         polarity: str,
         doubts: bool = False,
     ) -> list[FaceMeasure]:
-        """Pip candidates, then one measurement per candidate top face.
+        """Pip candidates, then one measurement per candidate top face. `response`: the 8-bit black-hat
+        (top-hat) of the die's lightness, 0 off `inner`.
 
         Seen at an angle, a die shows pips of its side faces too. Candidates are tried as the top face with
         the outermost pips left out one by one (the pips left out must then lie off the fitted face)."""
         cal = self.calibration
-        inside = response[inner > 0]
-        if inside.size == 0:
+        if not cv2.countNonZero(inner):
             return [FaceMeasure(polarity=polarity)]
-        (peak,) = _percentiles(inside, (99.5,))
+        # from the histogram of the 8-bit response: the same value as a percentile of its pixels on the die
+        (peak,) = _histogram_percentiles(response, 0, inner, (99.5,))
+        response = response.astype(np.float32)
         threshold = max(cal.pip_contrast, 0.4 * peak)
         binary = (response > threshold).astype(np.uint8)
         count, labels, stats, centroids = cv2.connectedComponentsWithStats(binary, connectivity=8)
-        background = ((inner > 0) & (binary == 0)).astype(np.uint8)
-        body = None
-        if background.any():
-            body = np.array([_histogram_percentiles(colours, c, background, (50.0,))[0] for c in range(3)])
+
+        @functools.cache
+        def body() -> NDArray[np.float64] | None:
+            """The die's own colour (median of the face off the pips): needed only for 2 pips or more."""
+            background = ((inner > 0) & (binary == 0)).astype(np.uint8)
+            if not background.any():
+                return None
+            return np.array([_histogram_percentiles(colours, c, background, (50.0,))[0] for c in range(3)])
+
         low_area = min(cal.pip_area_ratio[0], cal.one_pip_area_ratio[0]) * region.area
         high_area = max(cal.pip_area_ratio[1], cal.one_pip_area_ratio[1]) * region.area
         areas = stats[:, cv2.CC_STAT_AREA].astype(np.float64)
@@ -737,7 +744,7 @@ class DiceReader:
             )
             if len(kept) <= 6:
                 self._measure_pattern(measure, response, inner, region, origin)
-                measure.colour_spread = _colour_spread(kept, body)
+                measure.colour_spread = _colour_spread(kept, body() if len(kept) >= 2 else None)
             measures.append(measure)
             if left_out >= cal.max_pips_left_out:
                 break
@@ -753,7 +760,7 @@ class DiceReader:
             others = [blob for blob in strays if blob not in near]
             measure = FaceMeasure(polarity=polarity, pips=pips + near, strays=others, near_pips=len(near))
             self._measure_pattern(measure, response, inner, region, origin)
-            measure.colour_spread = _colour_spread(measure.pips, body)
+            measure.colour_spread = _colour_spread(measure.pips, body() if len(measure.pips) >= 2 else None)
             measures.append(measure)
         return measures
 
@@ -1162,24 +1169,6 @@ def _sharpness(lightness: Pixels, where: Pixels) -> float:
     _, spread = cv2.meanStdDev(laplacian, mask=where)
     low, high = _histogram_percentiles(lightness, 0, where, (2.0, 98.0))
     return float(100.0 * float(spread[0, 0]) / max(8.0, high - low))
-
-
-def _percentiles(values: Pixels, percents: tuple[float, ...]) -> list[float]:
-    """`np.percentile(values, percents)` (linear interpolation) from a partial sort: a fraction of the time
-    of a full one on a die's few thousand pixels."""
-    flat = values.ravel()
-    if flat.size == 0:
-        raise ValueError("no values")
-    positions = [percent / 100.0 * (flat.size - 1) for percent in percents]
-    below = [math.floor(position) for position in positions]
-    ranks = sorted({rank for low in below for rank in (low, min(low + 1, flat.size - 1))})
-    ordered = np.partition(flat, ranks)
-    result = []
-    for position, low in zip(positions, below, strict=True):
-        low_value = float(ordered[low])
-        high_value = float(ordered[min(low + 1, flat.size - 1)])
-        result.append(low_value + (high_value - low_value) * (position - low))
-    return result
 
 
 _PERMUTATIONS: dict[int, NDArray[np.intp]] = {
