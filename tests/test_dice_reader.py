@@ -28,6 +28,7 @@ from drivers.dice.reader import (
     FaceMeasure,
     PipBlob,
     _blob_statistics,
+    _components,
     _fit_face,
     _histogram_percentiles,
     _merged,
@@ -481,6 +482,23 @@ def test_histogram_percentiles_are_numpys() -> None:
             expected = np.percentile(values, (2.0, 50.0, 98.0, 99.5))
             got = _histogram_percentiles(image, channel, mask, (2.0, 50.0, 98.0, 99.5))
             assert np.allclose(got, expected), (size, channel, got, expected)
+
+
+def test_components_are_opencvs_default() -> None:
+    """The connected components by the faster algorithm: the default's labels, statistics and centroids."""
+    rng = np.random.default_rng(8)
+    for trial in range(300):
+        height, width = (int(side) for side in rng.integers(1, 200, 2))
+        if trial % 2:
+            mask = (rng.random((height, width)) < rng.random()).astype(np.uint8)
+        else:  # blobs, as pips and dice are
+            noise = rng.random((height, width)).astype(np.float32)
+            mask = (cv2.GaussianBlur(noise, (0, 0), float(rng.uniform(0.5, 4.0))) > 0.5).astype(np.uint8)
+        expected = cv2.connectedComponentsWithStats(mask, connectivity=8)
+        got = _components(mask)
+        assert got[0] == expected[0]
+        for ours, theirs in zip(got[1:], expected[1:], strict=True):
+            assert np.array_equal(ours, theirs, equal_nan=ours.dtype.kind == "f")
 
 
 def test_blob_statistics_are_each_blobs_own() -> None:

@@ -473,7 +473,7 @@ class DiceReader:
         least = LOCATE_CONTRAST_FRACTION * cal.die_contrast
         far = _die_distance2(lab, near, cal.shadow_weight) > least**2
         mask = cv2.morphologyEx(far.astype(np.uint8), cv2.MORPH_CLOSE, _disc(3))
-        count, _, stats, _ = cv2.connectedComponentsWithStats(mask, connectivity=8)
+        count, _, stats, _ = _components(mask)
         view_to_coarse = scale / cal.scale
         speck = (cal.die_side_px[0] * NOISE_SIDE_FRACTION * view_to_coarse) ** 2
         return [
@@ -697,7 +697,7 @@ class DiceReader:
         response = response.astype(np.float32)
         threshold = max(cal.pip_contrast, 0.4 * peak)
         binary = (response > threshold).astype(np.uint8)
-        count, labels, stats, centroids = cv2.connectedComponentsWithStats(binary, connectivity=8)
+        count, labels, stats, centroids = _components(binary)
 
         @functools.cache
         def body() -> NDArray[np.float64] | None:
@@ -1041,6 +1041,16 @@ def _disc(size: int) -> Pixels:
     disc = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (size, size))
     disc.flags.writeable = False
     return disc
+
+
+def _components(mask: Pixels) -> tuple[int, Pixels, Pixels, Pixels]:
+    """`cv2.connectedComponentsWithStats(mask, connectivity=8)`: the same labels, statistics and centroids
+    (checked in the tests), by the block-based algorithm (BBDT): OpenCV's default (Spaghetti) takes about
+    three times as long with statistics on the small masks read here."""
+    count, labels, stats, centroids = cv2.connectedComponentsWithStatsWithAlgorithm(
+        mask, 8, cv2.CV_32S, cv2.CCL_BBDT
+    )
+    return int(count), labels, stats, centroids
 
 
 def _region(contour: Pixels, width: int, height: int, notch: int) -> DieRegion:
