@@ -32,6 +32,7 @@ from drivers.dice.reader import (
     _fit_face,
     _histogram_percentiles,
     _merged,
+    _nonzero,
     _singular_ratio,
 )
 
@@ -499,6 +500,17 @@ def test_components_are_opencvs_default() -> None:
         assert got[0] == expected[0]
         for ours, theirs in zip(got[1:], expected[1:], strict=True):
             assert np.array_equal(ours, theirs, equal_nan=ours.dtype.kind == "f")
+
+
+def test_nonzero_is_numpys() -> None:
+    rng = np.random.default_rng(9)
+    for trial in range(200):
+        height, width = (int(side) for side in rng.integers(1, 120, 2))
+        labels = (rng.random((height, width)) < rng.random() * (trial % 4 > 0)).astype(np.int32)
+        labels *= rng.integers(1, 50, (height, width), dtype=np.int32)
+        xs, ys = _nonzero(labels)
+        expected_ys, expected_xs = np.nonzero(labels)
+        assert np.array_equal(xs, expected_xs) and np.array_equal(ys, expected_ys)
 
 
 def test_blob_statistics_are_each_blobs_own() -> None:

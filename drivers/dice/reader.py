@@ -699,13 +699,19 @@ class DiceReader:
         binary = (response > threshold).astype(np.uint8)
         count, labels, stats, centroids = _components(binary)
 
-        @functools.cache
+        measured: list[NDArray[np.float64] | None] = []
+
         def body() -> NDArray[np.float64] | None:
-            """The die's own colour (median of the face off the pips): needed only for 2 pips or more."""
-            background = ((inner > 0) & (binary == 0)).astype(np.uint8)
-            if not background.any():
-                return None
-            return np.array([_histogram_percentiles(colours, c, background, (50.0,))[0] for c in range(3)])
+            """The die's own colour (median of the face off the pips), measured when first asked for: only
+            faces of 2 pips or more need it."""
+            if not measured:
+                background = ((inner > 0) & (binary == 0)).astype(np.uint8)
+                if background.any():
+                    median = [_histogram_percentiles(colours, c, background, (50.0,))[0] for c in range(3)]
+                    measured.append(np.array(median))
+                else:
+                    measured.append(None)
+            return measured[0]
 
         low_area = min(cal.pip_area_ratio[0], cal.one_pip_area_ratio[0]) * region.area
         high_area = max(cal.pip_area_ratio[1], cal.one_pip_area_ratio[1]) * region.area
@@ -1094,7 +1100,7 @@ def _blob_statistics(
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
     """Per labelled blob, in one pass over its pixels (one numpy call per statistic, not one per blob):
     roundness (minor/major axis of its pixel spread, 1 below 3 pixels), mean response, mean Lab colour."""
-    ys, xs = np.nonzero(labels)
+    xs, ys = _nonzero(labels)
     ids = labels[ys, xs]
     size = np.maximum(areas, 1.0)
 
@@ -1115,6 +1121,16 @@ def _blob_statistics(
     pixels = colours[ys, xs].astype(np.float64)
     blob_colours = np.stack([mean(pixels[:, channel]) for channel in range(3)], axis=1)
     return roundness, levels, blob_colours
+
+
+def _nonzero(image: Pixels) -> tuple[Pixels, Pixels]:
+    """The x and y of every nonzero pixel of a one-channel image, row by row: `np.nonzero` (as y, x), from
+    OpenCV's scan, about four times as fast on a die's few thousand pixels."""
+    points = cv2.findNonZero(image)
+    if points is None:  # no pixel set
+        return np.empty(0, np.int32), np.empty(0, np.int32)
+    points = points.reshape(-1, 2)
+    return points[:, 0], points[:, 1]
 
 
 def _histogram_percentiles(
