@@ -60,7 +60,6 @@ import itertools
 import math
 import statistics
 from dataclasses import dataclass, field
-from fractions import Fraction
 from typing import Any, Literal
 
 import cv2
@@ -994,7 +993,7 @@ def _on_view_grid(low: int, high: int, length: int, view_length: int) -> tuple[i
     (`length` frame pixels shrunk to `view_length`): a window shrunk alone is then sampled as the whole view
     would be, exactly when its bounds fall on whole frame pixels (every `numerator` view pixels of the
     reduced ratio, when that is short), else to within a frame pixel. Returns the frame and view bounds."""
-    numerator = Fraction(view_length, length).numerator
+    numerator = view_length // math.gcd(view_length, length)  # of the reduced ratio (`Fraction` is slower)
     step = numerator if numerator <= MAX_GRID_STEP else 1
     view_low = (low * view_length // length) // step * step
     view_high = min(view_length, _ceil_div(_ceil_div(high * view_length, length), step) * step)
