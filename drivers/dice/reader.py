@@ -716,22 +716,24 @@ class DiceReader:
         high_area = max(cal.pip_area_ratio[1], cal.one_pip_area_ratio[1]) * region.area
         areas = stats[:, cv2.CC_STAT_AREA].astype(np.float64)
         # a speck of noise, too small to hide a pip, is no candidate
-        candidates = [index for index in range(1, count) if areas[index] >= low_area * 0.3]
+        area_list = areas.tolist()
+        candidates = [index for index in range(1, count) if area_list[index] >= low_area * 0.3]
         pips: list[PipBlob] = []
         strays: list[PipBlob] = []
         if candidates:
             roundness, levels, blob_colours = _blob_statistics(labels, count, areas, response, colours)
+            # as Python floats at once: indexing numpy arrays element by element costs more than the blobs
+            centre_list, colour_list = centroids.tolist(), blob_colours.tolist()
+            roundness_list, level_list = roundness.tolist(), levels.tolist()
             for index in candidates:
+                x, y = centre_list[index]
+                light, a, b = colour_list[index]
                 blob = PipBlob(
-                    centre=(float(centroids[index, 0]) + origin[0], float(centroids[index, 1]) + origin[1]),
-                    area=float(areas[index]),
-                    roundness=float(roundness[index]),
-                    level=float(levels[index]),
-                    colour=(
-                        float(blob_colours[index, 0]),
-                        float(blob_colours[index, 1]),
-                        float(blob_colours[index, 2]),
-                    ),
+                    centre=(x + origin[0], y + origin[1]),
+                    area=area_list[index],
+                    roundness=roundness_list[index],
+                    level=level_list[index],
+                    colour=(light, a, b),
                 )
                 if low_area <= blob.area <= high_area and blob.roundness >= cal.min_pip_roundness:
                     pips.append(blob)
