@@ -1245,7 +1245,11 @@ def _fit_face(
     residual = np.matmul(to_residual, observed)  # (pairings, n, 2)
     determinants = matrices[:, 0, 0] * matrices[:, 1, 1] - matrices[:, 0, 1] * matrices[:, 1, 0]
     units = np.sqrt(np.maximum(np.abs(determinants), 1e-9))
-    errors = np.sqrt((residual**2).sum(axis=2).sum(axis=1) / len(face)) / units
+    squares = residual**2
+    # x^2 + y^2, as `sum(axis=2)` adds them, without its cost per pair (a reduction over an axis of 2 is slow:
+    # 720 pairings of 6 pips)
+    distances2 = squares[:, :, 0] + squares[:, :, 1]
+    errors = np.sqrt(distances2.sum(axis=1) / len(face)) / units
     best = int(np.argmin(errors))
     return matrices[best], centre, float(errors[best])
 
