@@ -953,7 +953,12 @@ def _die_distance2(lab: Pixels, background: Pixels, shadow_weight: float) -> Pix
     `shadow_weight` as much (0: dice are lighter, and shadows are not dice)."""
     diff = lab.astype(np.float32) - background.astype(np.float32)
     lightness = diff[:, :, 0]
-    lightness = np.where(lightness > 0, lightness, lightness * shadow_weight)
+    # the weights the calibration fits, 0 and 1, without `np.where` (the same squares: a darker pixel's
+    # lightness times 0 is 0, times 1 is itself)
+    if shadow_weight == 0.0:
+        lightness = np.maximum(lightness, 0.0)
+    elif shadow_weight != 1.0:
+        lightness = np.where(lightness > 0, lightness, lightness * shadow_weight)
     distance2: Pixels = lightness**2 + diff[:, :, 1] ** 2 + diff[:, :, 2] ** 2
     return distance2
 
