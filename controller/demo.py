@@ -71,9 +71,9 @@ async def start_embedded_broker(port: int) -> Any:
     broker = Broker(
         {
             "listeners": {"default": {"type": "tcp", "bind": f"127.0.0.1:{port}"}},
-            "sys_interval": 0,
-            "auth": {"allow-anonymous": True},
-            "topic-check": {"enabled": False},
+            # the plugins named, none loaded from entry points (deprecated in amqtt 0.12): anonymous clients,
+            # no $SYS topics, no topic checks
+            "plugins": {"amqtt.plugins.authentication.AnonymousAuthPlugin": {"allow_anonymous": True}},
         }
     )
     await broker.start()
