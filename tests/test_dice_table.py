@@ -110,6 +110,33 @@ def test_the_calibration_file_is_never_replaced(fitted: tuple[Path, list[str]], 
     assert status == 2 and "exists" in lines[-1]
 
 
+def test_the_table_benchmark_measures_a_tables_own_samples(tmp_path: Path) -> None:
+    """`bench/dice_table.py --parts samples`: a table's SAMPLES.csv in two halves, each half calibrated from
+    its values and measured on the other, as the sic bo issue's target would be measured at a table."""
+    from bench.dice_table import main, sample_halves
+
+    csv_path = write_samples(tmp_path / "table", 40, seed=9)
+    halves = sample_halves(csv_path)
+    assert sorted(s.name for s in halves[0] + halves[1]) == [f"shot-{i:03d}.png" for i in range(40)]
+    assert main(["--parts", "samples", "--samples", str(csv_path), "--output", str(tmp_path / "report")]) == 0
+    report = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))["samples"]
+    images = report["images"]
+    assert sum(images.values()) == 40 and "not calibrated" not in images, report
+    assert images.get("MISREAD", 0) == 0 and images.get("exact", 0) >= 20, report
+    assert "| photos | not calibrated | exact | refused | MISREAD |" in (tmp_path / "report.md").read_text(
+        encoding="utf-8"
+    )
+
+    # photos of one burst, near-duplicates, given one group, fall in one half
+    rows = [line.split(",") for line in csv_path.read_text(encoding="utf-8").splitlines()[1:]]
+    grouped = tmp_path / "table" / "GROUPED.csv"
+    body = [f"{image},{values},{'burst' if n < 10 else ''}" for n, (image, values) in enumerate(rows)]
+    grouped.write_text("\n".join(["image,values,group", *body]) + "\n", encoding="utf-8")
+    burst = {f"shot-{n:03d}.png" for n in range(10)}
+    first, second = ({s.name for s in half} for half in sample_halves(grouped))
+    assert burst <= first or burst <= second
+
+
 def test_samples_csv_errors(tmp_path: Path) -> None:
     bad = tmp_path / "SAMPLES.csv"
     bad.write_text("image,values\nnowhere.png,3 4\n")
