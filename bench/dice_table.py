@@ -74,7 +74,7 @@ from calibration.dice import (  # noqa: E402
     load_samples,
     load_yolo_folder,
 )
-from drivers.dice.reader import DiceReader, DiceReading, DiceRefusal  # noqa: E402
+from drivers.dice.reader import DiceCalibration, DiceReader, DiceReading, DiceRefusal  # noqa: E402
 from drivers.dice.synthetic import DiceScene, random_scene, render  # noqa: E402
 
 # --- real photographs ------------------------------------------------------------------------------------
@@ -111,6 +111,28 @@ def score_image(example: LabelledImage, result: DiceReading | DiceRefusal, dice:
     return "exact" if right and sorted(result.values) == sorted(d.value for d in example.dice) else "MISREAD"
 
 
+def calibrate_fold(
+    name: str,
+    number: int,
+    fit: list[ValueSample],
+    untested: int,
+    folds: list[dict[str, Any]],
+    images: Counter[str],
+) -> tuple[DiceCalibration, float] | None:
+    """One fold's calibration from the values of its half, and the seconds it took; or None when that half
+    cannot be calibrated from values: reported (on stderr and in `folds`), not hidden, and the other half's
+    `untested` photos counted as not calibrated."""
+    started = time.perf_counter()
+    try:
+        calibration = calibrate_from_samples(fit)
+    except CalibrationError as exc:
+        print(f"  {name} fold {number}: no calibration: {exc}", file=sys.stderr)
+        folds.append({"fold": number, "calibration_photos": len(fit), "calibration_error": str(exc)})
+        images["not calibrated"] += untested
+        return None
+    return calibration, time.perf_counter() - started
+
+
 def run_real(data: Path, dataset: str) -> dict[str, Any]:
     folder = data / dataset
     examples, _ = apply_errata(
@@ -125,15 +147,10 @@ def run_real(data: Path, dataset: str) -> dict[str, Any]:
     folds = []
     by_count: dict[int, Counter[str]] = {}
     for number, (fit, test) in enumerate(((halves[0], halves[1]), (halves[1], halves[0])), 1):
-        started = time.perf_counter()
-        try:
-            calibration = calibrate_from_samples(as_samples(fit))
-        except CalibrationError as exc:  # reported, not hidden: the set cannot be calibrated from values
-            print(f"  {dataset} fold {number}: no calibration: {exc}", file=sys.stderr)
-            folds.append({"fold": number, "calibration_photos": len(fit), "calibration_error": str(exc)})
-            images["not calibrated"] += len(test)
+        fitted = calibrate_fold(dataset, number, as_samples(fit), len(test), folds, images)
+        if fitted is None:
             continue
-        seconds = time.perf_counter() - started
+        calibration, seconds = fitted
         reader = DiceReader(calibration)
         fold_images: Counter[str] = Counter()
         for example in test:
@@ -205,16 +222,10 @@ def run_samples(csv_path: Path) -> dict[str, Any]:
     misread: list[dict[str, Any]] = []
     folds = []
     for number, (fit, test) in enumerate(((halves[0], halves[1]), (halves[1], halves[0])), 1):
-        started = time.perf_counter()
-        try:
-            calibration = calibrate_from_samples(fit)
-        except CalibrationError as exc:
-            print(f"  samples fold {number}: no calibration: {exc}", file=sys.stderr)
-            folds.append({"fold": number, "calibration_photos": len(fit), "calibration_error": str(exc)})
-            images["not calibrated"] += len(test)
+        fitted = calibrate_fold("samples", number, fit, len(test), folds, images)
+        if fitted is None:
             continue
-        seconds = time.perf_counter() - started
-        reader = DiceReader(calibration)
+        reader, seconds = DiceReader(fitted[0]), fitted[1]
         fold_images: Counter[str] = Counter()
         for sample in test:
             result = reader.read(sample.load(), expect=len(sample.values))
