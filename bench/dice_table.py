@@ -541,7 +541,11 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"samples: calibrating from values and measuring two folds of {args.samples}...", file=sys.stderr
         )
-        report["samples"] = run_samples(args.samples)
+        try:
+            report["samples"] = run_samples(args.samples)
+        except CalibrationError as exc:  # the SAMPLES.csv itself: a missing photo, a value that is not 1-6
+            print(f"dice_table.py: {exc}", file=sys.stderr)
+            return 2
     if parts & {"synthetic", "speed"}:
         print("synthetic: calibrating from 40 photos (values only)...", file=sys.stderr)
         calibration = synthetic_calibration()

@@ -137,6 +137,18 @@ def test_the_table_benchmark_measures_a_tables_own_samples(tmp_path: Path) -> No
     assert burst <= first or burst <= second
 
 
+def test_the_table_benchmark_says_what_is_wrong_with_a_samples_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from bench.dice_table import main
+
+    bad = tmp_path / "SAMPLES.csv"
+    bad.write_text("image,values\nmissing.png,3 4 9\n", encoding="utf-8")
+    assert main(["--parts", "samples", "--samples", str(bad), "--output", str(tmp_path / "report")]) == 2
+    assert "values must be 1-6" in capsys.readouterr().err
+    assert not (tmp_path / "report.json").exists()  # no report of a measurement that did not happen
+
+
 def test_samples_csv_errors(tmp_path: Path) -> None:
     bad = tmp_path / "SAMPLES.csv"
     bad.write_text("image,values\nnowhere.png,3 4\n")
