@@ -418,11 +418,40 @@ class RoundClosed(EventData):
     round_id: str
 
 
+#: why a table paused: `device` (a fault or a lost link), `supervisor` (a pause command), `restart` (the
+#: controller restarted mid-round), `game` (the procedure itself cannot go on: a wrong burn, dice left
+#: unreadable), `out_of_procedure` (a card or a result came while the table did not expect one: it is held
+#: until a supervisor decides), `internal_error` (a bug in the game flow)
+PauseCause = Literal["device", "supervisor", "restart", "game", "out_of_procedure", "internal_error"]
+
+
 class RoundPaused(EventData):
     round_id: str | None
-    reason: str
+    reason: str = Field(description="what happened and what to do, in words a dealer understands")
     device: str | None = None
     by: str = Field(description="device | system | panel (the dealer) | the supervisor's name")
+    cause: PauseCause = Field(description="why the table paused (see the contract's list of causes)")
+    card: str | None = Field(
+        None,
+        description="out_of_procedure: the card that came out, held until the supervisor decides; null when "
+        "it was not read, or when naming it could reveal a face-down card",
+    )
+    raw: str = Field("", description="out_of_procedure: the device text of the reading (empty when secret)")
+
+
+class CardSetAside(EventData):
+    """A card that came out of procedure (its `round.paused` held it) is set aside by the supervisor's
+    decision: it was never dealt, and the round went on (or was voided) without it."""
+
+    round_id: str | None = Field(description="the round in which the card came out (null between rounds)")
+    card: str | None = Field(
+        description="the card; null when unread, or when naming it could reveal a secret"
+    )
+    ref: str = Field("", description="the device's reference of the card (its sequence number), if any")
+    rescan: bool = Field(False, description="the reading was a re-scan, not a card newly out of the shoe")
+    reason: str = Field(description="why the card could not be taken when it came out")
+    by: str = Field(description="who decided: the supervisor's name (or replay)")
+    decision: Literal["resume", "void"] = Field(description="the decision that set the card aside")
 
 
 class RoundResumed(EventData):
@@ -481,6 +510,7 @@ EVENT_MODELS: dict[str, Any] = {
     "round.paused": RoundPaused,
     "round.resumed": RoundResumed,
     "round.voided": RoundVoided,
+    "card.set_aside": CardSetAside,
     "device.online": DeviceChanged,
     "device.offline": DeviceChanged,
     "device.fault": DeviceChanged,

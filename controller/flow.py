@@ -215,6 +215,13 @@ class GameFlow(ABC):
         """The table resumes: continue where the round was."""
         return FlowOutput()
 
+    def settle_pause(self, now: float, by: str, decision: str) -> FlowOutput:
+        """The supervisor `by` decided on a pause (`decision`: "resume" or "void"): whatever the flow held for
+        that decision (a card out of procedure: `FlowOutput.hold_out_of_procedure`) is settled now. Called
+        once per decision, before `on_resume`; calling it with nothing held changes nothing. Default:
+        nothing is ever held."""
+        return FlowOutput()
+
     @abstractmethod
     def public_state(self) -> dict[str, Any]:
         """Everything a late subscriber or the panel may see. Never a secret."""

@@ -26,6 +26,12 @@ class PauseRequest:
 
     reason: str
     device: str | None = None
+    #: `game` (the procedure cannot go on) or `out_of_procedure` (a reading the table did not expect, held
+    #: by the flow until the supervisor decides; such a pause never voids a round that had not started)
+    cause: str = "game"
+    #: out_of_procedure: the card and device text the pause names (None / "" when secret or unread)
+    card: str | None = None
+    raw: str = ""
 
 
 @dataclass(slots=True)
@@ -47,3 +53,9 @@ class FlowOutput:
         """Ask the runtime to pause the table (the first request of a step wins)."""
         if self.pause is None:
             self.pause = PauseRequest(reason, device)
+
+    def hold_out_of_procedure(self, reason: str, device: str, card: str | None, raw: str) -> None:
+        """A reading came that the procedure does not allow now and the flow holds it: pause the table
+        (cause `out_of_procedure`) until the supervisor decides (`GameFlow.settle_pause`)."""
+        if self.pause is None:
+            self.pause = PauseRequest(reason, device, "out_of_procedure", card, raw)

@@ -158,7 +158,8 @@ class Journal:
     ) -> list[Envelope]:
         """Journal events (and the state snapshot after them) in one committed transaction; with `reply`, the
         reply to the command that caused them too, so the command is never applied again; with `delivered`
-        (device, raw), the device message they came from (see `delivered`)."""
+        (device, raw), the device message they came from (several lines: joined by newlines; see
+        `delivered`)."""
         recorded = iso_ms(self.clock())
         envelopes: list[Envelope] = []
         pending: list[PendingEvent] = []
@@ -373,10 +374,12 @@ class Journal:
             return None if pruned is None else Envelope.model_validate_json(pruned)
         return Envelope.model_validate_json(row[0])
 
-    def delivered(self, device: str) -> str | None:
-        """The last acknowledged-protocol message of `device` whose readings were journaled: after a crash
-        before its ACK left, the device repeats it, and the restarted table must not apply it twice."""
-        return self._meta(f"delivered:{device}")
+    def delivered(self, device: str) -> list[str]:
+        """The acknowledged-protocol messages of `device` whose readings were journaled last (those of one
+        read: usually one line): after a crash before their ACK left, the device repeats them, and the
+        restarted table must not apply them twice."""
+        value = self._meta(f"delivered:{device}")
+        return value.split("\n") if value else []
 
     @property
     def last_sequence(self) -> int:

@@ -60,6 +60,7 @@ from controller.commands import (
 from controller.events import (
     DeviceChanged,
     Event,
+    PauseCause,
     RawRejected,
     ReadingHeld,
     RoundPaused,
@@ -90,13 +91,16 @@ DEVICE_ACTIONS: dict[str, DeviceCommand] = {
     "reset": DeviceCommand("reset"),
 }
 
+#: deadlines handled before one reading at most (each opens or closes something; a few are ever due at once)
+_MAX_CATCH_UP = 8
+
 #: a pause holds at most this many readings (a wheel makes a few per minute; a shoe is locked while paused)
 MAX_HELD_READINGS = 500
 
 #: the version of `TableRecord`; bump it with a migration in `controller.table_state.MIGRATIONS`
 #: 2: hand-entered cards kept with the round; 3: card games keep the shuffle their next round waits for
-#: (`CardFlowRecord.shuffle`)
-STATE_VERSION = 3
+#: (`CardFlowRecord.shuffle`); 4: a pause keeps its cause, and a card game the card it holds out of procedure
+STATE_VERSION = 4
 
 
 class StateMismatch(ValueError):
@@ -110,6 +114,8 @@ class PauseRecord(BaseModel):
     by: str
     device: str | None
     since: float
+    #: `controller.events.PauseCause`
+    cause: str
 
 
 class HeldRecord(BaseModel):
@@ -279,6 +285,7 @@ class TableCore:
                 "by": self.pause.by,
                 "device": self.pause.device,
                 "since": iso_ms(self.pause.since),
+                "cause": self.pause.cause,
             },
             "waiting_for_devices": waiting_for,
             "held_readings": len(self.held),
@@ -316,17 +323,46 @@ class TableCore:
                 step, reading, f"device {reading.device} is {health.status}", now, "device not online"
             )
             return step
+        if not self.paused:
+            self._catch_up(step, now)
         if self.paused:
             self._hold(step, reading, now)
             return step
         self._apply_reading(step, reading, now)
         return step
 
+    def _catch_up(self, step: Step, now: float) -> None:
+        """Do what the table's state and clock require by `now` before a reading is handed to the game.
+
+        A deadline may be due that nobody has handled yet: the device that just came online in this very
+        message (its first line is a card) made the table ready, and the round it was waiting to open must
+        open before the card is dealt into it. The live service's deadline task would handle it a moment
+        later — after the card, rejected as "no round is open yet", and every later card one place off."""
+        for _ in range(_MAX_CATCH_UP):
+            due = self.next_deadline()
+            if due is None or due > now or self.paused:
+                return
+            self._tick(step, now)
+
     def _take(self, step: Step, out: FlowOutput, now: float) -> None:
         """Add a flow's output to the step, and pause the table if the flow asked for it."""
         step.add(out)
-        if out.pause is not None and not self.paused:
-            self._pause(step, now, out.pause.reason, by="system", device=out.pause.device)
+        request = out.pause
+        if request is not None and not self.paused:
+            cause: PauseCause = "out_of_procedure" if request.cause == "out_of_procedure" else "game"
+            if cause == "out_of_procedure":
+                # counted as what it is: a reading the table could not take, held for a decision
+                self.rejected["out of procedure"] = self.rejected.get("out of procedure", 0) + 1
+            self._pause(
+                step,
+                now,
+                request.reason,
+                by="system",
+                device=request.device,
+                cause=cause,
+                card=request.card,
+                raw=request.raw,
+            )
 
     def _apply_reading(self, step: Step, reading: Reading, now: float) -> None:
         try:
@@ -335,18 +371,25 @@ class TableCore:
             # the reading's type only: its content may be a secret (a face-down card)
             log.exception("game flow failed on a %s from %s", type(reading).__name__, reading.device)
             self._reject(step, reading, "internal error in the game flow", now, "flow error")
-            self._pause(step, now, "internal error in the game flow", by="system", device=None)
+            self._pause(
+                step, now, "internal error in the game flow", by="system", device=None, cause="internal_error"
+            )
 
     def on_tick(self, now: float) -> Step:
         step = Step()
         if self.paused or not self.devices_ready:
             return step
+        self._tick(step, now)
+        return step
+
+    def _tick(self, step: Step, now: float) -> None:
         try:
             self._take(step, self.flow.on_tick(now), now)
         except Exception:
             log.exception("game flow failed on tick")
-            self._pause(step, now, "internal error in the game flow", by="system", device=None)
-        return step
+            self._pause(
+                step, now, "internal error in the game flow", by="system", device=None, cause="internal_error"
+            )
 
     def on_command(self, command: Command, now: float) -> tuple[Step, dict[str, Any]]:
         """Apply a validated table command. Raises CommandError (nothing changed) if it does not apply."""
@@ -355,7 +398,7 @@ class TableCore:
         if isinstance(command, Pause):
             if self.paused:
                 raise CommandError("the table is already paused")
-            self._pause(step, now, command.reason, by=by, device=None)
+            self._pause(step, now, command.reason, by=by, device=None, cause="supervisor")
         elif isinstance(command, Resume):
             if not self.paused:
                 raise CommandError("the table is not paused")
@@ -374,6 +417,9 @@ class TableCore:
             if command.round_id is not None and command.round_id != round_id:
                 raise CommandError(f"round {command.round_id} is not the current round ({round_id})")
             step.add(self.flow.void_round(now, command.reason, by))
+            if self.paused:
+                # what the pause held (a card out of procedure) is settled by this decision, now
+                self._take(step, self.flow.settle_pause(now, by, "void"), now)
             if self.paused and not self._unhealthy_devices():
                 # the supervisor's void ends the interruption: one action, not void then resume
                 self._lift_pause(step, now, by, round_id)
@@ -411,7 +457,9 @@ class TableCore:
             )
             health.seen_online = False
         if self.flow.rounds.in_round and not self.paused:
-            self._pause(step, now, "controller restarted mid-round", by="system", device=None)
+            self._pause(
+                step, now, "controller restarted mid-round", by="system", device=None, cause="restart"
+            )
         return step
 
     # -- internals -------------------------------------------------------------------------------------
@@ -422,6 +470,8 @@ class TableCore:
     def _lift_pause(self, step: Step, now: float, by: str, round_id: str | None) -> None:
         assert self.pause is not None
         paused_for = max(0.0, now - self.pause.since)
+        # the supervisor's decision on what the pause held (no-op if a void already settled it)
+        self._take(step, self.flow.settle_pause(now, by, "resume"), now)
         self.pause = None
         # the round's clock stood still while paused: its betting or decision window is not eaten by it
         self.flow.shift_deadlines(paused_for)
@@ -429,10 +479,14 @@ class TableCore:
         self._take(step, self.flow.on_resume(now), now)
         held, self.held = self.held, []
         for reading in held:
-            if self.paused:  # a held reading may itself trip a pause (flow error): keep the rest held
+            if self.paused:  # a held reading may itself trip a pause (out of procedure): keep the rest held
                 self.held.append(reading)
-            else:
-                self._apply_reading(step, reading, reading.time)
+                continue
+            self._apply_reading(step, reading, reading.time)
+            if self.pause is not None and self.pause.since < now:
+                # it paused the table again now, not when the device reported it: the round's clock stood
+                # still until now already, and must not get that time back twice
+                self.pause.since = now
 
     def _on_health(self, step: Step, health: DeviceHealth, reading: Reading, now: float) -> None:
         name = reading.device
@@ -469,22 +523,41 @@ class TableCore:
         )
         if new_status != "online" and was_seen and not self.paused:
             what = f"{name} {'fault' if new_status == 'fault' else 'offline'}: {detail}"
-            self._pause(step, now, what, by="device", device=name)
+            self._pause(step, now, what, by="device", device=name, cause="device")
 
-    def _pause(self, step: Step, now: float, reason: str, *, by: str, device: str | None) -> None:
+    def _pause(
+        self,
+        step: Step,
+        now: float,
+        reason: str,
+        *,
+        by: str,
+        device: str | None,
+        cause: PauseCause,
+        card: str | None = None,
+        raw: str = "",
+    ) -> None:
         rounds = self.flow.rounds
-        self.pause = PauseRecord(reason=reason, by=by, device=device, since=now)
-        step.events.append(
-            make_event(
-                "round.paused",
-                RoundPaused(round_id=rounds.round_id, reason=reason, device=device, by=by),
-                now,
-            )
+        self.pause = PauseRecord(reason=reason, by=by, device=device, since=now, cause=cause)
+        paused = RoundPaused(
+            round_id=rounds.round_id, reason=reason, device=device, by=by, cause=cause, card=card, raw=raw
         )
+        step.events.append(make_event("round.paused", paused, now))
         step.add(self.flow.on_pause(now))
-        if rounds.in_round and not rounds.started and by in ("device", "system"):
+        # A card out of procedure is the supervisor's to decide (set it aside and go on, or void): the round
+        # it came out in is not cancelled behind the supervisor's back.
+        if (
+            rounds.in_round
+            and not rounds.started
+            and by in ("device", "system")
+            and cause != "out_of_procedure"
+        ):
             # seeds 002/003: a round that had not started is cancelled and every bet refunded
             step.add(self.flow.void_round(now, f"{reason} before the round started", "system"))
+
+    def _pause_on_bug(self, step: Step, now: float) -> None:
+        reason = "internal error in the game flow"
+        self._pause(step, now, reason, by="system", device=None, cause="internal_error")
 
     def _hold(self, step: Step, reading: Reading, now: float) -> None:
         if len(self.held) >= MAX_HELD_READINGS:

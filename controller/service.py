@@ -148,8 +148,7 @@ class TableService:
                 open_link=link_opener(device.protocol),
             )
             # A message journaled just before a crash, whose ACK may not have left: its repeat is a duplicate.
-            last = self.journal.delivered(name)
-            if last is not None:
+            for last in self.journal.delivered(name):
                 session.delivered_before(last)
         # Device requests leave through one queue, in order, sent by `_dispatch_loop`. Never sent from inside
         # `_apply`: a runner delivering readings holds its own lock, and a request sent back to that runner
@@ -256,16 +255,28 @@ class TableService:
         return state
 
     async def on_readings(self, readings: list[Reading]) -> None:
-        """Apply and journal a device's readings. Returns only once they are committed: the runner then
-        sends the device its acknowledgement. Raises ServiceFailure if they could not be committed."""
+        """Apply and journal what one session step of a device produced (one message: e.g. the device
+        coming online and its first card; or the few lines of one read). Returns only once they are
+        committed: the runner then sends the device its acknowledgement. Raises ServiceFailure if they could
+        not be committed.
+
+        All of them go into ONE journal transaction, with the "delivered" mark of the acknowledged lines
+        among them: committed together or not at all. Committed one by one, a crash or a full disk between
+        two commits would leave a line marked delivered whose card is recorded nowhere: the device's repeat
+        of it would then be dropped as a duplicate, and the card lost behind an ACK."""
+        step = Step()
+        delivered: list[str] = []
+        device = readings[0].device if readings else ""
         for reading in readings:
             self._last_step_time = max(self._last_step_time, reading.time)
             runner = self.runners.get(reading.device)
             acknowledged = runner is not None and reading.raw and runner.session.acknowledges(reading.raw)
-            delivered = (reading.device, reading.raw) if acknowledged else None
-            self._apply(self.core.on_reading(reading, reading.time), delivered=delivered)
-            if self.failure is not None:
-                raise ServiceFailure(self.failure)
+            if acknowledged and reading.raw not in delivered:
+                delivered.append(reading.raw)
+            step.merge(self.core.on_reading(reading, reading.time))
+        self._apply(step, delivered=(device, "\n".join(delivered)) if delivered else None)
+        if self.failure is not None:
+            raise ServiceFailure(self.failure)
 
     async def handle_command(self, command: Command) -> dict[str, Any]:
         """The single entry point for validated commands (from MQTT or the panel). CommandError propagates.

@@ -40,10 +40,35 @@ def _v2_to_v3(record: dict[str, Any]) -> dict[str, Any]:
     return record
 
 
+def _v3_to_v4(record: dict[str, Any]) -> dict[str, Any]:
+    """Version 4: a pause keeps its cause (`controller.events.PauseCause`), told from who paused and why as
+    version 3 wrote them; a version-3 card game held no card out of procedure (such a card was rejected)."""
+    pause = record.get("pause")
+    if isinstance(pause, dict) and "cause" not in pause:
+        by, reason = pause.get("by"), str(pause.get("reason", ""))
+        if by == "device":
+            cause = "device"
+        elif by != "system":
+            cause = "supervisor"
+        elif reason.startswith("controller restarted"):
+            cause = "restart"
+        elif reason.startswith("internal error"):
+            cause = "internal_error"
+        else:
+            cause = "game"
+        pause["cause"] = cause
+    flow = record.get("flow")
+    if isinstance(flow, dict) and "composition" in flow:
+        flow.setdefault("out_of_procedure", None)
+        flow.setdefault("set_aside_refs", [])
+    return record
+
+
 #: version N -> a function turning a version-N record into a version-(N+1) record
 MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
     1: _v1_to_v2,
     2: _v2_to_v3,
+    3: _v3_to_v4,
 }
 
 DISCARD_HINT = (

@@ -185,10 +185,12 @@ class DeviceRunner:
                     try:
                         await self.on_readings(readings)
                     except Exception as exc:
-                        # Not committed: no acknowledgement may leave for these readings.
+                        # Not committed: no acknowledgement may leave for these readings. The table commits
+                        # all the readings of one step in one transaction, so none of them was.
                         dropped = len(self.session.data_to_send())
                         log.error(
-                            "%s: %d readings were not committed (%s); %d bytes for the device withheld",
+                            "%s: none of the %d readings of this step was committed (%s); %d bytes for the "
+                            "device withheld, so it repeats them",
                             self.name,
                             len(readings),
                             exc,

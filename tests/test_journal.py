@@ -262,7 +262,7 @@ def test_a_journal_file_belongs_to_one_table(path: Path) -> None:
 def test_in_memory_journal_for_replays() -> None:
     journal = Journal(":memory:", SOURCE)
     assert journal.boot == 1
-    paused = RoundPaused(round_id=None, reason="shoe offline", device="shoe", by="device")
+    paused = RoundPaused(round_id=None, reason="shoe offline", device="shoe", by="device", cause="device")
     (envelope,) = journal.append([make_event("round.paused", paused, time=1_700_000_000.0)])
     assert envelope.subject is None
     assert sequences(journal.outbox()) == [1]

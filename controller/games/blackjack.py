@@ -77,7 +77,7 @@ from controller.games.blackjack_rules import (
 )
 from controller.games.card_flow import CardGameSettings, position_view
 from controller.games.shoe_flow import ShoeFlow, ShoeRecord
-from drivers.readings import CardSeen, CardUnread, CutCardSeen, Reading
+from drivers.readings import CutCardSeen, Reading
 
 #: how the dealer's panel shows a card lying face down (not a card code: the panel prints it as it is)
 FACE_DOWN = "XX"
@@ -265,12 +265,10 @@ class BlackjackTable(ShoeFlow):
         """The card expected next goes face down (the hole card): nothing may say what it is."""
         return self.rounds.in_round and self._next_target() == "hole"
 
-    def reading_is_secret(self, reading: Reading) -> bool:
-        return (
-            reading.device == self.settings.shoe_device
-            and isinstance(reading, CardSeen | CardUnread)
-            and self._face_down_expected()
-        )
+    def _holds_secret(self) -> bool:
+        # the face-down card is out (until its reveal) or is the card expected next: any card read now may
+        # be it, or a copy of it
+        return self.hole is not None or self._face_down_expected()
 
     def _deal_face_down(self, card: Card, now: float, out: FlowOutput, raw: str, rescan: bool) -> None:
         assert self.rounds.round_id is not None
@@ -304,25 +302,17 @@ class BlackjackTable(ShoeFlow):
         return [*self.dealer, self.hole] if self.hole is not None else list(self.dealer)
 
     def _reject(self, out: FlowOutput, now: float, code: str | None, raw: str, reason: str) -> None:
-        if self._face_down_expected():
-            # the card that came out is (or was meant to be) a face-down card: not a word of what it is
-            reason = "the face-down card could not be taken: re-scan it or enter it by hand"
+        if self._holds_secret():
+            # the card may be (a copy of) the face-down card: not a word of what it is
+            reason = "a card could not be taken while the dealer's card is face down"
             rejection = CardRejected(round_id=self.rounds.round_id, card=None, reason=reason, raw="")
             out.emit("card.rejected", rejection, now)
             return
         super()._reject(out, now, code, raw, reason)
 
     def _manual_card_input(self, payload: dict[str, Any], now: float) -> FlowOutput:
-        """`manual_card`, whose refusal never repeats a face-down card's code to the sender."""
-        hole = self._face_down_expected()
-        try:
-            out = self._manual_card(payload, now)
-        except InputRejected:
-            if hole:
-                raise InputRejected(
-                    "the face-down card could not be taken (not a card, or more copies than the shoe holds)"
-                ) from None
-            raise
+        """`manual_card` (its refusal never names a card while one is face down: `CardFlow._manual_card`)."""
+        out = self._manual_card(payload, now)
         self._sync_gate(out)
         return out
 

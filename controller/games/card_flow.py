@@ -4,14 +4,23 @@ The shoe reports every card that leaves it, read (`CardSeen`) or not (`CardUnrea
 game follows the same procedure, and it lives here so that a game module holds only its own rules:
 
 - An unread card is announced (`card.unreadable`, prompt "Re-scan the card") and nothing advances until its
-  re-scan (`CardSeen.rescan_of == ref`) or a hand-entered card (input `manual_card`) arrives. Another card
-  meanwhile is rejected: dealing on would put the unread card in the wrong place.
+  re-scan (`CardSeen.rescan_of == ref`) or a hand-entered card (input `manual_card`) arrives.
 - A hand-entered card is accepted only for such an unread card, never instead of a card the shoe reads:
   whoever touches the panel must not choose the cards. It is marked `manual` in its `card.dealt` and listed
   in the round's result (`manual_cards`).
-- A re-scan that no unread card is waiting for is rejected: it would count one physical card twice.
-- A card that is not a card code, or one more copy than the shoe holds (`ShoeComposition.check`), is
-  rejected: it is a misread or a foreign card, never guessed at.
+- **A card out of procedure pauses the table.** Every reading of a physical card that left the shoe and
+  cannot be placed — a card while the game expects none (betting open, between rounds, a box deciding),
+  another card while an unread one waits for its re-scan, a re-scan no unread card waits for, a card that is
+  not a card code or one more copy than the shoe holds (`ShoeComposition.check`) — is never guessed at and
+  never just rejected while play goes on: the card is on the felt or in the dealer's hand, and if it was
+  meant for the round, the round's result would be wrong. The flow holds it (`out_of_procedure`, not dealt,
+  not counted as dealt) and asks the runtime for a pause of cause `out_of_procedure`
+  (`FlowOutput.hold_out_of_procedure`); the dealer is told to put it aside and call the supervisor. The
+  supervisor's `resume` sets it aside (`card.set_aside`, by whom) and the round goes on as if it had never
+  come out; a `void_round` sets it aside too and cancels the round. A repeat of a message already handled is
+  not a new card (the session drops it), and neither is a re-scan of a card already set aside (rejected).
+- While the game holds a secret card (a face-down card, burned cards: `_holds_secret`), no card reading and
+  no refusal of a hand-entered card names a card: any of them could be a copy of the secret one.
 - Every rejection is a `card.rejected` event; bad readings never raise.
 - The shoe's gate is locked while the table is paused, and on resume unlocked only if a card is expected.
 
@@ -40,6 +49,7 @@ from controller.cards import Card, CardCode, InvalidCard, ShoeComposition, ShoeE
 from controller.events import (
     CardDealt,
     CardRejected,
+    CardSetAside,
     CardUnreadable,
     RawRejected,
     ShuffleCompleted,
@@ -48,7 +58,7 @@ from controller.events import (
     iso_ms,
     make_event,
 )
-from controller.flow import DeviceRequest, FlowOutput, FlowRecord, GameFlow, InputRejected
+from controller.flow import SECRET, DeviceRequest, FlowOutput, FlowRecord, GameFlow, InputRejected
 from drivers.readings import CardSeen, CardUnread, CutCardSeen, Reading, ShuffleDone, ShuffleFailed
 from drivers.session import DeviceCommand
 
@@ -57,6 +67,10 @@ MANUAL_CARD_REFUSAL = (
     "no unread card is waiting: a card can be entered by hand only for a card the reader could not read"
 )
 PROMPT_SHUFFLING = "Shuffling — wait for the shuffler, then put the shuffled cards in the shoe"
+#: a refusal that names no card: any card named while the game holds a secret card may be a copy of it
+SECRET_SAFE_REFUSAL = "the card could not be taken: check it and call the supervisor"
+#: re-scans of set-aside cards recognised as such (the device numbers its messages; a few suffice)
+SET_ASIDE_REFS_KEPT = 32
 
 
 class CardGameSettings(BaseModel):
@@ -127,6 +141,28 @@ class ShuffleBook(BaseModel):
     round_waits: bool = False
 
 
+class OutOfProcedure(BaseModel):
+    """A card that came out while the procedure did not allow it: held, not dealt, until the supervisor's
+    decision sets it aside. Kept in the state row only (it may be a copy of a face-down card)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    #: the card as read (may be no card code at all), None when it came out unread
+    code: str | None
+    raw: str
+    #: the device's reference (sequence number) of the card, if any
+    ref: str = ""
+    #: a re-scan, not a card newly out of the shoe
+    rescan: bool = False
+    #: it is the unread card waiting for its re-scan: setting it aside ends that wait
+    unread: bool = False
+    round_id: str | None
+    #: why the card could not be taken, as published (names no secret)
+    reason: str
+    #: naming it could reveal a secret card: published with neither its code nor its device text
+    secret: bool = False
+
+
 class CardFlowRecord(FlowRecord):
     """What every card game keeps: what the shoe has dealt and the card waiting for its re-scan."""
 
@@ -136,6 +172,8 @@ class CardFlowRecord(FlowRecord):
     idle_reason: str = ""
     manual_cards: list[CardCode] = Field(default_factory=list)
     shuffle: ShuffleBook = Field(default_factory=ShuffleBook)
+    out_of_procedure: OutOfProcedure | None = Field(None, json_schema_extra=SECRET)
+    set_aside_refs: list[str] = Field(default_factory=list)
 
 
 class CardFlow(GameFlow):
@@ -159,6 +197,9 @@ class CardFlow(GameFlow):
         self.manual_cards: list[Card] = []
         # A new table deals no card the shuffler has not counted either.
         self.shuffle = ShuffleBook(wanted=settings.shuffler_device is not None, reason="table start")
+        # A card out of procedure, held until the supervisor decides; the refs of cards set aside.
+        self.out_of_procedure: OutOfProcedure | None = None
+        self.set_aside_refs: list[str] = []
 
     # -- what each game decides ----------------------------------------------------------------------------
 
@@ -227,31 +268,37 @@ class CardFlow(GameFlow):
 
     def _on_card_seen(self, reading: CardSeen, now: float) -> FlowOutput:
         out = FlowOutput()
+        if reading.rescan_of is not None and reading.rescan_of in self.set_aside_refs:
+            # the same physical card as one already set aside: accounted for, nothing to hold
+            reason = f"re-scan of card {reading.rescan_of}, which was set aside"
+            self._reject(out, now, reading.code, reading.raw, reason)
+            return out
         if self.unread_ref is not None:
             if reading.rescan_of != self.unread_ref:
-                reason = f"re-scan the unread card first (card {self.unread_ref} could not be read)"
-                self._reject(out, now, reading.code, reading.raw, reason)
+                why = f"re-scan the unread card first (card {self.unread_ref} could not be read)"
+                self._hold_out_of_procedure(out, now, reading, why)
                 return out
             checked = self._check_card(reading.code)
             if isinstance(checked, str):
-                # The re-scan itself is impossible: the card stays unread and the dealer tries again.
-                self._reject(out, now, reading.code, reading.raw, checked)
+                # The re-scan reads a card that cannot be in the shoe: a foreign card, or a misread the
+                # table cannot tell from one. It is the unread card itself that is held.
+                self._hold_out_of_procedure(out, now, reading, checked, names_card=True, unread=True)
                 return out
             raw = "\n".join(part for part in (self.unread_raw, reading.raw) if part)
             self._clear_unread()
             self._deal(checked, now, out, raw=raw, rescan=True)
             return out
         if reading.rescan_of is not None:
-            reason = f"re-scan of card {reading.rescan_of}, but no unread card is waiting for a re-scan"
-            self._reject(out, now, reading.code, reading.raw, reason)
+            why = f"re-scan of card {reading.rescan_of}, but no unread card is waiting for a re-scan"
+            self._hold_out_of_procedure(out, now, reading, why)
             return out
         refusal = self._why_no_card_now()
         if refusal is not None:
-            self._reject(out, now, reading.code, reading.raw, refusal)
+            self._hold_out_of_procedure(out, now, reading, refusal)
             return out
         checked = self._check_card(reading.code)
         if isinstance(checked, str):
-            self._reject(out, now, reading.code, reading.raw, checked)
+            self._hold_out_of_procedure(out, now, reading, checked, names_card=True)
             return out
         self._deal(checked, now, out, raw=reading.raw, rescan=False)
         return out
@@ -263,21 +310,112 @@ class CardFlow(GameFlow):
                 # The re-scan failed too: the dealer passes the same card over the reader again.
                 self._announce_unread(now, out)
             else:
-                reason = (
+                why = (
                     f"another card came out unread: re-scan the unread card first "
                     f"(card {self.unread_ref} could not be read)"
                 )
-                self._reject(out, now, None, reading.raw, reason)
+                self._hold_out_of_procedure(out, now, reading, why)
             return out
         refusal = self._why_no_card_now()
         if refusal is not None:
-            self._reject(out, now, None, reading.raw, f"unreadable card: {refusal}")
+            self._hold_out_of_procedure(out, now, reading, refusal)
             return out
         self._unread_card_out(now, out)
         self.unread_ref = reading.ref
         self.unread_raw = reading.raw
         self._announce_unread(now, out)
         return out
+
+    # -- a card out of procedure ---------------------------------------------------------------------------
+
+    def _hold_out_of_procedure(
+        self,
+        out: FlowOutput,
+        now: float,
+        reading: CardSeen | CardUnread,
+        why: str,
+        *,
+        names_card: bool = False,
+        unread: bool = False,
+    ) -> None:
+        """Hold a card that came out while the procedure does not allow it, and pause for the supervisor.
+
+        `why` is the procedure's refusal; `names_card` says it names the card (a copy the shoe cannot
+        hold): then, as for the card itself, it is not published while the game holds a secret card."""
+        code = reading.code if isinstance(reading, CardSeen) else None
+        rescan = isinstance(reading, CardSeen) and reading.rescan_of is not None
+        ref = (reading.rescan_of or reading.ref) if isinstance(reading, CardSeen) else reading.ref
+        secret = self.reading_is_secret(reading)
+        if secret and names_card:
+            why = "the table did not expect this card"
+        if code is not None and not rescan and not unread:
+            # A card newly out of the shoe is out for good, whatever the supervisor decides: the shoe holds
+            # one copy fewer (a card that cannot be in the shoe is counted nowhere).
+            checked = self._check_card(code)
+            if not isinstance(checked, str):
+                self.composition.take(checked)
+        if secret:
+            what = "A card"
+        elif code is None:
+            what = "An unread card"
+        else:
+            what = f"Card {code}"
+        if rescan:
+            what += " (a re-scan)"
+        reason = f"{what} came out of procedure ({why}): put it aside"
+        self.out_of_procedure = OutOfProcedure(
+            code=code,
+            raw=reading.raw,
+            ref=ref,
+            rescan=rescan,
+            unread=unread,
+            round_id=self.rounds.round_id,
+            reason=why,
+            secret=secret,
+        )
+        public_code = None if secret else code
+        out.hold_out_of_procedure(reason, reading.device, public_code, "" if secret else reading.raw)
+
+    def settle_pause(self, now: float, by: str, decision: str) -> FlowOutput:
+        """The supervisor decided: the card held out of procedure is set aside (`card.set_aside`)."""
+        out = FlowOutput()
+        held = self.out_of_procedure
+        if held is None:
+            return out
+        self.out_of_procedure = None
+        if held.unread and self.unread_ref == held.ref:
+            self._clear_unread()
+            self.prompt = self._prompt_after_set_aside()
+        if held.ref:
+            self.set_aside_refs = [*self.set_aside_refs, held.ref][-SET_ASIDE_REFS_KEPT:]
+        aside = CardSetAside(
+            round_id=held.round_id,
+            card=None if held.secret else held.code,
+            ref=held.ref,
+            rescan=held.rescan,
+            reason=held.reason,
+            by=by,
+            decision="void" if decision == "void" else "resume",
+        )
+        out.emit("card.set_aside", aside, now, subject=held.round_id)
+        return out
+
+    def _prompt_after_set_aside(self) -> str:
+        """The dealer's prompt once the unread card was set aside: the place the next card goes to, as the
+        panel marks it (the unread card had not been placed, so it is the same place)."""
+        labels = [place["label"] for place in self.positions() if place["next"]]
+        return f"Card set aside — deal the next card to {labels[0]}" if labels else "Card set aside"
+
+    def _holds_secret(self) -> bool:
+        """Whether the game now holds a card nobody may know (a face-down card, burned cards). Default: no."""
+        return False
+
+    def reading_is_secret(self, reading: Reading) -> bool:
+        return (
+            reading.device == self.settings.shoe_device
+            and isinstance(reading, CardSeen | CardUnread)
+            and self._holds_secret()
+        )
 
     def _announce_unread(self, now: float, out: FlowOutput) -> None:
         assert self.unread_ref is not None
@@ -300,7 +438,8 @@ class CardFlow(GameFlow):
             raise InputRejected(MANUAL_CARD_REFUSAL)
         checked = self._check_card(code)
         if isinstance(checked, str):
-            raise InputRejected(checked)
+            # "KC already came out" would say where the face-down KC is: no reason then, whatever the card
+            raise InputRejected(SECRET_SAFE_REFUSAL if self._holds_secret() else checked)
         out = FlowOutput()
         raw = "\n".join(part for part in (self.unread_raw, f"manual_card {checked.code}") if part)
         self._clear_unread()
