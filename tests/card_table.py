@@ -45,7 +45,7 @@ def dealt_positions(out: FlowOutput) -> list[tuple[str, str, int]]:
 
 
 def assert_rejected(out: FlowOutput) -> None:
-    """The card was refused, and nothing was asked of a device."""
+    """The reading was refused (`card.rejected`: e.g. a cut card in a game without one), nothing asked."""
     assert event_types(out) == ["card.rejected"], event_types(out)
     assert out.requests == []
 
@@ -94,6 +94,11 @@ class DrivesCardFlow:
     def noread(self, ref: str | None = None) -> FlowOutput:
         ref = ref or self.next_ref()
         return self.read(CardUnread(device="shoe", time=self.now, raw=f"NOREAD {ref}", ref=ref))
+
+    def set_aside(self, decision: str = "resume") -> dict[str, Any]:
+        """The supervisor decides on the card held out of procedure: it is set aside; its one event."""
+        out = self.flow.settle_pause(self.now, "supervisor", decision)
+        return only(out, "card.set_aside")
 
     def deal(self, *codes: str) -> FlowOutput:
         out = FlowOutput()
@@ -144,3 +149,27 @@ class DrivesCardFlow:
             actual=counts.get("actual"),
         )
         return self.read(failed)
+
+
+def held(out: FlowOutput, *, alone: bool = True) -> dict[str, Any]:
+    """The card came out of procedure: no card.rejected (nor card.dealt) while play goes on, and the flow
+    asks the runtime to pause the table for the supervisor; what the pause says of it.
+
+    The pause's reason is the dealer's words around the procedure's refusal, "Card 7D came out of
+    procedure (<refusal>): put it aside": `reason` here is the refusal, `message` the whole. With
+    `alone=False` the output may hold what came before the card (a deal of several cards)."""
+    if alone:
+        assert event_types(out) == [], event_types(out)
+        assert out.requests == []
+    assert "card.rejected" not in event_types(out)
+    assert out.pause is not None and out.pause.cause == "out_of_procedure", out.pause
+    message = out.pause.reason
+    head, tail = " came out of procedure (", "): put it aside"
+    assert head in message and message.endswith(tail), message
+    why = message[message.index(head) + len(head) : -len(tail)]
+    return {"reason": why, "message": message, "card": out.pause.card, "raw": out.pause.raw}
+
+
+def assert_held(out: FlowOutput) -> None:
+    """The card was held out of procedure, and nothing was asked of a device."""
+    held(out)

@@ -28,7 +28,7 @@ from controller.games.andar_bahar import (
 from drivers.readings import CardSeen, CutCardSeen, DeviceStatus
 from drivers.session import DeviceCommand
 from tests import card_table
-from tests.card_table import ALL_CODES, LOCK, UNLOCK, DrivesCardFlow, dealt_positions, event_types, only
+from tests.card_table import ALL_CODES, LOCK, UNLOCK, DrivesCardFlow, dealt_positions, event_types, held, only
 
 TABLE = "ab1"
 T0 = 1_700_000_000.0
@@ -343,51 +343,51 @@ def test_three_card_straights_are_exactly_the_twelve_runs() -> None:
     assert frozenset("QKA") in runs and frozenset("A23") in runs and frozenset("KA2") not in runs
 
 
-# --- rejections -------------------------------------------------------------------------------------------
+# --- cards out of procedure ------------------------------------------------------------------------------
 
 
-def test_cards_before_the_table_starts_between_rounds_and_during_betting_are_rejected() -> None:
+def test_cards_before_the_table_starts_between_rounds_and_during_betting_are_held() -> None:
     table = Table()
     before = table.card("2S")
-    assert event_types(before) == ["card.rejected"]
-    assert only(before, "card.rejected") == {
-        "round_id": None,
+    assert held(before) == {
         "card": "2S",
         "reason": "the table has not started yet",
+        "message": "Card 2S came out of procedure (the table has not started yet): put it aside",
         "raw": "CARD 1 2S",
     }
+    assert table.flow.out_of_procedure is not None and table.flow.out_of_procedure.round_id is None
     table.tick()
     table.card("KS")
     during = table.card("AC")
-    rejected = only(during, "card.rejected")
+    rejected = held(during)
     assert rejected["reason"] == "betting is open: deal to Andar only after betting closes"
-    assert rejected["round_id"] == "ab1-0000001"
-    assert "unreadable card: betting is open" in only(table.noread(), "card.rejected")["reason"]
+    assert table.flow.out_of_procedure is not None
+    assert table.flow.out_of_procedure.round_id == "ab1-0000001"
+    assert held(table.noread())["message"].startswith("An unread card came out of procedure (betting is open")
     with pytest.raises(InputRejected, match="no unread card is waiting"):
         table.manual("AC")
     assert table.flow.composition.cards_dealt == 1
     table.tick(15)
     table.deal("KC")  # round over
     after = table.card("3D")
-    assert only(after, "card.rejected") == {
-        "round_id": None,
-        "card": "3D",
-        "reason": "the round is over: no card is expected until the next game card is asked for",
-        "raw": f"CARD {table.seq} 3D",
-    }
+    rejected = held(after)
+    assert (rejected["card"], rejected["raw"]) == ("3D", f"CARD {table.seq} 3D")
+    assert (
+        rejected["reason"] == "the round is over: no card is expected until the next game card is asked for"
+    )
     assert table.tick(2.9).events == []  # still in the round gap: the next game card is not asked for yet
-    assert event_types(table.card("4D")) == ["card.rejected"]
+    held(table.card("4D"))
     assert table.flow.public_state()["next_position"] is None
 
 
-def test_a_card_the_one_deck_already_gave_is_rejected_and_not_dealt() -> None:
+def test_a_card_the_one_deck_already_gave_is_held_and_not_dealt() -> None:
     table = Table()
     table.game_card_and_bets("KS")
     table.deal("AC")
     for code in ("KS", "AC"):  # the game card itself, and a dealt card
         out = table.card(code)
-        assert event_types(out) == ["card.rejected"]
-        reason = only(out, "card.rejected")["reason"]
+        held(out)
+        reason = held(out)["reason"]
         assert "already came out 1 times; a 1-deck shoe holds it 1 times" in reason
     table.noread("5")
     with pytest.raises(InputRejected, match="already came out"):
@@ -397,10 +397,10 @@ def test_a_card_the_one_deck_already_gave_is_rejected_and_not_dealt() -> None:
     assert dealt_positions(table.card("QS", rescan_of="5")) == [("QS", "bahar", 0)]
 
 
-def test_invalid_codes_and_the_cut_card_are_rejected() -> None:
+def test_invalid_codes_are_held_and_the_cut_card_rejected() -> None:
     table = Table()
     table.tick()
-    assert "is not a card code" in only(table.card("1X"), "card.rejected")["reason"]
+    assert "is not a card code" in held(table.card("1X"))["reason"]
     assert table.flow.public_state()["next_position"] == "game"  # still waiting for the game card
     cut = table.read(CutCardSeen(device="shoe", time=table.now, raw="CUT 7", ref="7"))
     assert event_types(cut) == ["card.rejected"]
@@ -428,7 +428,7 @@ def test_an_unread_game_card_opens_the_round_only_when_it_is_rescanned() -> None
     state = table.flow.public_state()
     assert state["awaiting_rescan"] is True and state["next_position"] == "game"
     assert state["round_id"] is None
-    assert "re-scan the unread card first" in only(table.card("3S"), "card.rejected")["reason"]
+    assert "re-scan the unread card first" in held(table.card("3S"))["reason"]
     assert table.tick(30).events == []
     out = table.card("3S", rescan_of="5")
     assert event_types(out) == ["round.opened", "card.dealt"]
@@ -445,17 +445,17 @@ def test_noread_while_dealing_waits_for_the_rescan_and_a_failed_rescan_keeps_wai
     assert event_types(out) == ["card.unreadable"]
     assert table.flow.public_state()["next_position"] == "bahar"
     assert table.flow.prompt == "Re-scan the card"
-    assert "another card came out unread" in only(table.noread("42"), "card.rejected")["reason"]
+    assert "another card came out unread" in held(table.noread("42"))["reason"]
     assert event_types(table.noread("41")) == ["card.unreadable"]  # the re-scan failed too
     impossible = table.card("AC", rescan_of="41")  # misread as a card already out
-    assert "already came out" in only(impossible, "card.rejected")["reason"]
+    assert "already came out" in held(impossible)["reason"]
     assert table.flow.public_state()["awaiting_rescan"] is True
     out = table.card("QS", rescan_of="41")
     assert dealt_positions(out) == [("QS", "bahar", 0)]
     assert only(out, "card.dealt")["rescan"] is True
     assert table.flow.prompt == "Deal to Andar"
     stray = table.card("2D", rescan_of="41")
-    assert "no unread card is waiting" in only(stray, "card.rejected")["reason"]
+    assert "no unread card is waiting" in held(stray)["reason"]
 
 
 def test_a_hand_entered_card_replaces_the_unread_one() -> None:
@@ -508,7 +508,7 @@ def test_void_during_betting_then_a_new_deck_and_a_new_game_card() -> None:
     state = table.flow.public_state()
     assert (state["round_id"], state["game_card"], state["next_position"]) == (None, None, None)
     assert table.flow.prompt == "Round voided — collect the cards and take the shuffled deck"
-    assert "voided" in only(table.card("KS"), "card.rejected")["reason"]
+    assert "voided" in held(table.card("KS"))["reason"]
     assert table.tick(1.9).requests == []
     # The gap is the dealer's time to load the shuffler; then the deck is shuffled, then the game card.
     asked = table.tick(0.1)
@@ -520,7 +520,7 @@ def test_void_during_betting_then_a_new_deck_and_a_new_game_card() -> None:
         "decks": 1,
         "reason": "round over",
     }
-    assert "shuffled" in only(table.card("KS"), "card.rejected")["reason"]
+    assert "shuffled" in held(table.card("KS"))["reason"]
     done = table.shuffle_done()
     assert event_types(done) == ["shuffle.done"]
     assert done.requests == [UNLOCK]
@@ -684,17 +684,19 @@ class NoisyDealer:
 
     def stray_cards(self) -> None:
         while self.rng.random() < self.noise:
-            card_table.assert_rejected(self.table.card(self.rng.choice(ALL_CODES)))
+            card_table.assert_held(self.table.card(self.rng.choice(ALL_CODES)))
+            self.table.set_aside()  # the supervisor's resume: play goes on without it
 
     def noise_before_a_card(self) -> None:
         while self.rng.random() < self.noise:
             kind = self.rng.randrange(3)
             if kind == 0:
-                card_table.assert_rejected(self.table.card(self.rng.choice(card_table.GARBAGE)))
+                card_table.assert_held(self.table.card(self.rng.choice(card_table.GARBAGE)))
+                self.table.set_aside()
             elif kind == 1 and self.dealt:
                 out = self.table.card(self.rng.choice(self.dealt))
-                card_table.assert_rejected(out)
-                assert "already came out" in out.events[0].data["reason"]
+                assert "already came out" in held(out)["reason"]
+                self.table.set_aside()
             else:
                 assert self.table.card(self.rng.choice(ALL_CODES), device="other-shoe").events == []
 

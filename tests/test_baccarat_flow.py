@@ -22,7 +22,7 @@ from controller.games.baccarat import BaccaratFlow, BaccaratSettings
 from drivers.readings import CardSeen, CutCardSeen, DeviceFault, DeviceStatus
 from tests import card_table
 from tests.baccarat_reference import CARDS_PER_ROUND_MAX, ExpectedRound, expected_rounds
-from tests.card_table import ALL_CODES, LOCK, UNLOCK, DrivesCardFlow, dealt_positions, event_types, only
+from tests.card_table import ALL_CODES, LOCK, UNLOCK, DrivesCardFlow, dealt_positions, event_types, held, only
 
 TABLE = "bac1"
 
@@ -224,7 +224,7 @@ def test_final_prompts_use_the_totals() -> None:
     assert (result.player.total, result.banker.total) == (1, 4)
     assert table.flow.prompt == "Banker stands — Banker wins 4 to 1"
     assert len(result.banker.cards) == 2
-    rejected = only(out, "card.rejected")  # the sixth card came after the hand was complete
+    rejected = held(out, alone=False)  # the sixth card came after the hand was complete
     assert rejected["card"] == "AC"
     assert "the hand is complete" in rejected["reason"]
 
@@ -249,19 +249,18 @@ def test_pairs_are_same_rank_first_two_cards(
     assert (result.player_pair, result.banker_pair) == (player_pair, banker_pair)
 
 
-# --- rejections -------------------------------------------------------------------------------------------
+# --- cards out of procedure ------------------------------------------------------------------------------
 
 
-def test_a_card_the_one_deck_shoe_no_longer_holds_is_rejected_and_not_dealt() -> None:
+def test_a_card_the_one_deck_shoe_no_longer_holds_is_held_and_not_dealt() -> None:
     table = Table(BaccaratSettings(decks=1))
     table.open_and_close_betting()
     table.deal("AS", "TC", "8H", "KD")  # natural 9 for the player
     table.open_and_close_betting()
     out = table.card("AS")
-    assert event_types(out) == ["card.rejected"]
-    rejected = only(out, "card.rejected")
+    rejected = held(out)
     assert rejected["card"] == "AS"
-    assert rejected["round_id"] == "bac1-0000002"
+    assert table.flow.out_of_procedure.round_id == "bac1-0000002"
     assert "already came out 1 times; a 1-deck shoe holds it 1 times" in rejected["reason"]
     assert rejected["raw"] == f"CARD {table.seq} AS"
     state = table.flow.public_state()
@@ -271,39 +270,37 @@ def test_a_card_the_one_deck_shoe_no_longer_holds_is_rejected_and_not_dealt() ->
     assert dealt_positions(table.card("AH")) == [("AH", "player", 0)]
 
 
-def test_an_invalid_code_is_rejected() -> None:
+def test_an_invalid_code_is_held_out_of_procedure() -> None:
     table = Table()
     table.open_and_close_betting()
     out = table.card("1X")
-    assert event_types(out) == ["card.rejected"]
-    rejected = only(out, "card.rejected")
+    rejected = held(out)
     assert rejected["card"] == "1X"
     assert "is not a card code" in rejected["reason"]
     assert table.flow.public_state()["cards_dealt_in_shoe"] == 0
 
 
-def test_a_card_while_betting_is_open_is_rejected_and_not_counted() -> None:
+def test_a_card_while_betting_is_open_is_held_and_not_counted() -> None:
     table = Table()
     table.tick()
     out = table.card("9H")
-    rejected = only(out, "card.rejected")
-    assert event_types(out) == ["card.rejected"]
-    assert rejected["round_id"] == "bac1-0000001"
+    rejected = held(out)
+    assert table.flow.out_of_procedure.round_id == "bac1-0000001"
     assert rejected["reason"] == "betting is still open: deal only after betting closes"
     assert table.flow.composition.cards_dealt == 0
     assert table.flow.rounds.phase == Phase.BETTING_OPEN
-    assert event_types(table.noread()) == ["card.rejected"]  # an unread card while betting is open too
+    held(table.noread())  # an unread card while betting is open too
 
 
-def test_cards_between_rounds_and_after_the_hand_are_rejected() -> None:
+def test_cards_between_rounds_and_after_the_hand_are_held() -> None:
     table = Table()
     before = table.card("2S")  # before the first tick: no round at all
-    assert only(before, "card.rejected")["reason"] == "no round is open yet"
+    assert held(before)["reason"] == "no round is open yet"
     table.open_and_close_betting()
     table.deal("4S", "2C", "5H", "3D")
     after = table.card("6C")
-    rejected = only(after, "card.rejected")
-    assert rejected["round_id"] is None
+    rejected = held(after)
+    assert table.flow.out_of_procedure.round_id is None
     assert rejected["reason"] == (
         "the hand is complete: no card is expected until the next round's betting closes"
     )
@@ -345,14 +342,14 @@ def test_noread_waits_for_the_rescan_which_goes_where_the_unread_card_was_meant_
     assert state["awaiting_rescan"] is True and state["next_position"] == "player"
 
     other = table.card("9D")  # another card before the re-scan
-    reason = only(other, "card.rejected")["reason"]
+    reason = held(other)["reason"]
     assert reason == "re-scan the unread card first (card 41 could not be read)"
     second_unread = table.noread("42")
-    assert "re-scan the unread card first" in only(second_unread, "card.rejected")["reason"]
+    assert "re-scan the unread card first" in held(second_unread)["reason"]
     again = table.noread("41")  # the re-scan failed too: tell the dealer again
     assert event_types(again) == ["card.unreadable"]
     garbage_rescan = table.card("ZZ", rescan_of="41")
-    assert "is not a card code" in only(garbage_rescan, "card.rejected")["reason"]
+    assert "is not a card code" in held(garbage_rescan)["reason"]
     assert table.flow.public_state()["awaiting_rescan"] is True
 
     out = table.card("4H", rescan_of="41")
@@ -365,11 +362,11 @@ def test_noread_waits_for_the_rescan_which_goes_where_the_unread_card_was_meant_
     assert table.flow.composition.cards_dealt == 3
 
 
-def test_a_rescan_nobody_waits_for_is_rejected() -> None:
+def test_a_rescan_nobody_waits_for_is_held() -> None:
     table = Table()
     table.open_and_close_betting()
     out = table.card("4H", rescan_of="77")
-    reason = only(out, "card.rejected")["reason"]
+    reason = held(out)["reason"]
     assert reason == "re-scan of card 77, but no unread card is waiting for a re-scan"
     assert table.flow.composition.cards_dealt == 0
 
@@ -403,7 +400,7 @@ def test_manual_card_is_refused_while_betting_is_open() -> None:
     table = Table()
     table.tick()
     # betting open: no card is expected, so no no-read can be pending either
-    assert "betting is still open" in only(table.noread("1"), "card.rejected")["reason"]
+    assert "betting is still open" in held(table.noread("1"))["reason"]
     with pytest.raises(InputRejected, match="no unread card is waiting"):
         table.flow.on_input("manual_card", {"card": "3H"}, table.now)
     assert table.flow.composition.cards_dealt == 0
@@ -490,7 +487,7 @@ def test_without_auto_new_shoe_the_table_waits_for_the_new_shoe_input() -> None:
     table.deal("4S", "2C", "5H", "3D")
     assert table.flow.prompt.endswith("Shoe finished: load a new shoe")
     assert table.tick(60).events == []
-    assert only(table.card("2H"), "card.rejected")["reason"] == "the shoe is finished: load a new shoe"
+    assert held(table.card("2H"))["reason"] == "the shoe is finished: load a new shoe"
     assert table.flow.public_state()["shoe_finished"] is True
 
     out = table.flow.on_input("new_shoe", {"by": "panel"}, table.now)
@@ -575,7 +572,7 @@ def test_void_mid_round_locks_keeps_cards_counted_and_the_next_round_follows() -
     assert state["phase"] == "waiting" and state["round_id"] is None
     assert state["cards_dealt_in_shoe"] == 3
     assert state["player"] == [] and state["banker"] == []
-    assert "voided" in only(table.card("5H"), "card.rejected")["reason"]
+    assert "voided" in held(table.card("5H"))["reason"]
     with pytest.raises(InputRejected, match="no round to void"):
         table.flow.void_round(table.now, "again", "supervisor")
 
@@ -583,7 +580,7 @@ def test_void_mid_round_locks_keeps_cards_counted_and_the_next_round_follows() -
     opened = only(table.tick(0.5), "round.opened")
     assert opened["round_id"] == "bac1-0000002" and opened["round_number_in_shoe"] == 2
     table.tick(15)
-    assert "already came out" in only(table.card("2S"), "card.rejected")["reason"]
+    assert "already came out" in held(table.card("2S"))["reason"]
     (result,) = validated_results(table.deal("9S", "9C", "TH", "TD"))
     assert result.round_id == "bac1-0000002"
 
@@ -618,7 +615,7 @@ def test_first_card_mode_closes_betting_with_the_first_card() -> None:
     assert out.requests == [UNLOCK]  # cards must be able to come out: the first one closes betting
     assert table.tick(3600).events == []
     garbage = table.card("QQ")
-    assert event_types(garbage) == ["card.rejected"]
+    held(garbage)
     assert table.flow.rounds.phase == Phase.BETTING_OPEN  # a misread does not close betting
     out = table.card("8S")
     assert event_types(out) == ["round.betting_closed", "card.dealt"]
@@ -706,25 +703,35 @@ class ShoeRun:
         """Cards that must be refused while no card is expected (between rounds, betting open)."""
         while self.rng.random() < self.noise:
             before = self.table.flow.composition.cards_dealt
-            card_table.assert_rejected(self.table.card(self.rng.choice(ALL_CODES)))
+            card_table.assert_held(self.table.card(self.rng.choice(ALL_CODES)))
             assert self.table.flow.composition.cards_dealt == before
+            self.supervisor_sets_it_aside()
+
+    def supervisor_sets_it_aside(self) -> None:
+        """The table paused for the held card; the supervisor's resume sets it aside and play goes on."""
+        aside = self.table.set_aside()
+        assert aside["by"] == "supervisor" and aside["decision"] == "resume"
+        assert self.table.flow.out_of_procedure is None
 
     def noise_before_a_card(self) -> None:
         """Garbage, cards the shoe no longer holds, stray re-scans, readings from elsewhere."""
         while self.rng.random() < self.noise:
             kind = self.rng.randrange(4)
             if kind == 0:
-                card_table.assert_rejected(self.table.card(self.rng.choice(card_table.GARBAGE)))
+                card_table.assert_held(self.table.card(self.rng.choice(card_table.GARBAGE)))
+                self.supervisor_sets_it_aside()
             elif kind == 1:
                 exhausted = [code for code, n in self.dealt_in_shoe.items() if n == self.table.settings.decks]
                 if exhausted:
                     out = self.table.card(self.rng.choice(exhausted))
-                    card_table.assert_rejected(out)
-                    assert "already came out" in out.events[0].data["reason"]
+                    assert "already came out" in held(out)["reason"]
+                    self.supervisor_sets_it_aside()
             elif kind == 2:
-                card_table.assert_rejected(
-                    self.table.card(self.rng.choice(ALL_CODES), rescan_of="no-such-ref")
-                )
+                stray = f"stray-{self.table.next_ref()}"  # a re-scan of no unread card
+                card_table.assert_held(self.table.card(self.rng.choice(ALL_CODES), rescan_of=stray))
+                self.supervisor_sets_it_aside()
+                # its repeat is the same physical card, already set aside: only rejected
+                card_table.assert_rejected(self.table.card(self.rng.choice(ALL_CODES), rescan_of=stray))
             else:
                 assert self.table.card(self.rng.choice(ALL_CODES), device="other-shoe").events == []
 
@@ -742,9 +749,13 @@ class ShoeRun:
                 if choice == 0:
                     assert event_types(self.table.noread(ref)) == ["card.unreadable"]
                 elif choice == 1:
-                    card_table.assert_rejected(self.table.card(self.rng.choice(ALL_CODES)))
+                    card_table.assert_held(self.table.card(self.rng.choice(ALL_CODES)))
+                    self.supervisor_sets_it_aside()  # the unread card still waits for its re-scan
+                    assert self.table.flow.unread_ref == ref
                 else:
-                    card_table.assert_rejected(
+                    # the re-scan of the unread card reads no card: held, and left undecided here (set
+                    # aside, it would take the unread card off the felt; the dealer then re-scans it)
+                    card_table.assert_held(
                         self.table.card(self.rng.choice(card_table.GARBAGE), rescan_of=ref)
                     )
             if self.rng.random() < 0.5:

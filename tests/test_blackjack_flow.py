@@ -524,6 +524,9 @@ def test_infinite_wrong_burn_count_pauses_the_table() -> None:
             "reason": "burn count wrong: 3 card(s) burned, the shown 5D asks for 5",
             "device": None,
             "by": "system",
+            "cause": "game",
+            "card": None,
+            "raw": "",
         }
     ]
     assert core.paused
@@ -747,17 +750,41 @@ def test_a_face_down_card_rejected_or_held_is_published_without_its_name() -> No
     )
     held = [e.data for e in step.events if e.type == "reading.held"]
     assert held and held[0]["raw"] == ""
-    # the re-scan of an unread hole card that is not a card the deck still holds: rejected without its name
+    # the re-scan of an unread hole card that is not a card the deck still holds: held without its name
     other = single()
     other.open_round()
     out = other.deal("9S", "7H", "5D")
     out = other.noread("n1")
     out = other.card("9S", rescan_of="n1")  # a second 9S in one deck: impossible
-    rejected = of(out, "card.rejected")
-    assert rejected and rejected[0]["card"] is None and "9S" not in json.dumps(rejected)
+    assert out.events == [] and out.pause is not None and out.pause.cause == "out_of_procedure"
+    assert out.pause.card is None and out.pause.raw == ""
+    assert "9S" not in out.pause.reason and "already" not in out.pause.reason
     with pytest.raises(InputRejected) as refused:
         other.send("manual_card", card="7H")
-    assert "7H" not in str(refused.value)
+    assert "7H" not in str(refused.value) and "already" not in str(refused.value)
+    aside = of(other.flow.settle_pause(other.now, "supervisor", "resume"), "card.set_aside")
+    assert aside and aside[0]["card"] is None and "9S" not in json.dumps(aside)
+
+
+def test_single_deck_hole_card_read_again_while_box_1_decides_is_named_nowhere() -> None:
+    table = single()
+    table.open_round()
+    table.deal("9S", "7H", "5D", "KC")  # KC is the face-down card
+    assert table.flow.hole is not None and table.flow.hole.code == "KC"
+    out = table.card("KC")  # scanned again while box 1 decides (or a foreign copy)
+    assert out.pause is not None and out.pause.cause == "out_of_procedure"
+    public = json.dumps([[e.data for e in out.events], out.pause.reason, out.pause.card, out.pause.raw])
+    assert "KC" not in public and "already" not in public
+    aside = of(table.flow.settle_pause(table.now, "supervisor", "resume"), "card.set_aside")
+    assert aside and "KC" not in json.dumps(aside)
+    # a hand-entered card equal to the face-down card: refused without saying why, as any other would be
+    table.noread("n9")
+    with pytest.raises(InputRejected) as refused:
+        table.send("manual_card", card="KC")
+    assert "KC" not in str(refused.value) and "already" not in str(refused.value)
+    with pytest.raises(InputRejected) as other:
+        table.send("manual_card", card="9S")  # a card that is out face up: the same refusal
+    assert str(other.value) == str(refused.value)
 
 
 @pytest.mark.parametrize("game", ["blackjack", "single_deck_blackjack", "infinite_blackjack"])

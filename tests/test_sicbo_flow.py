@@ -244,6 +244,9 @@ def test_after_max_reshakes_the_round_pauses_and_a_supervisor_enters_the_dice() 
         "enter the dice by hand (manual_dice) or void the round",
         "device": "camera",
         "by": "system",
+        "cause": "game",
+        "card": None,
+        "raw": "",
     }
     assert step.requests == []  # no more shaking: the supervisor decides
     assert table.core.paused and table.flow.stage == "supervisor"
@@ -336,13 +339,14 @@ def test_the_supervisor_resumes_the_unreadable_round_for_another_set_of_shakes()
 
 def test_readings_of_another_cycle_or_with_no_round_are_rejected_never_used() -> None:
     table = Table()
+    # a table just started opens its first round before it looks at a reading (the round was due): the
+    # dice at rest then belong to no shake of that round
     step = table.at_rest(cycle="0.1")
-    assert table.types(step) == ["reading.rejected"]
-    assert step.events[0].data["reason"] == "dice at rest in cycle 0.1: no round waits for dice"
-    table.tick(T0)
+    assert table.types(step) == ["round.opened", "reading.rejected"]
+    assert step.events[1].data["reason"] == "dice at rest in cycle 0.1: betting is still open"
     step = table.at_rest(cycle="1.1")
     assert step.events[0].data["reason"] == "dice at rest in cycle 1.1: betting is still open"
-    table.tick(T0 + BET)
+    table.tick(T0 + 3.0 + BET)  # the round opened with the first reading, 3 s after the start
     step = table.at_rest(cycle="1.0")
     assert (
         step.events[0].data["reason"]
@@ -362,6 +366,10 @@ def test_readings_of_another_cycle_or_with_no_round_are_rejected_never_used() ->
     assert table.result()["dice"] == [1, 1, 2]
     repeat = table.read((1, 1, 2), cycle="1.1")  # the same reading again: never a second result
     assert table.types(repeat) == ["reading.rejected"]
+    # between rounds (the 2 s gap): no round waits for dice
+    step = table.at_rest(cycle="0.1", dt=0.5)
+    assert table.types(step) == ["reading.rejected"]
+    assert step.events[0].data["reason"] == "dice at rest in cycle 0.1: no round waits for dice"
     other = table.reading(DiceAtRest(device="camera", time=table.now, cycle_id="1.1"))  # wrong device
     assert other.events == []
 
@@ -381,7 +389,14 @@ EXPECTED = {
 @pytest.mark.parametrize("what", INPUTS)
 def test_every_reading_in_every_stage(stage: str, what: str) -> None:
     table = Table(max_reshakes=0)
-    if stage != "no round":
+    if stage == "no round":
+        # between two rounds, in the gap after a result: the next round is not due yet (at a table just
+        # started the first round opens before any reading is looked at)
+        table.open_and_close()
+        table.at_rest()
+        table.read((1, 2, 3))
+        assert not table.flow.rounds.in_round
+    else:
         table.tick(T0)
     if stage in ("shaking", "reading", "supervisor"):
         table.tick(T0 + BET)
@@ -394,10 +409,11 @@ def test_every_reading_in_every_stage(stage: str, what: str) -> None:
     table.flow.refusals_allowed = table.flow.refusals + 1  # one re-shake left: a refusal shows as one
     cycle = table.flow.cycle_id or "1.1"
     before = len(table.events)
+    rest_dt = 0.4 if stage == "no round" else 3.0  # within the gap between rounds
     if what == "at_rest":
-        step = table.at_rest(cycle=cycle)
+        step = table.at_rest(cycle=cycle, dt=rest_dt)
     elif what == "at_rest stale":
-        step = table.at_rest(cycle="9.9")
+        step = table.at_rest(cycle="9.9", dt=rest_dt)
     elif what == "read ok":
         step = table.read((2, 3, 4), cycle=cycle)
     elif what == "read refused":
@@ -471,6 +487,9 @@ def test_a_shaker_fault_mid_round_pauses_and_on_resume_the_dice_are_shaken_again
         "reason": "shaker fault: MOTOR",
         "device": "shaker",
         "by": "device",
+        "cause": "device",
+        "card": None,
+        "raw": "",
     }
     with pytest.raises(CommandError, match="device shaker is fault"):
         table.command(Resume(by="sup"))

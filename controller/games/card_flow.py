@@ -348,12 +348,8 @@ class CardFlow(GameFlow):
         secret = self.reading_is_secret(reading)
         if secret and names_card:
             why = "the table did not expect this card"
-        if code is not None and not rescan and not unread:
-            # A card newly out of the shoe is out for good, whatever the supervisor decides: the shoe holds
-            # one copy fewer (a card that cannot be in the shoe is counted nowhere).
-            checked = self._check_card(code)
-            if not isinstance(checked, str):
-                self.composition.take(checked)
+        # Not counted as dealt (the shoe's composition is what was dealt): the card is accounted for by its
+        # `card.set_aside` once the supervisor decides.
         if secret:
             what = "A card"
         elif code is None:
