@@ -11,9 +11,10 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
-from controller.config import TableConfig, config_problems
+from controller.config import ConfigError, TableConfig, config_problems, merged_config_file
 from drivers.registry import is_camera, is_usb, session_class
 
 #: pyserial URL schemes (`serial_for_url`); the network ones need `host:port`.
@@ -121,9 +122,54 @@ def runtime_problems(config: TableConfig) -> list[str]:
     return problems
 
 
+def unvalidated_problems(merged: Mapping[str, Any]) -> list[str]:
+    """The port and file checks that can run on a file that does not validate: each device entry whose
+    `port` (and `capture`) can be read, and the data directory, checked as `runtime_problems` would."""
+    problems: list[str] = []
+    devices = merged.get("devices")
+    for name, device in devices.items() if isinstance(devices, Mapping) else ():
+        if not isinstance(device, Mapping):
+            continue
+        port, protocol = device.get("port"), device.get("protocol")
+        if isinstance(port, str) and isinstance(protocol, str):
+            # an unknown protocol is the schema's problem: its port is still checked as a serial port
+            camera, usb = is_camera(protocol), is_usb(protocol)
+            if camera:
+                problem = camera_source_problem(port)
+            elif usb:
+                from drivers.hid.usb import usb_address_problem
+
+                problem = usb_address_problem(port)
+            else:
+                problem = port_problem(port)
+            if problem is not None:
+                problems.append(f"devices.{name}.port: {problem}")
+        capture = device.get("capture")
+        if isinstance(capture, str) and capture:
+            problem = file_problem(Path(capture))
+            if problem is not None:
+                problems.append(f"devices.{name}.capture: {problem}")
+    table = merged.get("table")
+    data_dir = table.get("data_dir") if isinstance(table, Mapping) else None
+    if isinstance(data_dir, str) and data_dir:
+        problem = directory_problem(Path(data_dir))
+        if problem is not None:
+            problems.append(f"table.data_dir: {problem}")
+    return problems
+
+
 def check_config(path: str | Path, *, environ: Mapping[str, str] | None = None) -> list[str]:
-    """Every problem of a table's file, one line each (`<file>: <key>: <what>`); empty when it is ready."""
+    """Every problem of a table's file, one line each (`<file>: <key>: <what>`); empty when it is ready.
+
+    One pass: a schema error in one section does not hide another section's errors, nor the ports and
+    files that can be checked beside them."""
     config, problems = config_problems(path, environ=environ)
-    if config is None:
-        return problems
-    return [f"{path}: {line}" for line in runtime_problems(config)]
+    if config is not None:
+        return [f"{path}: {line}" for line in runtime_problems(config)]
+    try:
+        merged = merged_config_file(path, environ=environ)
+    except ConfigError:
+        return problems  # the file itself cannot be read: that is the one problem
+    return problems + [
+        f"{path}: {line}" for line in unvalidated_problems(merged) if f"{path}: {line}" not in problems
+    ]

@@ -548,6 +548,11 @@ def load_config(path: str | Path, *, environ: Mapping[str, str] | None = None) -
     return config_from_dict(read_config_file(path), environ=environ, source=str(path))
 
 
+def merged_config_file(path: str | Path, *, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The file's table with the environment's overrides, not validated (ConfigError if unreadable)."""
+    return _merged(read_config_file(path), environ)
+
+
 def config_problems(
     path: str | Path, *, environ: Mapping[str, str] | None = None
 ) -> tuple[TableConfig | None, list[str]]:
@@ -563,10 +568,28 @@ def config_problems(
         return TableConfig.model_validate(merged), []
     except ValidationError as exc:
         lines = describe_each(exc)
+    # A section's own errors hide nothing of another's: pydantic checks the whole file's cross-section rules
+    # (the devices a game needs, the game's own settings) only once every field is valid, so the sections
+    # that can be checked alone are checked here too, each once.
     devices = merged.get("devices")
     if isinstance(devices, Mapping):
         option_problems = device_option_problems(devices)
         if option_problems:
             extra = describe_each(ValidationError.from_exception_data("TableConfig", option_problems))
             lines += [line for line in extra if line not in lines]
+    lines += [line for line in _game_section_problems(merged) if line not in lines]
     return None, [f"{path}: {line}" for line in lines]
+
+
+def _game_section_problems(merged: Mapping[str, Any]) -> list[str]:
+    """The `[game]` section checked against the game `[table] game` names, if it names one."""
+    table = merged.get("table")
+    game = table.get("game") if isinstance(table, Mapping) else None
+    section = merged.get("game", {})
+    if not isinstance(game, str) or game not in GAMES or not isinstance(section, Mapping):
+        return []
+    try:
+        game_spec(game).settings_class().model_validate(section)
+    except ValidationError as exc:
+        return describe_each(ValidationError.from_exception_data("TableConfig", _located(("game",), exc)))
+    return []

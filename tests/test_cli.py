@@ -194,6 +194,29 @@ def test_check_config_lists_every_problem(tmp_path: Path) -> None:
     }
 
 
+def test_check_config_lists_a_schema_error_a_missing_port_and_a_bad_game_setting_in_one_run(
+    tmp_path: Path,
+) -> None:
+    # three sections wrong at once: [broker] (a schema error), the shoe's port (a file check), [game] (the
+    # game's own settings); before, the first hid the others until it was fixed
+    text = GOOD.format(data=tmp_path, protocol="shoe-line", port="/dev/tablectl-no-such-shoe")
+    text += '[broker]\nmax_payload_bytes = "lots"\n[game]\nbetting_seconds = "x"\nround_gap_seconds = -1\n'
+    config = write(tmp_path, text)
+    result = tablectl("check-config", config)
+    assert result.returncode == 1, result.stdout + result.stderr
+    keys = [line.split(": ")[1] for line in result.stdout.splitlines()]
+    assert sorted(keys) == sorted(
+        ["broker.max_payload_bytes", "devices.shoe.port", "game.betting_seconds", "game.round_gap_seconds"]
+    ), result.stdout
+    assert "serial port /dev/tablectl-no-such-shoe not found" in result.stdout
+    assert "Traceback" not in result.stderr
+    # a type error in [game] alone does not hide the missing port either
+    text = GOOD.format(data=tmp_path, protocol="shoe-line", port="/dev/tablectl-no-such-shoe")
+    config = write(tmp_path, text + '[game]\nbetting_seconds = "x"\n')
+    keys = [line.split(": ")[1] for line in tablectl("check-config", config).stdout.splitlines()]
+    assert sorted(keys) == ["devices.shoe.port", "game.betting_seconds"]
+
+
 def test_building_the_parser_does_not_import_opencv() -> None:
     """OpenCV is only for the dice tools: every other command starts without it."""
     code = (
