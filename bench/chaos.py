@@ -11,6 +11,11 @@ Faults, one at a time at random moments, each followed by the recovery a studio 
 - `unplug`: the shoe's cable is pulled and plugged back in;
 - `corrupt`: the shoe's line is spoiled for a while (bad checksums, noise bursts, duplicated lines:
   ShoeFaults) and raw garbage is put on it;
+- `kill_at_restart_repeat` (aimed: random timing misses its window of a few milliseconds): the service is
+  killed while a card is in flight (drawn, its ACK not yet read by the shoe), so that the restarted service's
+  first line is often the shoe's repeat of it; that restarted service is killed right after its first
+  journal commit that took the shoe online (a hook in its process: `RESTART_HOOK`), then started again.
+  Committed in two transactions (the shoe online, then its card), that instant lost the card behind an ACK;
 - `disk_full`: the data directory is a small tmpfs (mounted by the campaign; needs the right to mount, else
   this kind is not injected and the in-process test `tests/test_ack_promise.py` is what covers it); the
   campaign truncates the journal's WAL (a checkpoint, as any reader may do) and fills the file system, so the
@@ -72,7 +77,16 @@ from tests.test_service_e2e import BASE, TABLE, Service, write_config  # noqa: E
 
 log = logging.getLogger("chaos")
 
-KINDS = ("kill_mid_round", "kill_at_ack", "kill_mid_flush", "broker_kill", "unplug", "corrupt", "disk_full")
+KINDS = (
+    "kill_mid_round",
+    "kill_at_ack",
+    "kill_mid_flush",
+    "broker_kill",
+    "unplug",
+    "corrupt",
+    "kill_at_restart_repeat",
+    "disk_full",
+)
 DECKS = 8
 CUT_POSITION = 16
 JOURNAL_NAME = f"{TABLE}-journal.sqlite3"
@@ -82,6 +96,46 @@ RESTART_REASON = "controller restarted mid-round"
 EXPECTED_REJECTIONS = ("the round was voided", "no card is expected")
 #: a table that makes no progress for this long after a fault's recovery is stuck: a violation
 STALL_S = 45.0
+
+
+# The service process for `kill_at_restart_repeat`: `tablectl run` with the journal's commit wrapped. Right
+# after the first commit that takes a device online (while the arm file exists) it writes what that commit
+# held to the fired file and dies at once, as a kill -9 would leave it: nothing after the commit happens.
+RESTART_HOOK = """
+import json, os, sys
+import controller.journal as journal
+append = journal.Journal.append
+def hooked(self, events, *args, **kwargs):
+    result = append(self, events, *args, **kwargs)
+    arm = os.environ["CHAOS_ARM"]
+    if os.path.exists(arm) and any(e.type == "device.online" for e in events):
+        os.unlink(arm)
+        with open(os.environ["CHAOS_FIRED"], "w") as out:
+            json.dump({"types": [e.type for e in events], "delivered": kwargs.get("delivered")}, out)
+        os._exit(137)
+    return result
+journal.Journal.append = hooked
+from controller.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+class HookedService(Service):
+    """`tablectl run` with `RESTART_HOOK`: killed right after its first commit that takes a device online."""
+
+    def __init__(self, config: Path, log: Path, arm: Path, fired: Path) -> None:
+        super().__init__(config, log)
+        self.env = {**os.environ, "CHAOS_ARM": str(arm), "CHAOS_FIRED": str(fired)}
+
+    def start(self) -> None:
+        with self.log.open("ab") as out:
+            self.process = subprocess.Popen(
+                [sys.executable, "-c", RESTART_HOOK, "-v", "run", "--config", str(self.config)],
+                cwd=REPO_ROOT,
+                env=self.env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
 
 
 def fault_plan(kinds: list[str], faults: int, seed: int) -> list[str]:
@@ -247,6 +301,10 @@ class Campaign:
         self.disk_full_failstops = 0
         self.acks_withheld_at_failstop = 0
         self.stalls = 0
+        #: kill_at_restart_repeat: restarts whose first committed line was a card (the shoe's repeat), and
+        #: kills that landed right after that first commit
+        self.restart_repeats_first = 0
+        self.restart_kills_landed = 0
         #: kill_at_ack: the seq the shoe was still waiting an ACK for when the service died (None: nothing)
         self.outstanding_at_kill: list[int | None] = []
         #: disk_full: (ACKs the shoe had seen when the disk filled, when the service had stopped, the seq it
@@ -367,9 +425,11 @@ class Campaign:
         messages = self.subscriber.messages[self._rejections_seen :]
         self._rejections_seen += len(messages)
         for message in messages:
-            if not message.topic.endswith("/card.rejected"):
-                continue
             data = message.json()["data"]
+            # a card out of procedure: held by the pause, set aside by the supervisor's resume
+            held = message.topic.endswith("/round.paused") and data.get("cause") == "out_of_procedure"
+            if not (message.topic.endswith("/card.rejected") or held):
+                continue
             self.rejected.append(data)
             fields = str(data.get("raw") or "").split()
             where = self._card_at.get(fields[1]) if len(fields) >= 2 and fields[0] == "CARD" else None
@@ -600,6 +660,46 @@ class Campaign:
         process.wait(10)
         self.exit_codes["kill -9"] += 1
         await self._after_death("kill_at_ack")
+
+    async def fault_kill_at_restart_repeat(self) -> None:
+        # a card in flight: the shoe drew it and waits for its ACK (the dealer often draws two at once)
+        try:
+            await wait_until(
+                lambda: self.shoe.device.awaiting_ack is not None, timeout=20, what="a card awaiting its ACK"
+            )
+        except AssertionError:
+            self.skipped["kill_at_restart_repeat"] += 1
+            return
+        self.service.kill9()
+        self.exit_codes["kill -9"] += 1
+        last, round_id, paused, outbox = self._journal_position()
+        self.kills.append(KillRecord("kill_at_restart_repeat", last, round_id, paused, outbox))
+        arm, fired = self.workdir / "restart-hook.arm", self.workdir / "restart-hook.fired"
+        fired.unlink(missing_ok=True)
+        arm.touch()
+        normal = self.service
+        hooked = HookedService(normal.config, normal.log, arm, fired)
+        self.service = hooked
+        try:
+            hooked.start()
+            process = hooked.process
+            assert process is not None
+            try:
+                await wait_until(lambda: process.poll() is not None, timeout=30, what="the hooked restart")
+            except AssertionError:
+                hooked.kill9()  # the shoe never came online: no commit to kill after
+                self.notes.append("kill_at_restart_repeat: the restarted service never took the shoe online")
+            else:
+                self.exit_codes[f"exit {process.returncode}"] += 1
+                if fired.exists():
+                    self.restart_kills_landed += 1
+                    first = json.loads(fired.read_text())
+                    if first.get("delivered") or {"card.dealt", "reading.held"} & set(first["types"]):
+                        self.restart_repeats_first += 1
+        finally:
+            arm.unlink(missing_ok=True)
+            self.service = normal
+        await self._after_death("kill_at_restart_repeat")
 
     async def fault_kill_mid_flush(self) -> None:
         self.broker.stop()
@@ -839,8 +939,23 @@ class Campaign:
 
     def _check_cards(self, journal: list[dict[str, Any]]) -> None:
         dealt = [e for e in journal if e["type"] == "card.dealt"]
-        # every card line the table took: dealt, or rejected (and journaled as such)
-        dealt_lines = [e["data"]["raw"] for e in journal if e["type"] in ("card.dealt", "card.rejected")]
+        # every card line the table took: dealt, rejected, or held out of procedure (journaled as such, and
+        # set aside by the supervisor's decision)
+        out_of_procedure = [
+            e for e in journal if e["type"] == "round.paused" and e["data"].get("cause") == "out_of_procedure"
+        ]
+        dealt_lines = [
+            e["data"]["raw"]
+            for e in journal
+            if e["type"] in ("card.dealt", "card.rejected")
+            or (e in out_of_procedure and e["data"]["raw"].startswith("CARD "))
+        ]
+        self.cards_out_of_procedure = len(out_of_procedure)
+        set_aside = [e for e in journal if e["type"] == "card.set_aside"]
+        if len(set_aside) + bool(self._latest_paused_out_of_procedure(journal)) < len(out_of_procedure):
+            self.violations.append(
+                Violation("set aside", f"{len(out_of_procedure)} cards held, {len(set_aside)} set aside")
+            )
         # A card still held at the stop (the table paused, no resume yet) was ACKed and journaled, as
         # `reading.held` and in the state row that brings it back after a restart: the promise is kept.
         held = [e["data"]["raw"] for e in journal if e["type"] == "reading.held"]
@@ -882,11 +997,23 @@ class Campaign:
                     f"journal dealt {len(codes)} cards, the shoe {len(played)} (not set aside): not the same",
                 )
             )
-        rejected = [e["data"] for e in journal if e["type"] == "card.rejected"]
+        rejected = [e["data"] for e in journal if e["type"] == "card.rejected"] + [
+            e["data"] for e in out_of_procedure
+        ]
         self.cards_rejected = len(rejected)
         for data in rejected:
             if not any(reason in data["reason"] for reason in EXPECTED_REJECTIONS):
                 self.violations.append(Violation("rejected", f"card rejected: {data}"))
+
+    @staticmethod
+    def _latest_paused_out_of_procedure(journal: list[dict[str, Any]]) -> bool:
+        """Whether the table stopped paused for a card out of procedure that nobody decided on yet."""
+        for event in reversed(journal):
+            if event["type"] == "round.resumed":
+                return False
+            if event["type"] == "round.paused":
+                return bool(event["data"].get("cause") == "out_of_procedure")
+        return False
 
     def _check_results(self, journal: list[dict[str, Any]]) -> None:
         results = [e for e in journal if e["type"] == "round.result"]
@@ -999,6 +1126,7 @@ class Campaign:
             "cards_dealt_by_shoe": len(self.drawn),
             "cards_acked": getattr(self, "cards_acked", 0),
             "cards_rejected_in_voided_rounds": getattr(self, "cards_rejected", 0),
+            "cards_out_of_procedure": getattr(self, "cards_out_of_procedure", 0),
             "cards_journaled": getattr(self, "cards_dealt", 0),
             "cards_held_at_stop": getattr(self, "cards_held_at_stop", 0),
             "rounds_checked_against_reference": getattr(self, "rounds_checked", 0),
@@ -1007,6 +1135,8 @@ class Campaign:
             "events_received": getattr(self, "received_events", 0),
             "events_lost_by_broker_kill_repaired_by_replay": len(getattr(self, "replayed", [])),
             "stalls": self.stalls,
+            "restart_kills_after_first_commit": self.restart_kills_landed,
+            "restarts_whose_first_commit_was_a_card": self.restart_repeats_first,
             "restart_to_online": summary(self.timings.restart_to_online),
             "restart_to_resumed": summary(self.timings.restart_to_resumed),
             "pause_to_resumed": summary(self.timings.pause_to_resumed),

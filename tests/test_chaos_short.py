@@ -39,3 +39,16 @@ def test_the_fault_plan_holds_every_kind_in_each_block_and_depends_on_the_seed_a
     for start in range(0, 28, len(kinds)):
         assert sorted(plan[start : start + len(kinds)]) == sorted(kinds)
     assert plan != fault_plan(kinds, 30, 2027)
+
+
+@pytest.mark.timeout(400)
+async def test_a_kill_right_after_the_restarts_first_commit_loses_no_card(tmp_path: Path) -> None:
+    # the aimed fault: the restarted service's first line is often the shoe's repeat of a card in flight;
+    # killed right after the commit that took the shoe online, it must have committed that card with it
+    settings = CampaignSettings(faults=8, seed=3, kinds=("kill_at_restart_repeat",), workdir=tmp_path)
+    campaign = Campaign(settings)
+    report = await campaign.run()
+    (tmp_path / "report.json").write_text(json.dumps(report, indent=2))
+    assert report["violations"] == [], markdown(report)
+    assert report["restart_kills_after_first_commit"] >= 6, report
+    assert report["restarts_whose_first_commit_was_a_card"] >= 2, report
