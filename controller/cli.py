@@ -9,14 +9,19 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import errno
 import getpass
 import importlib
 import json
 import logging
 import os
+import shutil
 import signal
 import sqlite3
 import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 from controller import __version__
 
@@ -65,36 +70,114 @@ def make_capture_dirs(config: object) -> None:
 
 #: how long READY=1 waits for the first broker connection (the table runs without one: events wait)
 READY_BROKER_WAIT_SECONDS = 5.0
+#: below this much free space where the table writes, it does not start but waits: its journal could not
+#: take a round, and a start that fails at once would only be restarted by systemd until it gave up
+START_MIN_FREE_BYTES = 8 * 1024 * 1024
+#: how often a table waiting for disk space looks again
+DISK_WAIT_SECONDS = 5.0
+
+
+def _nearest_existing(path: Path) -> Path:
+    for candidate in (path, *path.parents):
+        if candidate.exists():
+            return candidate
+    return Path("/")
+
+
+def disk_space_problem(config: object, free: Callable[[Path], int] | None = None) -> str | None:
+    """Why the table cannot start for want of space where it writes (its data directory, its captures'
+    directories), or None."""
+    from controller.config import TableConfig
+
+    assert isinstance(config, TableConfig)
+    free = free or (lambda path: shutil.disk_usage(path).free)
+    places = [config.table.data_dir, *(d.capture.parent for d in config.devices.values() if d.capture)]
+    for place in places:
+        left = free(_nearest_existing(place))
+        if left < START_MIN_FREE_BYTES:
+            return f"{left} bytes free under {place} (the table needs {START_MIN_FREE_BYTES} to start)"
+    return None
+
+
+def _disk_full(exc: BaseException) -> bool:
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    return isinstance(exc, sqlite3.Error) and "full" in str(exc).lower()
+
+
+async def open_table(
+    config: object,
+    notifier: Any,
+    *,
+    discard_state: bool = False,
+    free: Callable[[Path], int] | None = None,
+    interval: float = DISK_WAIT_SECONDS,
+) -> Any:
+    """The table service, once its journal can be opened. On a full disk it waits, however long, and says
+    why on its systemd status (`systemctl status tablectl`) and in the log, instead of exiting: an exit
+    would be restarted by systemd every `RestartSec`, and the unit's start limit would soon make systemd
+    give up on the table for good. It starts by itself once space is freed."""
+    from controller.journal import JournalError
+    from controller.runtime import StateMismatch
+    from controller.service import TableService
+    from controller.table_state import DISCARD_HINT
+
+    log = logging.getLogger("controller")
+    waiting = False
+    while True:
+        problem = disk_space_problem(config, free)
+        if problem is None:
+            try:
+                make_capture_dirs(config)
+                notifier.status("opening the journal")
+                service = TableService(config, discard_state=discard_state)  # type: ignore[arg-type]
+            except JournalError as exc:
+                raise OperatorError(str(exc)) from None
+            except StateMismatch as exc:
+                raise OperatorError(f"{exc}; the stored state was kept: {DISCARD_HINT}") from None
+            except (OSError, sqlite3.Error) as exc:
+                if not _disk_full(exc):
+                    data_dir = config.table.data_dir  # type: ignore[attr-defined]
+                    raise OperatorError(
+                        f"table.data_dir {data_dir}: cannot keep the journal there: {exc}"
+                    ) from None
+                problem = f"cannot open the journal: {exc}"
+            else:
+                if waiting:
+                    log.warning("disk space is back: starting the table")
+                return service
+        message = f"waiting: disk full, {problem}; the table starts by itself once space is freed"
+        if not waiting:
+            log.error("%s", message)
+            notifier.ready(message)  # started, and waiting: not a failed start for systemd to count
+            waiting = True
+        else:
+            notifier.status(message)
+        await asyncio.sleep(interval)
 
 
 async def _run_service(config_path: str, discard_state: bool = False) -> int:
     from controller.config import load_config, plain_password_warning, redact_url
     from controller.files import private_umask
-    from controller.journal import JournalError
-    from controller.runtime import StateMismatch
     from controller.sd_notify import Notifier
     from controller.service import ServiceFailure, TableService
-    from controller.table_state import DISCARD_HINT
 
     private_umask()  # the journal, its WAL and the captures: 0600 in 0700, the service's alone
     config = load_config(config_path)
     check_ports(config)
-    make_capture_dirs(config)
     warning = plain_password_warning(config.broker)
     if warning is not None:
         logging.getLogger("controller").warning("%s", warning)
     notifier = Notifier()
-    notifier.status("opening the journal")
+    # pinged from the start: a table waiting for disk space is alive, not hung
+    watchdog = asyncio.create_task(notifier.watchdog(), name="sd-watchdog")
     try:
-        service = TableService(config, discard_state=discard_state)
-    except JournalError as exc:
-        raise OperatorError(str(exc)) from None
-    except StateMismatch as exc:
-        raise OperatorError(f"{exc}; the stored state was kept: {DISCARD_HINT}") from None
-    except (OSError, sqlite3.Error) as exc:
-        raise OperatorError(
-            f"table.data_dir {config.table.data_dir}: cannot keep the journal there: {exc}"
-        ) from None
+        service: TableService = await open_table(config, notifier, discard_state=discard_state)
+    except BaseException:
+        watchdog.cancel()
+        await asyncio.gather(watchdog, return_exceptions=True)
+        notifier.close()
+        raise
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError):
@@ -113,7 +196,6 @@ async def _run_service(config_path: str, discard_state: bool = False) -> int:
 
         metrics = asyncio.create_task(serve_metrics(TableMetrics(service), config.metrics), name="metrics")
         metrics.add_done_callback(lambda _: service.stop())  # it ends by itself only if it failed
-    watchdog = asyncio.create_task(notifier.watchdog(), name="sd-watchdog")
 
     async def ready() -> None:
         # the journal is open and the bus and device tasks are started: give the broker a moment

@@ -12,6 +12,15 @@ table's events exactly:
 - `{"t", "dir": "cmd", "info": {"kind": "commands"|"inputs", "name", "payload", "by"}}` for every command
   and input the table accepted (supervisors, the rules engine, the dealer's panel).
 
+A full disk. A record is written whole or not at all: one write of the whole line, and if the file system
+refuses it (ENOSPC, EIO) the file is cut back to the end of the last whole record, so no torn line stays and
+the next record never lands on one. The writer does not give up: it counts what it could not write and tries
+again (at most once a second); the first record it writes again is preceded by a gap record,
+`{"t", "dir": "gap", "info": {"since", "until", "lost", "reason"}}`, so a reader knows what is missing and
+when. It logs once when it stops and once when it resumes. `read_capture` reads past a damaged line (not
+JSON, torn, of an unknown kind), counting it, and counts the gap records (`read_capture_counted`); only a
+file in which no line is a record is refused.
+
 A writer may rotate its file (`max_bytes`, `daily`): `shoe.jsonl` is renamed `shoe-20261201T000000Z.jsonl`
 (the UTC time of its first record) and a new `shoe.jsonl` begins. The new file starts with the latest `meta`
 record again, and with the link's `open` if the link was up, so that every file replays on its own.
@@ -23,6 +32,7 @@ from __future__ import annotations
 import calendar
 import gzip
 import json
+import logging
 import os
 import re
 import time
@@ -30,9 +40,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+log = logging.getLogger(__name__)
+
 DIRECTIONS = ("rx", "tx")
 #: records that carry no device bytes but the story around them
 STORY = ("meta", "link", "cmd")
+#: the record of what could not be written (a full disk): `info` = since, until, lost, reason
+GAP = "gap"
+#: after a refused write, the next attempt is made no sooner than this (records meanwhile are counted lost)
+RETRY_SECONDS = 1.0
 
 
 class CaptureError(ValueError):
@@ -57,13 +73,20 @@ class CaptureWriter:
         self.path = Path(path)
         self.max_bytes = max_bytes
         self.daily = daily
-        self._file: IO[str] | None = self.path.open("a", encoding="utf-8")
+        # unbuffered: one record is one write(2), so what the file system refuses is the whole record or the
+        # part it took, which is cut off again (no buffer keeps half a record to write later)
+        self._file: IO[bytes] | None = self.path.open("ab", buffering=0)
         self._size = self.path.stat().st_size
         #: when the current file began (its first record's time), None while it is empty
         self._started: float | None = _first_time(self.path) if self._size else None
         self._header_size = 0  # what a rotation wrote at the top of the current file
         self._meta: dict[str, Any] | None = None  # the latest meta record
         self._link_open: dict[str, Any] | None = None  # the latest link record, while the link is up
+        #: while writes are refused: since when, how many records were lost, why (None: writing)
+        self._gap: dict[str, Any] | None = None
+        self._retry_at = 0.0
+        #: records lost to refused writes since the writer was made
+        self.lost = 0
 
     def write(self, direction: str, data: bytes, t: float) -> None:
         if direction not in DIRECTIONS:
@@ -81,21 +104,74 @@ class CaptureWriter:
             raise ValueError(f"capture {self.path} is closed")
         line = json.dumps(record, ensure_ascii=True) + "\n"
         t = float(record["t"])
+        if record["dir"] == "meta":
+            self._meta = record  # kept for the next file's header even if this write is refused
+        if self._gap is not None and not self._resume(t):
+            self._lose(t, None)
+            return
         if self._due(t, len(line)):
             self.rotate(t, header=record["dir"] != "meta")
-        self._append(line, t)
+        try:
+            self._append(line, t)
+        except OSError as exc:
+            self._lose(t, exc)
+            return
         if record["dir"] == "meta":
             self._meta = record
         elif record["dir"] == "link":
             self._link_open = record if record["info"].get("event") == "open" else None
 
     def _append(self, line: str, t: float) -> None:
+        """Write one whole record, or nothing: on OSError the file is cut back to where it was."""
         assert self._file is not None
-        self._file.write(line)
-        self._file.flush()
-        self._size += len(line)  # ASCII only (ensure_ascii)
+        data = line.encode("ascii")  # ensure_ascii: one byte per character
+        written = 0
+        try:
+            while written < len(data):
+                n = self._file.write(data[written:])
+                if not n:
+                    raise OSError(f"capture {self.path}: nothing written")
+                written += n
+        except OSError:
+            if written:
+                # the part the file system took is cut off again: no torn line for the next record to join
+                os.ftruncate(self._file.fileno(), self._size)
+            raise
+        self._size += len(data)
         if self._started is None:
             self._started = t
+
+    def _lose(self, t: float, exc: OSError | None) -> None:
+        """A record could not be written (or was not tried, waiting to retry): count it in the gap."""
+        self.lost += 1
+        if self._gap is None:
+            self._gap = {"since": t, "lost": 0, "reason": str(exc) if exc else "write refused"}
+            log.error("capture %s: cannot write (%s); counting the records lost until it can", self.path, exc)
+        self._gap["lost"] += 1
+        if exc is not None:
+            self._retry_at = time.monotonic() + RETRY_SECONDS
+
+    def _resume(self, t: float) -> bool:
+        """Try to write the gap record that ends a gap; True when it is written (writing goes on)."""
+        assert self._gap is not None
+        if time.monotonic() < self._retry_at:
+            return False
+        gap = {**self._gap, "until": t}
+        line = json.dumps({"t": t, "dir": GAP, "info": gap}, ensure_ascii=True) + "\n"
+        try:
+            self._append(line, t)
+        except OSError as exc:
+            self._retry_at = time.monotonic() + RETRY_SECONDS
+            self._gap["reason"] = str(exc)
+            return False
+        log.warning(
+            "capture %s: writing again; %d records since %s were lost (a gap record says so)",
+            self.path,
+            gap["lost"],
+            time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(gap["since"])),
+        )
+        self._gap = None
+        return True
 
     def _due(self, t: float, size: int) -> bool:
         if self._started is None or self._size <= self._header_size:
@@ -120,13 +196,17 @@ class CaptureWriter:
             number += 1
             rotated = self.path.with_name(f"{self.path.stem}-{stamp}-{number}{self.path.suffix}")
         os.replace(self.path, rotated)
-        self._file = self.path.open("a", encoding="utf-8")
+        self._file = self.path.open("ab", buffering=0)
         self._size = 0
         self._started = None
         if header:
             for record in (self._meta, self._link_open):
                 if record is not None:
-                    self._append(json.dumps({**record, "t": t}, ensure_ascii=True) + "\n", t)
+                    try:
+                        self._append(json.dumps({**record, "t": t}, ensure_ascii=True) + "\n", t)
+                    except OSError as exc:
+                        self._lose(t, exc)
+                        break
         self._header_size = self._size
         return rotated
 
@@ -218,6 +298,16 @@ def _looks_like_jsonl(content: bytes) -> bool:
     return content.lstrip().startswith(b"{")
 
 
+@dataclass(frozen=True, slots=True)
+class CaptureContents:
+    """What `read_capture_counted` found: the records, the damaged lines skipped ("<file>:<line>: why") and
+    the gap records (what a full disk kept the writer from recording: `info` since, until, lost, reason)."""
+
+    records: list[CaptureRecord]
+    damaged: list[str]
+    gaps: list[dict[str, Any]]
+
+
 def _parse_record(path: Path, number: int, line: str) -> CaptureRecord:
     where = f"{path}:{number}"
     try:
@@ -236,6 +326,11 @@ def _parse_record(path: Path, number: int, line: str) -> CaptureRecord:
         if t is None:
             raise CaptureError(f"{where}: a {direction} record needs its time 't'")
         return CaptureRecord(float(t), direction, b"", info)
+    if direction == GAP:
+        info = obj.get("info")
+        if not isinstance(info, dict) or t is None:
+            raise CaptureError(f"{where}: a gap record needs its time 't' and an 'info' object")
+        return CaptureRecord(float(t), GAP, b"", info)
     if direction not in DIRECTIONS:
         raise CaptureError(f"{where}: 'dir' must be 'rx' or 'tx' (or meta, link, cmd), got {direction!r}")
     if not isinstance(data, str):
@@ -248,7 +343,33 @@ def _parse_record(path: Path, number: int, line: str) -> CaptureRecord:
 
 
 def read_capture(path: str | Path) -> list[CaptureRecord]:
-    """Records of a JSONL capture (gzipped or not), or the whole file as one rx record if it is a raw dump."""
+    """Records of a JSONL capture (gzipped or not), or the whole file as one rx record if it is a raw dump.
+
+    Damaged lines are skipped and gap records left out (`read_capture_counted` lists both); each is logged
+    as a warning with its count."""
+    contents = read_capture_counted(path)
+    if contents.damaged:
+        log.warning(
+            "capture %s: %d damaged line(s) skipped, the first %s",
+            path,
+            len(contents.damaged),
+            contents.damaged[0],
+        )
+    for gap in contents.gaps:
+        log.warning(
+            "capture %s: %s record(s) were not written from %s to %s (%s)",
+            path,
+            gap.get("lost"),
+            gap.get("since"),
+            gap.get("until"),
+            gap.get("reason"),
+        )
+    return [record for record in contents.records if record.direction != GAP]
+
+
+def read_capture_counted(path: str | Path) -> CaptureContents:
+    """`read_capture`'s records with the gap records, and the damaged lines it skipped. CaptureError for a
+    file that cannot be read at all, or in which no line is a record."""
     path = Path(path)
     content = path.read_bytes()
     if content.startswith(b"\x1f\x8b"):
@@ -257,16 +378,31 @@ def read_capture(path: str | Path) -> list[CaptureRecord]:
         except (OSError, EOFError) as exc:
             raise CaptureError(f"{path}: a damaged gzip file ({exc})") from None
     if not content:
-        return []
+        return CaptureContents([], [], [])
     if not _looks_like_jsonl(content):
-        return [CaptureRecord(None, "rx", content)]
-    try:
-        text = content.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        number = content[: exc.start].count(b"\n") + 1
-        raise CaptureError(f"{path}:{number}: not UTF-8 text, so not a JSONL capture") from None
-    records = []
-    for number, line in enumerate(text.split("\n"), start=1):
-        if line.strip():
-            records.append(_parse_record(path, number, line))
-    return records
+        return CaptureContents([CaptureRecord(None, "rx", content)], [], [])
+    records: list[CaptureRecord] = []
+    damaged: list[str] = []
+    gaps: list[dict[str, Any]] = []
+    for number, raw_line in enumerate(content.split(b"\n"), start=1):
+        if not raw_line.strip():
+            continue
+        try:
+            line = raw_line.decode("utf-8")
+        except UnicodeDecodeError:
+            damaged.append(f"{path}:{number}: not UTF-8 text")
+            continue
+        try:
+            record = _parse_record(path, number, line)
+        except CaptureError as exc:
+            damaged.append(str(exc))
+            continue
+        records.append(record)
+        if record.direction == GAP and record.info is not None:
+            gaps.append(record.info)
+    if not records and damaged:
+        first = damaged[0]
+        raise CaptureError(
+            f"{path}: no line is a capture record ({len(damaged)} damaged; the first: {first})"
+        )
+    return CaptureContents(records, damaged, gaps)
