@@ -293,6 +293,7 @@ class BlackjackTable(ShoeFlow):
             index=len(self.dealer) - 1,
             rescan=self.hole_rescan,
             raw=self.hole_raw,
+            manual="\nmanual_card " in self.hole_raw,  # entered by hand when it was dealt face down
         )
         out.emit("card.dealt", dealt, now)
         self.hole, self.hole_raw, self.hole_rescan = None, "", False

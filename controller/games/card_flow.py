@@ -443,10 +443,12 @@ class CardFlow(GameFlow):
         self.manual_cards.append(checked)
         self._deal(checked, now, out, raw=raw, rescan=False)
         # the one card.dealt `_deal` emitted is this card's: it says it was entered by hand
+        # (only that one: a face-down card revealed in the same step was read by the shoe)
         for i, event in enumerate(out.events):
-            if event.type == "card.dealt":
+            if event.type == "card.dealt" and event.data["raw"] == raw:
                 dealt = CardDealt.model_validate({**event.data, "manual": True})
                 out.events[i] = make_event(event.type, dealt, event.time, event.subject)
+                break
         return out
 
     # -- the shuffler ---------------------------------------------------------------------------------------
