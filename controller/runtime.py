@@ -4,7 +4,7 @@ It owns what every game shares — device health, pause / resume / void, the sna
 and feeds the flow. Like the flows it is pure: readings, ticks and validated commands come in with the time;
 a `Step` (events to journal, device requests, what changed) comes out. The async service does the I/O.
 
-Fault policy (the rule sheets; GAMES.md "Common to every game"):
+Fault policy (README "Decisions the issues left open"):
 - a device fault or link loss pauses the table;
 - if the round had not started (no card dealt, no ball launched), it is voided at once and bets are refunded;
 - a started round stays paused until a supervisor resumes it (it then continues) or voids it (refund);
@@ -552,7 +552,7 @@ class TableCore:
             and by in ("device", "system")
             and cause != "out_of_procedure"
         ):
-            # the rule sheets: a round that had not started is cancelled and every bet refunded
+            # the fault policy: a round that had not started is cancelled and every bet refunded
             step.add(self.flow.void_round(now, f"{reason} before the round started", "system"))
 
     def _pause_on_bug(self, step: Step, now: float) -> None:
