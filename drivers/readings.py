@@ -75,9 +75,14 @@ class CardSeen(Reading):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CardUnread(Reading):
-    """A card left the shoe but could not be read: the dealer must pass it over the reader again."""
+    """A card left the shoe but could not be read: the dealer must pass it over the reader again.
+
+    `rescan_of` is set when this is a failed re-read of a card already out (a re-scan that misread too):
+    no new card left the shoe.
+    """
 
     ref: str
+    rescan_of: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

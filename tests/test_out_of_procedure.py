@@ -13,7 +13,7 @@ import random
 import pytest
 
 from controller.cards import full_deck
-from controller.commands import Resume, VoidRound
+from controller.commands import ManualCard, Pause, Resume, VoidRound, parse_command
 from controller.games import game_spec, make_flow
 from controller.replay import replay, replay_config
 from controller.runtime import Step, TableCore
@@ -115,6 +115,42 @@ def test_a_rescan_nobody_waits_for_is_held_and_its_repeat_after_set_aside_only_r
     )
     assert types(core.on_reading(again, now + 3)) == ["card.rejected"]  # the same physical card: accounted
     assert not core.paused
+
+
+def test_a_misread_rescan_of_a_card_set_aside_is_only_rejected() -> None:
+    core = make_core()
+    online(core)
+    core.on_tick(0.0)
+    # an unread card while betting is open: held, and set aside by the supervisor
+    step = core.on_reading(CardUnread(device="shoe", time=1.0, ref="0003", raw="NOREAD 0003"), 1.0)
+    assert paused_data(step)["cause"] == "out_of_procedure"
+    step, _ = core.on_command(Resume(by="sup"), 2.0)
+    (aside,) = [e.data for e in step.events if e.type == "card.set_aside"]
+    assert aside["ref"] == "0003" and aside["rescan"] is False
+    # the dealer passes that card over the reader again, and the re-scan misreads: the same physical
+    # card, accounted for already; not a second card out of the shoe to pause for and set aside
+    misread = CardUnread(device="shoe", time=3.0, ref="0003", rescan_of="0003", raw="RESCAN 0003 0X")
+    step = core.on_reading(misread, 3.0)
+    assert types(step) == ["card.rejected"] and not core.paused
+    assert "a reading of it was set aside already" in step.events[0].data["reason"]
+
+
+def test_a_misread_rescan_held_over_a_void_is_set_aside_as_a_rescan() -> None:
+    core = make_core()
+    now = open_and_close_betting(core)
+    step = core.on_reading(CardUnread(device="shoe", time=now + 1, ref="0002", raw="NOREAD 0002"), now + 1)
+    assert types(step) == ["card.unreadable"]
+    core.on_command(Pause(by="sup"), now + 2)
+    misread = CardUnread(device="shoe", time=now + 3, ref="0002", rescan_of="0002", raw="RESCAN 0002 0X")
+    assert types(core.on_reading(misread, now + 3)) == ["reading.held"]
+    step, _ = core.on_command(VoidRound(by="sup"), now + 4)
+    # the unread card went with the voided round; its re-scan, handed on after the void, is no new card
+    assert "round.voided" in types(step)
+    paused = paused_data(step)
+    assert paused["cause"] == "out_of_procedure" and "(a re-scan)" in paused["reason"]
+    step, _ = core.on_command(Resume(by="sup"), now + 5)
+    (aside,) = [e.data for e in step.events if e.type == "card.set_aside"]
+    assert aside["rescan"] is True and aside["ref"] == "0002"
 
 
 def test_the_held_card_survives_a_restart() -> None:
@@ -237,3 +273,39 @@ def test_with_auto_resume_the_card_is_set_aside_and_every_round_equals_the_refer
     assert aside["card"] == stray and aside["by"] == "replay" and aside["round_id"] == "b1-0000003"
     results = [as_expected(e.data) for e in envelopes if e.type == "round.result"]
     assert results == [from_reference(r) for r in expected]
+
+
+def test_only_the_hand_entered_card_is_marked_manual_and_a_hand_entered_hole_card_at_its_reveal() -> None:
+    def shoe_card(code: str, seq: int, now: float) -> CardSeen:
+        return CardSeen(device="shoe", time=now, code=code, ref=f"{seq:04d}", raw=f"CARD {seq:04d} {code}*00")
+
+    def dealt(step: Step) -> list[tuple[str, bool]]:
+        return [(e.data["card"], e.data["manual"]) for e in step.events if e.type == "card.dealt"]
+
+    # the box 9S 2D (11), the dealer 7H and QC face down; the box hits, its card unread and entered by
+    # hand (KH, 21): the box stands by itself and the dealer's hole card, read by the shoe, is turned over
+    core = single_deck_core()
+    core.on_reading(DeviceOnline(device="shoe", time=0.0), 0.0)
+    core.on_tick(0.0)
+    core.on_tick(5.0)
+    for i, code in enumerate(["9S", "7H", "2D", "QC"]):
+        core.on_reading(shoe_card(code, i, 6.0 + i), 6.0 + i)
+    core.on_command(parse_command("inputs", "hit", {"seat": 1, "hand": 1}, by="rules-engine"), 11.0)
+    core.on_reading(CardUnread(device="shoe", time=12.0, ref="0004", raw="NOREAD 0004"), 12.0)
+    step, _ = core.on_command(ManualCard(card="KH", by="dealer:d1"), 13.0)
+    assert dealt(step) == [("KH", True), ("QC", False)]
+
+    # the hole card itself unread and entered by hand: it is dealt face down (named nowhere), and its
+    # reveal says it was entered by hand
+    core = single_deck_core()
+    core.on_reading(DeviceOnline(device="shoe", time=0.0), 0.0)
+    core.on_tick(0.0)
+    core.on_tick(5.0)
+    for i, code in enumerate(["9S", "7H", "5D"]):
+        core.on_reading(shoe_card(code, i, 6.0 + i), 6.0 + i)
+    core.on_reading(CardUnread(device="shoe", time=9.0, ref="0003", raw="NOREAD 0003"), 9.0)
+    step, _ = core.on_command(ManualCard(card="KC", by="dealer:d1"), 10.0)
+    assert "KC" not in json.dumps([e.data for e in step.events])
+    stand = parse_command("inputs", "stand", {"seat": 1, "hand": 1}, by="rules-engine")
+    step, _ = core.on_command(stand, 11.0)
+    assert ("KC", True) in dealt(step)

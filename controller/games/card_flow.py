@@ -268,10 +268,7 @@ class CardFlow(GameFlow):
 
     def _on_card_seen(self, reading: CardSeen, now: float) -> FlowOutput:
         out = FlowOutput()
-        if reading.rescan_of is not None and reading.rescan_of in self.set_aside_refs:
-            # the same physical card as one already set aside: accounted for, nothing to hold
-            reason = f"re-scan of card {reading.rescan_of}, which was set aside"
-            self._reject(out, now, reading.code, reading.raw, reason)
+        if self._rescan_settled(reading, now, out):
             return out
         if self.unread_ref is not None:
             if reading.rescan_of != self.unread_ref:
@@ -305,16 +302,27 @@ class CardFlow(GameFlow):
 
     def _on_card_unread(self, reading: CardUnread, now: float) -> FlowOutput:
         out = FlowOutput()
+        if self._rescan_settled(reading, now, out):
+            return out
         if self.unread_ref is not None:
             if reading.ref == self.unread_ref:
                 # The re-scan failed too: the dealer passes the same card over the reader again.
                 self._announce_unread(now, out)
+            elif reading.rescan_of is not None:
+                why = f"re-scan the unread card first (card {self.unread_ref} could not be read)"
+                self._hold_out_of_procedure(out, now, reading, why)
             else:
                 why = (
                     f"another card came out unread: re-scan the unread card first "
                     f"(card {self.unread_ref} could not be read)"
                 )
                 self._hold_out_of_procedure(out, now, reading, why)
+            return out
+        if reading.rescan_of is not None:
+            # A re-scan that misread, of a card no longer waiting for one (set aside, or its round voided,
+            # while the re-scan was held): the same physical card, never a new one out of the shoe.
+            why = f"re-scan of card {reading.rescan_of}, but no unread card is waiting for a re-scan"
+            self._hold_out_of_procedure(out, now, reading, why)
             return out
         refusal = self._why_no_card_now()
         if refusal is not None:
@@ -327,6 +335,17 @@ class CardFlow(GameFlow):
         return out
 
     # -- a card out of procedure ---------------------------------------------------------------------------
+
+    def _rescan_settled(self, reading: CardSeen | CardUnread, now: float, out: FlowOutput) -> bool:
+        """A re-scan (read or misread) of a card whose reading the supervisor already set aside (the card
+        itself, or an earlier re-scan of it): the same physical card, accounted for. Only rejected."""
+        ref = reading.rescan_of
+        if ref is None or ref not in self.set_aside_refs:
+            return False
+        code = reading.code if isinstance(reading, CardSeen) else None
+        reason = f"another re-scan of card {ref}: a reading of it was set aside already"
+        self._reject(out, now, code, reading.raw, reason)
+        return True
 
     def _hold_out_of_procedure(
         self,
@@ -343,8 +362,8 @@ class CardFlow(GameFlow):
         `why` is the procedure's refusal; `names_card` says it names the card (a copy the shoe cannot
         hold): then, as for the card itself, it is not published while the game holds a secret card."""
         code = reading.code if isinstance(reading, CardSeen) else None
-        rescan = isinstance(reading, CardSeen) and reading.rescan_of is not None
-        ref = (reading.rescan_of or reading.ref) if isinstance(reading, CardSeen) else reading.ref
+        rescan = reading.rescan_of is not None
+        ref = reading.rescan_of or reading.ref
         secret = self.reading_is_secret(reading)
         if secret and names_card:
             why = "the table did not expect this card"

@@ -182,9 +182,11 @@ class HidBarcodeSession(DeviceSession):
         code = self.cards.get(key)
         if code is None:
             self.stats.reject("unknown barcode")
+            # a misread while a card waits for its re-scan is that card's re-scan misreading again
+            rescan_of = self.unread_ref
             ref = self.unread_ref or self._next_ref()
             self.unread_ref = ref
-            return [CardUnread(device=self.name, time=now, raw=raw, ref=ref)]
+            return [CardUnread(device=self.name, time=now, raw=raw, ref=ref, rescan_of=rescan_of)]
         if self.unread_ref is not None:
             ref, self.unread_ref = self.unread_ref, None
             return [CardSeen(device=self.name, time=now, raw=raw, code=code, ref=ref, rescan_of=ref)]

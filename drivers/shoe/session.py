@@ -51,7 +51,9 @@ class ShoeSession(LineDeviceSession[DeviceMessage]):
         if isinstance(message, InvalidCardRead):
             # Acknowledged already (by seq); the round waits for a re-scan or a hand-entered card.
             self.stats.reject("bad card code")
-            return [CardUnread(device=device, time=now, raw=raw, ref=seq_text(message.seq))]
+            ref = seq_text(message.seq)
+            rescan_of = ref if message.kind == "RESCAN" else None  # the same card again, not a new one
+            return [CardUnread(device=device, time=now, raw=raw, ref=ref, rescan_of=rescan_of)]
         if isinstance(message, Cut):
             return [CutCardSeen(device=device, time=now, raw=raw, ref=seq_text(message.seq))]
         if isinstance(message, Fault):
