@@ -293,7 +293,8 @@ class BlackjackTable(ShoeFlow):
             index=len(self.dealer) - 1,
             rescan=self.hole_rescan,
             raw=self.hole_raw,
-            manual="\nmanual_card " in self.hole_raw,  # entered by hand when it was dealt face down
+            # entered by hand when it was dealt face down: its device text ends with the hand entry's line
+            manual=self.hole_raw.rsplit("\n", 1)[-1].startswith("manual_card "),
         )
         out.emit("card.dealt", dealt, now)
         self.hole, self.hole_raw, self.hole_rescan = None, "", False
