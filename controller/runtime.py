@@ -99,8 +99,9 @@ MAX_HELD_READINGS = 500
 
 #: the version of `TableRecord`; bump it with a migration in `controller.table_state.MIGRATIONS`
 #: 2: hand-entered cards kept with the round; 3: card games keep the shuffle their next round waits for
-#: (`CardFlowRecord.shuffle`); 4: a pause keeps its cause, and a card game the card it holds out of procedure
-STATE_VERSION = 4
+#: (`CardFlowRecord.shuffle`); 4: a pause keeps its cause, and a card game the card it holds out of procedure;
+#: 5: Infinite Blackjack keeps the codes of the cards it burned this shoe
+STATE_VERSION = 5
 
 
 class StateMismatch(ValueError):

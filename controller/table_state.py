@@ -64,11 +64,22 @@ def _v3_to_v4(record: dict[str, Any]) -> dict[str, Any]:
     return record
 
 
+def _v4_to_v5(record: dict[str, Any]) -> dict[str, Any]:
+    """Version 5: Infinite Blackjack keeps the codes of the cards burned this shoe (`burned_cards`, secret).
+    A version-4 table kept only their number: those burned before the upgrade are not known (until the
+    next shoe, a re-passed one of them could be named as version 4 would have named it)."""
+    flow = record.get("flow")
+    if record.get("game") == "infinite_blackjack" and isinstance(flow, dict):
+        flow.setdefault("burned_cards", [])
+    return record
+
+
 #: version N -> a function turning a version-N record into a version-(N+1) record
 MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
     1: _v1_to_v2,
     2: _v2_to_v3,
     3: _v3_to_v4,
+    4: _v4_to_v5,
 }
 
 DISCARD_HINT = (

@@ -198,6 +198,42 @@ def test_single_deck_hole_card_read_again_while_a_box_decides_is_named_nowhere()
     assert aside["card"] is None
 
 
+def infinite_core() -> TableCore:
+    spec = game_spec("infinite_blackjack")
+    flow = make_flow("infinite_blackjack", "t1", spec.settings_class().model_validate({"betting_seconds": 5}))
+    return TableCore(table_id="t1", game="infinite_blackjack", flow=flow, devices=["shoe"])
+
+
+def test_infinite_burned_cards_stay_unnamed_after_the_burn_and_a_restart() -> None:
+    core = infinite_core()
+    core.on_reading(DeviceOnline(device="shoe", time=0.0), 0.0)
+    core.on_tick(0.0)
+    # the first card shown (a 2: two cards are burned face down), the burn, the dealer's confirmation
+    for i, code in enumerate(["2S", "KC", "9H"]):
+        core.on_reading(
+            CardSeen(device="shoe", time=1.0 + i, code=code, raw=f"CARD {i:04d} {code}*00"), 1.0 + i
+        )
+    step, _ = core.on_command(parse_command("inputs", "burn_done", {}, by="dealer-x"), 4.0)
+    assert any(e.type == "shoe.burn" and e.data["done"] for e in step.events)
+    # after a restart the burn is over and nothing is face down: the codes alone tell a burned card
+    restored = infinite_core()
+    restored.restore_state(json.loads(json.dumps(core.export_state())))
+    restored.recovered(10.0)
+    restored.on_reading(DeviceOnline(device="shoe", time=11.0), 11.0)
+    again = CardSeen(device="shoe", time=13.0, code="KC", ref="0001", rescan_of="0001", raw="RESCAN 0001 KC")
+    step = restored.on_reading(again, 13.0)
+    paused = paused_data(step)
+    assert paused["cause"] == "out_of_procedure" and paused["card"] is None and paused["raw"] == ""
+    step, _ = restored.on_command(Resume(by="sup"), 14.0)
+    (aside,) = [e.data for e in step.events if e.type == "card.set_aside"]
+    assert aside["card"] is None
+    # its next re-scan is only rejected (accounted for already), and the rejection names nothing either
+    step = restored.on_reading(again, 15.0)
+    (rejected,) = [e.data for e in step.events if e.type == "card.rejected"]
+    assert rejected["card"] is None and rejected["raw"] == ""
+    assert "KC" not in json.dumps(rejected) and "KC" not in json.dumps(restored.state())
+
+
 # --- a table's own capture, with live settings -------------------------------------------------------------
 
 LIVE = {"betting_seconds": 15.0, "round_gap_seconds": 3.0, "betting_closes_on_first_card": False}

@@ -551,12 +551,6 @@ def test_the_accounting_sees_every_kind_of_card() -> None:
     assert counts["round.paused"] >= 2 and counts["card.set_aside"] >= 2 and counts["round.result"] >= 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="known defect: once Infinite's burn is complete the flow keeps only the burned count, so a burned "
-    "card passed over the reader again is held out of procedure under its own name",
-)
 def test_a_burned_card_passed_again_is_named_nowhere() -> None:
     table = Table("infinite_blackjack", Plan([], []), 10)
     for _ in range(40):  # the shown card, then as many burned face down as it says

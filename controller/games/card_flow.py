@@ -425,12 +425,16 @@ class CardFlow(GameFlow):
         """Whether the game now holds a card nobody may know (a face-down card, burned cards). Default: no."""
         return False
 
+    def _names_secret(self, code: str | None) -> bool:
+        """Whether `code` is itself the code of a secret card (a burned card), whatever the game expects now:
+        a card of that code is never named. Default: no card is."""
+        return False
+
     def reading_is_secret(self, reading: Reading) -> bool:
-        return (
-            reading.device == self.settings.shoe_device
-            and isinstance(reading, CardSeen | CardUnread)
-            and self._holds_secret()
-        )
+        if reading.device != self.settings.shoe_device or not isinstance(reading, CardSeen | CardUnread):
+            return False
+        code = reading.code if isinstance(reading, CardSeen) else None
+        return self._holds_secret() or self._names_secret(code)
 
     def _announce_unread(self, now: float, out: FlowOutput) -> None:
         assert self.unread_ref is not None
@@ -454,7 +458,8 @@ class CardFlow(GameFlow):
         checked = self._check_card(code)
         if isinstance(checked, str):
             # "KC already came out" would say where the face-down KC is: no reason then, whatever the card
-            raise InputRejected(SECRET_SAFE_REFUSAL if self._holds_secret() else checked)
+            secret = self._holds_secret() or self._names_secret(code.strip().upper())
+            raise InputRejected(SECRET_SAFE_REFUSAL if secret else checked)
         out = FlowOutput()
         raw = "\n".join(part for part in (self.unread_raw, f"manual_card {checked.code}") if part)
         self._clear_unread()
@@ -645,5 +650,8 @@ class CardFlow(GameFlow):
         self.unread_raw = ""
 
     def _reject(self, out: FlowOutput, now: float, code: str | None, raw: str, reason: str) -> None:
+        if self._names_secret(code):
+            # the reason may name the card too ("... already came out"): not a word of what it is
+            code, raw, reason = None, "", SECRET_SAFE_REFUSAL
         rejection = CardRejected(round_id=self.rounds.round_id, card=code, reason=reason, raw=raw)
         out.emit("card.rejected", rejection, now)

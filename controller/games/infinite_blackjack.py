@@ -31,7 +31,7 @@ from pydantic import Field
 
 from controller.cards import Card, CardCode
 from controller.events import InfiniteBlackjackResult, ShoeBurn
-from controller.flow import FlowOutput, FlowRecord, InputRejected
+from controller.flow import SECRET, FlowOutput, FlowRecord, InputRejected
 from controller.games import DemoInput
 from controller.games.blackjack import (
     DECISION,
@@ -70,6 +70,9 @@ class InfiniteBlackjackRecord(BlackjackTableRecord):
     burn_shown: CardCode | None = None
     burn_to: int | None = None
     burned: int = 0
+    #: the codes of the cards burned face down this shoe (the one beyond the count too): never named, even
+    #: when one is passed over the reader again (a copy the felt cannot tell from it is never named either)
+    burned_cards: list[CardCode] = Field(default_factory=list, json_schema_extra=SECRET)
 
 
 def describe_result(data: dict[str, Any]) -> str:
@@ -103,6 +106,7 @@ class InfiniteBlackjackFlow(BlackjackTable):
         self.burn_shown: Card | None = None
         self.burn_to: int | None = None
         self.burned = 0
+        self.burned_cards: list[Card] = []
 
     # -- the shoe and its burn ------------------------------------------------------------------------------
 
@@ -110,6 +114,7 @@ class InfiniteBlackjackFlow(BlackjackTable):
         super()._start_shoe(now, out)
         self.stage = "burn"
         self.burn_shown, self.burn_to, self.burned = None, None, 0
+        self.burned_cards = []
         self.prompt = "New shoe: show the first card"
 
     def _shoe_loaded(self, now: float, out: FlowOutput) -> None:
@@ -150,6 +155,7 @@ class InfiniteBlackjackFlow(BlackjackTable):
             return
         assert self.burn_to is not None
         self.burned += 1
+        self.burned_cards.append(card)
         if self.burned > self.burn_to:
             self._burn_event(now, out, done=False)
             self._wrong_burn(out)
@@ -194,6 +200,11 @@ class InfiniteBlackjackFlow(BlackjackTable):
             return out
         self._burn_complete(now, out)
         return out
+
+    def _names_secret(self, code: str | None) -> bool:
+        # a burned card stays secret for the whole shoe: after the burn nothing else is face down, so a
+        # burned card passed over the reader again must be told by its code
+        return code is not None and any(card.code == code for card in self.burned_cards)
 
     def _face_down_expected(self) -> bool:
         # the burned cards go face down and are never shown: as secret as a hole card
