@@ -12,7 +12,7 @@ Every series carries `studio` and `table` labels (alerts and dashboards name the
 Free-text reasons are not label values (a supervisor's reason, a device's detail: unbounded): pauses and
 voids are counted by cause, a small fixed set (see `pause_cause`, `void_cause`).
 
-Metric names (all prefixed `tablectl_`): see `describe()` or the README's Metrics section.
+Metric names (all prefixed `tablectl_`): see `describe()` or docs/metrics.md.
 """
 
 from __future__ import annotations

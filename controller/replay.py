@@ -12,9 +12,10 @@ Two kinds of capture:
   the device bytes): the replay runs with the table's own game settings and applies every command and input
   the table accepted at its time, so it reproduces the table's events — pauses, resumes and voids included.
 - A capture of device traffic only (a vendor's log, another system's recording): it knows nothing of bets
-  or supervisors, so the game's replay policy (`GameSpec.replay_overrides`, README "Replay") decides when
-  betting closes, and a round paused by a fault stays paused unless `auto_resume` is set: the replay then
-  resumes it as soon as every device is healthy again, as a supervisor at the desk would, `by: "replay"`.
+  or supervisors, so the game's replay policy (`GameSpec.replay_overrides`; docs/decisions.md, "Replay")
+  decides when betting closes, and a round paused by a fault stays paused unless `auto_resume` is set: the
+  replay then resumes it as soon as every device is healthy again, as a supervisor at the desk would,
+  `by: "replay"`.
 
 A game with a camera (sic bo) also needs the camera's capture (`drivers.camera.capture`): its health records
 and the readings it delivered (`DiceRead`: values or refusal, frame file, sha256) join the byte capture's

@@ -4,7 +4,7 @@ It owns what every game shares — device health, pause / resume / void, the sna
 and feeds the flow. Like the flows it is pure: readings, ticks and validated commands come in with the time;
 a `Step` (events to journal, device requests, what changed) comes out. The async service does the I/O.
 
-Fault policy (README, "Decisions"):
+Fault policy (docs/decisions.md):
 - a device fault or link loss pauses the table;
 - if the round had not started (no card dealt, no ball launched), it is voided at once and bets are refunded;
 - a started round stays paused until a supervisor resumes it (it then continues) or voids it (refund);

@@ -89,7 +89,7 @@ def _describe_usb_error(address: UsbAddress, exc: usb.core.USBError) -> str:
     if exc.errno in (errno.EACCES, errno.EPERM):
         return (
             f"no permission to open the USB barcode scanner {address} (install the udev rule that gives "
-            "it to group tablectl: README, 'USB barcode scanner')"
+            "it to group tablectl: docs/operating.md, 'USB barcode scanner')"
         )
     if exc.errno == errno.EBUSY:
         return f"the USB barcode scanner {address} is busy (another program has claimed it)"
