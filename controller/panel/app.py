@@ -1,9 +1,10 @@
 """The dealer's touch panel: a small web app served by the table service, shown by a kiosk browser.
 
 The page is static (no framework, no CDN: it must work with the studio network down). It reads the table's
-public state — the same snapshot MQTT subscribers get, which never holds a secret — once from `/api/state`
-and then live from `/api/stream` (Server-Sent Events). The dealer acts through `/api/commands/<name>` and
-`/api/inputs/<name>`, which go through the same validation as MQTT commands, always in the dealer's name.
+public state — the same snapshot MQTT subscribers get, which never holds a secret — from `/api/state`,
+and live from `/api/stream` (Server-Sent Events) once a dealer is signed in. The dealer acts through
+`/api/commands/<name>` and `/api/inputs/<name>`, which go through the same validation as MQTT commands,
+always in the dealer's name.
 
 The panel is the dealer, not a supervisor: it may pause (call the supervisor), enter a card by hand, load a
 new shoe and close betting. Resuming, voiding, device maintenance and bus commands stay with the
@@ -14,7 +15,7 @@ host names and the panel's port (`Host`), so a DNS-rebinding page cannot reach i
 every POST must come from the panel's own origin (`Origin`, required) and carry the token embedded in the
 page served at this boot (`X-Panel-Token`); and acting on the table needs a dealer signed in with a PIN
 (`[panel.dealers]`), in whose name (`dealer:<id>`) each command is recorded. Wrong PINs are rate-limited,
-and live streams are capped (`max_streams`).
+and live streams need a signed-in dealer and are capped (`max_streams`).
 """
 
 from __future__ import annotations
@@ -38,7 +39,13 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from controller.commands import BUS_COMMANDS, INPUTS, TABLE_COMMANDS, CommandError, parse_command
 from controller.config import PanelSettings
-from controller.http_server import embedded_server, serve_until_cancelled
+from controller.http_server import (
+    REJECTIONS,
+    BadRequestBody,
+    embedded_server,
+    read_json,
+    serve_until_cancelled,
+)
 from controller.panel.auth import DEALER_ID_PATTERN, PanelAuth, SignInError
 from controller.service import TableService
 from drivers.waiting import with_timeout
@@ -154,9 +161,11 @@ class EventStreamResponse(Response):
 
     media_type = "text/event-stream"
 
-    def __init__(self, hub: StateHub) -> None:
+    def __init__(self, hub: StateHub, signed_in: Callable[[], bool]) -> None:
         # not Response.__init__: it would declare `content-length: 0` for an endless body
         self.hub = hub
+        #: asked before each message: the stream ends with the dealer's session (sign-out, expiry)
+        self.signed_in = signed_in
         self.status_code = 200
         self.background = None
         self.raw_headers = [
@@ -199,8 +208,12 @@ class EventStreamResponse(Response):
             try:
                 state = await with_timeout(subscription.next(), HEARTBEAT_SECONDS)
             except TimeoutError:
+                if not self.signed_in():
+                    return
                 await self._body(send, b": heartbeat\n\n")
                 continue
+            if not self.signed_in():
+                return
             await self._body(send, sse_event(state))
             if first:
                 await self._body(send, f"event: boot\ndata: {json.dumps(self.hub.boot_id)}\n\n".encode())
@@ -223,13 +236,11 @@ def _error(status: int, message: str, transaction: Any = None) -> JSONResponse:
     return JSONResponse({"status": "error", "transaction": transaction, "error": message}, status_code=status)
 
 
-async def _read_body(request: Request) -> bytes | None:
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > MAX_BODY_BYTES:
-            return None
-    return bytes(body)
+def _refused_body(exc: BadRequestBody, transaction: Any = None) -> JSONResponse:
+    """A body the panel will not read (too large, too slow, not JSON, too deep): a 4xx, counted, no
+    traceback."""
+    REJECTIONS.count("panel", exc.reason, f"refused a request body: {exc}")
+    return _error(exc.status, str(exc), transaction)
 
 
 async def _command(request: Request, service: TableService, auth: PanelAuth, kind: str) -> JSONResponse:
@@ -247,13 +258,10 @@ async def _command(request: Request, service: TableService, auth: PanelAuth, kin
     if content_type != "application/json":
         # also what makes a cross-site form or text/plain post impossible (browsers preflight JSON)
         return _error(415, "send the payload as Content-Type: application/json")
-    body = await _read_body(request)
-    if body is None:
-        return _error(413, f"the payload is larger than {MAX_BODY_BYTES} bytes")
     try:
-        payload = json.loads(body) if body.strip() else {}
-    except ValueError as exc:
-        return _error(400, f"the payload is not valid JSON: {exc}")
+        payload = await read_json(request, MAX_BODY_BYTES)
+    except BadRequestBody as exc:
+        return _refused_body(exc)
     transaction = payload.get("transaction") if isinstance(payload, dict) else None
     if isinstance(payload, dict):
         # whatever the payload claims, the sender on record is the signed-in dealer
@@ -292,13 +300,14 @@ def _camera_frame(service: TableService, device: str, name: str) -> Response:
 
 
 async def _sign_in(request: Request, auth: PanelAuth, settings: PanelSettings) -> Response:
-    body = await _read_body(request)
+    usage = 'send {"dealer": "<id>", "pin": "<digits>"} as JSON'
     try:
-        payload = json.loads(body) if body else None
-    except ValueError:
-        payload = None
-    if not isinstance(payload, dict):
-        return _error(400, 'send {"dealer": "<id>", "pin": "<digits>"} as JSON')
+        payload = await read_json(request, MAX_BODY_BYTES)
+    except BadRequestBody as exc:
+        refused = _refused_body(exc)
+        return _error(400, usage) if exc.reason == "not_json" else refused
+    if not isinstance(payload, dict) or not payload:
+        return _error(400, usage)
     dealer, pin = payload.get("dealer"), payload.get("pin")
     if not isinstance(dealer, str) or not isinstance(pin, str) or not DEALER_ID_PATTERN.match(dealer):
         return _error(400, "enter your dealer id and PIN")
@@ -455,7 +464,13 @@ def create_app(
         return JSONResponse(service.public_state(), headers={"cache-control": "no-store"})
 
     async def stream(request: Request) -> Response:
-        return EventStreamResponse(hub)
+        # a live stream holds a connection for as long as it is open: only a signed-in dealer gets one, so
+        # nobody else can take the screens' slots (`max_streams`); the page shows `/api/state` until then
+        session_id = request.cookies.get(SESSION_COOKIE)
+        if auth.dealer_for(session_id) is None:
+            REJECTIONS.count("panel", "stream_without_session", "refused a live stream without a sign-in")
+            return _error(401, "sign in first (dealer id and PIN)")
+        return EventStreamResponse(hub, lambda: auth.dealer_for(session_id) is not None)
 
     async def session(request: Request) -> Response:
         if request.method == "GET":
@@ -515,6 +530,7 @@ async def serve_panel(
         log.warning("panel: no dealers in [panel.dealers]: the panel shows the table, nobody can act on it")
     server = embedded_server(
         app,
+        name="panel",
         host=host,
         port=port,
         limit_concurrency=settings.max_streams + EXTRA_CONNECTIONS,

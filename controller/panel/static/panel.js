@@ -470,25 +470,61 @@
     }
   }
 
+  // The live stream is for a signed-in dealer only (an open stream holds one of the panel's few
+  // connections); until then the page shows the table from /api/state, refreshed every STREAM_RETRY_MS.
+  let source = null;
+  let polling = null;
+
   function connect() {
-    const source = new EventSource("/api/stream");
-    source.addEventListener("boot", (event) => {
+    if (source) return;
+    stopPolling();
+    source = new EventSource("/api/stream");
+    const current = source;
+    current.addEventListener("boot", (event) => {
       // the controller restarted: this page's token is no longer valid, and nobody is signed in
       if (JSON.parse(event.data) !== BOOT_ID) window.location.reload();
     });
-    source.addEventListener("state", (event) => {
+    current.addEventListener("state", (event) => {
       setConnected(true);
       render(JSON.parse(event.data));
     });
-    source.addEventListener("error", () => {
+    current.addEventListener("error", () => {
       setConnected(false);
-      // The browser retries by itself while the stream is CONNECTING; after some failures (e.g. an error
-      // status while the controller restarts) it gives up (CLOSED): then we start over ourselves.
-      if (source.readyState === EventSource.CLOSED) {
-        source.close();
-        setTimeout(connect, STREAM_RETRY_MS);
+      // The browser retries by itself while the stream is CONNECTING; after an error status (the session
+      // ended: 401; the controller restarting) it gives up (CLOSED): then ask again who is signed in.
+      if (current.readyState === EventSource.CLOSED) {
+        disconnect();
+        setTimeout(checkSession, STREAM_RETRY_MS);
       }
     });
+  }
+
+  function disconnect() {
+    if (source) source.close();
+    source = null;
+  }
+
+  async function pollState() {
+    try {
+      const response = await fetch("/api/state", { credentials: "same-origin" });
+      if (!response.ok) throw new Error(`status ${response.status}`);
+      const next = await response.json();
+      setConnected(true);
+      render(next);
+    } catch (_) {
+      setConnected(false);
+    }
+  }
+
+  function startPolling() {
+    if (polling !== null) return;
+    pollState();
+    polling = setInterval(pollState, STREAM_RETRY_MS);
+  }
+
+  function stopPolling() {
+    if (polling !== null) clearInterval(polling);
+    polling = null;
   }
 
   // ---- requests -----------------------------------------------------------------------------------------
@@ -514,6 +550,12 @@
   // ---- dealer sign-in ---------------------------------------------------------------------------------
   function setDealer(id) {
     dealer = id || null;
+    if (dealer) {
+      connect();
+    } else {
+      disconnect();
+      startPolling();
+    }
     setText("dealer-name", dealer ? `Dealer ${dealer}` : "Signed out");
     show($("btn-sign-out"), !!dealer);
     show($("sign-in"), !dealer);
@@ -530,6 +572,7 @@
         setText("sign-in-error", "No dealers are configured for this panel — call the supervisor");
       }
     } catch (_) {
+      setConnected(false);
       setTimeout(checkSession, STREAM_RETRY_MS);
     }
   }
@@ -729,7 +772,6 @@
     $("btn-sign-out").addEventListener("click", signOut);
     setInterval(renderCountdown, 250);
     checkSession();
-    connect();
   }
 
   if (document.readyState === "loading") {
