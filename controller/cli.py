@@ -253,6 +253,10 @@ async def _run_console(args: argparse.Namespace) -> int:
         overrides["console"]["host"] = args.host
     if args.port:
         overrides["console"]["port"] = args.port
+    if args.allow_cleartext_broker_passwords:
+        overrides["console"]["allow_cleartext_broker_passwords"] = True
+    if args.allow_http_sign_in:
+        overrides["console"]["allow_http_sign_in"] = True
     if any(overrides.values()):
         raw = config.model_dump(mode="json", exclude_unset=True)
         for section, values in overrides.items():
@@ -268,16 +272,21 @@ async def _run_console(args: argparse.Namespace) -> int:
         logging.getLogger("controller").warning("%s (the supervisors' passwords too)", warning)
     settings = config.console
     console = Console(config)
-    task = asyncio.create_task(serve_console(console))
+    started = asyncio.Event()
+    task = asyncio.create_task(serve_console(console, started=started))
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(sig, task.cancel)
-    print(
-        f"tablectl console: studio {settings.studio_id} on {settings.scheme}://{settings.host}:{settings.port}/",
-        file=sys.stderr,
-        flush=True,
-    )
+
+    async def announce() -> None:
+        # once it listens: a console that refuses to start (or cannot) never says where it is
+        await started.wait()
+        where = f"{settings.scheme}://{settings.host}:{settings.port}/"
+        print(f"tablectl console: studio {settings.studio_id} on {where}", file=sys.stderr, flush=True)
+
+    announcing = asyncio.create_task(announce())
+    task.add_done_callback(lambda _: announcing.cancel())
     try:
         await task
     except asyncio.CancelledError:
@@ -465,6 +474,18 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--studio", help="the studio id (tables under studio/<id>/table/+)")
     p.add_argument("--host", help="serve the page on this address (default 127.0.0.1)")
     p.add_argument("--port", type=int, help="serve the page on this port (default 8090)")
+    p.add_argument(
+        "--allow-cleartext-broker-passwords",
+        action="store_true",
+        help="start although the supervisors' broker passwords would go in clear (mqtt://) to a broker on "
+        "another host (console.allow_cleartext_broker_passwords)",
+    )
+    p.add_argument(
+        "--allow-http-sign-in",
+        action="store_true",
+        help="start although supervisors would sign in over plain HTTP on a non-loopback address "
+        "(console.allow_http_sign_in; rather: tls_cert_file, or a TLS proxy on 127.0.0.1)",
+    )
     p.set_defaults(func=cmd_console)
 
     p = sub.add_parser(

@@ -214,8 +214,20 @@ class MetricsSettings(Strict):
         description="the address to listen on; a Prometheus on another host needs this PC's address",
     )
     port: int = Field(default=9464, ge=1, le=65535)
+    allowed_hosts: HostNames | None = Field(
+        default=None,
+        description="host names a scrape may name (the Host header); any other is refused with 421. "
+        "Default: the loopback names when `host` is a loopback address, else any (then say which)",
+    )
     loop_lag_interval_seconds: float = Field(
         default=0.5, gt=0, le=60, description="how often the event loop's lag is sampled"
+    )
+    render_interval_seconds: float = Field(
+        default=1.0,
+        ge=0,
+        le=60,
+        description="scrapes within this long of a render get that render: a flood of scrapes costs the "
+        "table one render per interval (Prometheus scrapes every 15 s or so)",
     )
 
 
@@ -226,6 +238,14 @@ def redact_url(url: str) -> str:
     if sep and "@" in netloc:
         return f"{scheme}://***@{netloc.rpartition('@')[2]}{slash}{path}"
     return url
+
+
+def is_loopback(host: str) -> bool:
+    """Whether `host` (an address, an IPv6 one in brackets or not, or a name) is this machine's loopback."""
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return host.lower() == "localhost"
 
 
 def plain_password_warning(broker: BrokerSettings) -> str | None:

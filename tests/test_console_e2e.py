@@ -182,7 +182,8 @@ async def test_supervisor_sees_a_fault_within_a_second_resumes_voids_and_a_viewe
     broker: MosquittoBroker, studio: dict[str, tuple[TableProcess, ShoeSimulator]]
 ) -> None:
     async with (
-        running_console(broker.url, STUDIO) as console,
+        # viewer-1 is let in for this test: a user who may watch but not send
+        running_console(broker.url, STUDIO, sign_in_users=["supervisor-*", "viewer-*"]) as console,
         MqttRecorder(
             broker, [f"studio/{STUDIO}/table/#"], protocol="5", username="watcher", password="watcher-pw"
         ) as watch,
@@ -304,7 +305,12 @@ async def test_supervisor_sees_a_fault_within_a_second_resumes_voids_and_a_viewe
 
 
 async def test_sign_in_with_a_wrong_password_is_refused_by_the_broker(broker: MosquittoBroker) -> None:
-    async with running_console(broker.url, STUDIO, sign_in_attempts=2) as console, chromium() as browser:
+    async with (
+        running_console(
+            broker.url, STUDIO, sign_in_attempts=2, sign_in_users=["supervisor-*", "viewer-*"]
+        ) as console,
+        chromium() as browser,
+    ):
         page = await browser.new_page()
         await page.goto(console.url)
         await page.fill("#si-user", "supervisor-desk-1")

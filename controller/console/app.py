@@ -12,7 +12,12 @@ intermediate versions of a table). One table's details come from `/api/tables/<i
 
 Who may use it, as for the dealer's panel: only the configured host names (`Host`) are served, every POST
 must come from the page's own origin and carry the token embedded in the page at this start of the console,
-and the session cookie is HttpOnly and SameSite=Strict. Refused sign-ins are rate-limited per user name.
+and the session cookie is HttpOnly and SameSite=Strict. Only the users `[console] sign_in_users` names
+(`supervisor-*` by default) may sign in; refused sign-ins are rate-limited per user name and per client
+address (never in all, so that a flood cannot keep every supervisor out); a user has at most
+`max_sessions_per_user` sessions (a new sign-in ends their oldest, and its broker connection). The
+console refuses to start where the supervisors' passwords would cross the network in clear
+(`ConsoleConfig.exposures`).
 """
 
 from __future__ import annotations
@@ -41,7 +46,13 @@ from controller.console.link import USER_PATTERN, SignInRefused, StudioLink
 from controller.console.model import StudioModel
 from controller.console.settings import ConsoleConfig
 from controller.events import iso_ms
-from controller.http_server import embedded_server, serve_until_cancelled
+from controller.http_server import (
+    REJECTIONS,
+    BadRequestBody,
+    embedded_server,
+    read_json,
+    serve_until_cancelled,
+)
 from controller.panel.app import PageGuard, PanelHeaders
 from controller.panel.auth import WrongPinLimiter
 from drivers.waiting import wait_event
@@ -104,11 +115,15 @@ class Console:
         self.page_token = secrets.token_urlsafe(32)
         self.sessions: dict[str, ConsoleSession] = {}
         self.fixed: ConsoleSession | None = None
-        self.limiter = WrongPinLimiter(
-            self.settings.sign_in_attempts, self.settings.sign_in_lockout_seconds, clock=clock
-        )
+        attempts, window = self.settings.sign_in_attempts, self.settings.sign_in_lockout_seconds
+        # refused sign-ins are counted per user name and per client address, never in all: a flood against
+        # one user, or from one client, must not keep out another supervisor signing in from elsewhere
+        self.limiter = WrongPinLimiter(attempts, window, overall=None, clock=clock)
+        self.client_limiter = WrongPinLimiter(4 * attempts, window, overall=None, clock=clock)
         self.signing_in = asyncio.Lock()
         self.streams = 0
+        #: sessions ended whose broker connections are still closing (awaited when the console stops)
+        self._closing: set[asyncio.Task[None]] = set()
 
     def _new_session(self, user: str, password: str | None) -> ConsoleSession:
         model = StudioModel(self.settings.studio_id)
@@ -136,10 +151,25 @@ class Console:
         self.fixed = session
 
     async def close(self) -> None:
-        for session in [*self.sessions.values(), *([self.fixed] if self.fixed else [])]:
-            await session.close()
-        self.sessions.clear()
+        for session_id in list(self.sessions):
+            self.end_session(session_id, "the console stops")
+        if self.fixed is not None:
+            await self.fixed.close()
         self.fixed = None
+        await asyncio.gather(*self._closing, return_exceptions=True)
+
+    def end_session(self, session_id: str, why: str) -> ConsoleSession | None:
+        """The one way a signed-in session ends (sign-out, expiry, the user's newer sign-ins, the console
+        stopping): forgotten at once, its pages' streams told, its broker connection closed in the
+        background. Returns it, or None if there was none."""
+        session = self.sessions.pop(session_id, None)
+        if session is None:
+            return None
+        log.info("console: %s's session ended: %s", session.user, why)
+        task = asyncio.get_running_loop().create_task(session.close())
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
+        return session
 
     def session_for(self, session_id: str | None) -> ConsoleSession | None:
         if self.fixed is not None:
@@ -148,13 +178,17 @@ class Console:
             return None
         session = self.sessions.get(session_id)
         if session is not None and session.expires <= self.clock():
-            del self.sessions[session_id]
-            asyncio.get_running_loop().create_task(session.close())
+            self.end_session(session_id, "it expired")
             return None
         return session
 
-    async def sign_in(self, user: str, password: str) -> ConsoleSession:
-        """Connect to the broker as `user`; raises SignInError when the broker (or the limiter) refuses."""
+    def sessions_of(self, user: str) -> list[str]:
+        """`user`'s session ids, the oldest first."""
+        return [session_id for session_id, session in self.sessions.items() if session.user == user]
+
+    async def sign_in(self, user: str, password: str, client: str = "") -> ConsoleSession:
+        """Connect to the broker as `user` for the client at address `client`; raises SignInError when the
+        allow-list, the limiter or the broker refuses."""
         if not USER_PATTERN.match(user):
             raise SignInError(400, "enter your broker user name")
         try:
@@ -162,12 +196,25 @@ class Console:
         except CommandError as exc:
             raise SignInError(400, str(exc)) from None
         async with self.signing_in:
-            wait = self.limiter.retry_after(user)
+            waits = (self.limiter.retry_after(user), self.client_limiter.retry_after(client))
+            wait = max(waits)
             if wait > 0:
+                REJECTIONS.count("console", "sign_in_rate_limited", "refused a sign-in: too many refused")
                 raise SignInError(429, f"too many refused sign-ins; try again in {int(wait) + 1} s", wait)
+            if not self.settings.may_sign_in(user):
+                # never asked of the broker: a table's or the rules engine's user is not a supervisor
+                self.client_limiter.failed(client)
+                REJECTIONS.count(
+                    "console", "sign_in_user_not_allowed", f"refused the sign-in of {user!r}: not allowed"
+                )
+                raise SignInError(
+                    403, f"user {user!r} may not sign in on this console (see [console] sign_in_users)"
+                )
             if len(self.sessions) >= self.settings.max_sessions:
                 self._drop_expired()
-            if len(self.sessions) >= self.settings.max_sessions:
+            # a user at their own cap takes the place of their oldest session: that one needs no room
+            at_own_cap = len(self.sessions_of(user)) >= self.settings.max_sessions_per_user
+            if len(self.sessions) >= self.settings.max_sessions and not at_own_cap:
                 raise SignInError(503, "too many supervisors are signed in on this console")
             session = self._new_session(user, password)
             try:
@@ -175,25 +222,28 @@ class Console:
             except SignInRefused as exc:
                 if not exc.unreachable:
                     self.limiter.failed(user)
-                    log.warning("console: the broker refused the sign-in of %r", user)
+                    self.client_limiter.failed(client)
+                    REJECTIONS.count(
+                        "console", "sign_in_refused", f"the broker refused the sign-in of {user!r}"
+                    )
                 raise SignInError(503 if exc.unreachable else 401, str(exc)) from None
             self.limiter.succeeded(user)
+            # only now, once the password proved right: a wrong one must not end anyone's session
+            previous = self.sessions_of(user)
+            for session_id in previous[: max(0, len(previous) - self.settings.max_sessions_per_user + 1)]:
+                self.end_session(session_id, "the same user signed in again (max_sessions_per_user)")
             self.sessions[session.id] = session
             log.info("console: %s signed in", user)
             return session
 
-    async def sign_out(self, session_id: str | None) -> None:
-        session = self.sessions.pop(session_id or "", None)
-        if session is not None:
-            log.info("console: %s signed out", session.user)
-            await session.close()
+    def sign_out(self, session_id: str | None) -> None:
+        self.end_session(session_id or "", "signed out")
 
     def _drop_expired(self) -> None:
         now = self.clock()
         for session_id, session in list(self.sessions.items()):
             if session.expires <= now:
-                del self.sessions[session_id]
-                asyncio.get_running_loop().create_task(session.close())
+                self.end_session(session_id, "it expired")
 
     async def housekeeping(self) -> None:
         while True:
@@ -309,15 +359,11 @@ async def _body(send: Send, chunk: bytes) -> None:
     await send({"type": "http.response.body", "body": chunk, "more_body": True})
 
 
-async def _read_json(request: Request) -> Any:
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > MAX_BODY_BYTES:
-            raise ValueError(f"the payload is larger than {MAX_BODY_BYTES} bytes")
-    if not body.strip():
-        return {}
-    return json.loads(body)
+def _refused_body(exc: BadRequestBody) -> JSONResponse:
+    """A body the console will not read (too large, too slow, not JSON, too deep): a 4xx, counted, no
+    traceback."""
+    REJECTIONS.count("console", exc.reason, f"refused a request body: {exc}")
+    return _error(exc.status, str(exc))
 
 
 # -- the guard ----------
@@ -361,7 +407,7 @@ def create_app(console: Console) -> Starlette:
         if request.method == "DELETE":
             if console.fixed is not None:
                 return _error(400, "this console acts as the user in its config file: nobody signs out")
-            await console.sign_out(request.cookies.get(SESSION_COOKIE))
+            console.sign_out(request.cookies.get(SESSION_COOKIE))
             response = JSONResponse({"status": "ok", "user": None})
             response.delete_cookie(
                 SESSION_COOKIE, path="/", httponly=True, samesite="strict", secure=secure_cookie
@@ -369,17 +415,20 @@ def create_app(console: Console) -> Starlette:
             return response
         if console.fixed is not None:
             return _error(400, f"this console acts as {console.fixed.user} (its config file): no sign-in")
+        usage = 'send {"username": "...", "password": "..."} as JSON'
         try:
-            payload = await _read_json(request)
-        except ValueError:
-            payload = None
+            payload = await read_json(request, MAX_BODY_BYTES)
+        except BadRequestBody as exc:
+            refused = _refused_body(exc)
+            return _error(400, usage) if exc.reason == "not_json" else refused
         if not isinstance(payload, dict):
-            return _error(400, 'send {"username": "...", "password": "..."} as JSON')
+            return _error(400, usage)
         user, password = payload.get("username"), payload.get("password")
         if not isinstance(user, str) or not isinstance(password, str):
             return _error(400, "enter your broker user name and password")
         try:
-            signed_in = await console.sign_in(user.strip(), password)
+            client = request.client.host if request.client else ""
+            signed_in = await console.sign_in(user.strip(), password, client)
         except SignInError as exc:
             refused = _error(exc.status, str(exc))
             if exc.retry_after is not None:
@@ -420,9 +469,9 @@ def create_app(console: Console) -> Starlette:
         if name not in CONSOLE_COMMANDS:
             return _error(404, f"the console sends {', '.join(CONSOLE_COMMANDS)}; not {name!r}")
         try:
-            payload = await _read_json(request)
-        except ValueError as exc:
-            return _error(400, f"the payload is not valid JSON: {exc}")
+            payload = await read_json(request, MAX_BODY_BYTES)
+        except BadRequestBody as exc:
+            return _refused_body(exc)
         if not isinstance(payload, dict):
             return _error(400, "the payload must be a JSON object")
         payload = {key: value for key, value in payload.items() if key not in ("by", "transaction")}
@@ -465,6 +514,10 @@ class ConsoleError(RuntimeError):
 async def serve_console(console: Console, *, started: asyncio.Event | None = None) -> None:
     """Serve the console until cancelled."""
     settings = console.settings
+    for exposure in console.config.exposures():
+        if not exposure.allowed:
+            raise ConsoleError(exposure.refusal)
+        log.warning("console: %s", exposure.warning)
     try:
         await console.start()
     except SignInRefused as exc:
@@ -472,6 +525,7 @@ async def serve_console(console: Console, *, started: asyncio.Event | None = Non
     app = create_app(console)
     server = embedded_server(
         app,
+        name="console",
         host=settings.host,
         port=settings.port,
         limit_concurrency=settings.max_streams + EXTRA_CONNECTIONS,

@@ -91,12 +91,21 @@ def _dummy() -> PinHash:
 
 
 class WrongPinLimiter:
-    """At most `attempts` wrong PINs per dealer id, and 4x that in all, within `window` seconds; then
-    sign-ins are refused (even with the right PIN) until the oldest failure is older than the window."""
+    """At most `attempts` wrong PINs per dealer id, and `overall` x that in all (None: no overall limit),
+    within `window` seconds; then sign-ins are refused (even with the right PIN) until the oldest failure is
+    older than the window."""
 
-    def __init__(self, attempts: int, window: float, *, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        attempts: int,
+        window: float,
+        *,
+        overall: int | None = 4,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.attempts = attempts
         self.window = window
+        self.overall = overall
         self.clock = clock
         self._by_dealer: dict[str, deque[float]] = {}
         self._all: deque[float] = deque()
@@ -109,7 +118,10 @@ class WrongPinLimiter:
         """Seconds until `dealer` may try again; 0 if now."""
         now = self.clock()
         waits = [0.0]
-        for failures, limit in ((self._by_dealer.get(dealer), self.attempts), (self._all, 4 * self.attempts)):
+        limits = [(self._by_dealer.get(dealer), self.attempts)]
+        if self.overall is not None:
+            limits.append((self._all, self.overall * self.attempts))
+        for failures, limit in limits:
             if failures is None:
                 continue
             self._prune(failures, now)
@@ -122,10 +134,18 @@ class WrongPinLimiter:
     def failed(self, dealer: str) -> None:
         now = self.clock()
         if dealer not in self._by_dealer and len(self._by_dealer) >= 1024:
-            # a flood of made-up ids must not grow memory: the overall limit still counts them
+            # forget the ids whose failures are all older than the window, so that old failures never
+            # merge new ids into one shared count
+            for key, failures in list(self._by_dealer.items()):
+                self._prune(failures, now)
+                if not failures:
+                    del self._by_dealer[key]
+        if dealer not in self._by_dealer and len(self._by_dealer) >= 1024:
+            # a flood of made-up ids within the window must not grow memory: they share one count
             dealer = "*"
         self._by_dealer.setdefault(dealer, deque()).append(now)
-        self._all.append(now)
+        if self.overall is not None:
+            self._all.append(now)
 
     def succeeded(self, dealer: str) -> None:
         self._by_dealer.pop(dealer, None)

@@ -1,0 +1,265 @@
+"""The console's sign-in under attack, against the real console (uvicorn, real sockets) and a real Mosquitto
+that knows each user's own password: wrong passwords lock out only that user and that client address; only
+the users the console is for may sign in; a user's sessions are capped (a new one ends the oldest, and its
+broker connection); a deeply nested JSON body is a 400; and `tablectl console` refuses to start where the
+supervisors' passwords would cross the network in clear, unless told so (then it warns)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import re
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from controller.console.app import EXTRA_CONNECTIONS, ConsoleSession
+from controller.http_server import REJECTIONS
+from tests.console_helpers import running_console
+from tests.mosquitto import HOST, MosquittoBroker, free_port, secured_broker, wait_until
+
+ROOT = Path(__file__).resolve().parent.parent
+STUDIO = "s1"
+PASSWORDS = {
+    "supervisor-a": "a-pw",
+    "supervisor-b": "b-pw",
+    "rules-engine": "rules-pw",
+}
+#: a second client address: on Linux all of 127.0.0.0/8 is this machine's loopback
+OTHER_CLIENT = "127.0.0.2"
+
+
+@pytest.fixture
+def broker(tmp_path: Path) -> Iterator[MosquittoBroker]:
+    acl = tmp_path / "acl"
+    acl.write_text("".join(f"user {user}\ntopic read studio/#\n\n" for user in PASSWORDS))
+    secured = secured_broker(tmp_path / "broker", PASSWORDS, acl)
+    secured.start()
+    try:
+        yield secured
+    finally:
+        secured.kill()
+
+
+@contextlib.asynccontextmanager
+async def page_client(url: str, source: str | None = None) -> AsyncIterator[httpx.AsyncClient]:
+    """A client that sends what the console's page sends (its token, its Origin), from address `source`."""
+    transport = httpx.AsyncHTTPTransport(local_address=source) if source else None
+    async with httpx.AsyncClient(base_url=url, timeout=20, transport=transport) as client:
+        page = await client.get("/")
+        match = re.search(r'<meta name="console-token" content="([^"]+)">', page.text)
+        assert match is not None, page.text
+        client.headers.update({"origin": url, "x-console-token": match.group(1)})
+        yield client
+
+
+async def sign_in(client: httpx.AsyncClient, user: str, password: str) -> httpx.Response:
+    return await client.post("/api/session", json={"username": user, "password": password})
+
+
+async def test_wrong_passwords_lock_out_only_that_user_and_that_client(broker: MosquittoBroker) -> None:
+    async with (
+        running_console(broker.url, STUDIO, sign_in_attempts=2) as console,
+        page_client(console.url) as attacker,
+        page_client(console.url, OTHER_CLIENT) as desk,
+    ):
+        # a flood of wrong passwords for supervisor-a: that user pauses after 2
+        answers = [(await sign_in(attacker, "supervisor-a", "guess")).status_code for _ in range(4)]
+        assert answers == [401, 401, 429, 429]
+        # the same client guessing other users: that client pauses after 4 x 2 refused in all
+        answers = [(await sign_in(attacker, f"supervisor-x{n}", "guess")).status_code for n in range(8)]
+        assert answers == [401] * 6 + [429] * 2
+        assert (await sign_in(attacker, "supervisor-b", PASSWORDS["supervisor-b"])).status_code == 429
+        # another supervisor on another desk still signs in, and nobody else was locked out in all
+        signed = await sign_in(desk, "supervisor-b", PASSWORDS["supervisor-b"])
+        assert signed.status_code == 200, signed.text
+        assert (await desk.get("/api/session")).json()["user"] == "supervisor-b"
+        # (supervisor-a, whose name the flood aimed at, waits out the pause wherever they sign in from)
+        locked = await sign_in(desk, "supervisor-a", PASSWORDS["supervisor-a"])
+        assert locked.status_code == 429 and 1 <= int(locked.headers["retry-after"]) <= 61
+        assert console.console.sessions_of("supervisor-b") and not console.console.sessions_of("supervisor-a")
+
+
+async def test_only_the_users_the_console_is_for_may_sign_in(
+    broker: MosquittoBroker, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with running_console(broker.url, STUDIO) as console, page_client(console.url) as client:
+        before = REJECTIONS.counts[("console", "sign_in_user_not_allowed")]
+        refused = await sign_in(client, "rules-engine", PASSWORDS["rules-engine"])
+        assert refused.status_code == 403, refused.text
+        assert refused.json()["error"] == (
+            "user 'rules-engine' may not sign in on this console (see [console] sign_in_users)"
+        )
+        assert REJECTIONS.counts[("console", "sign_in_user_not_allowed")] == before + 1
+        assert console.console.sessions == {}
+        # refused before the broker is asked: it never saw that user from the console
+        assert "u'rules-engine'" not in broker.log()
+        assert (await sign_in(client, "supervisor-a", PASSWORDS["supervisor-a"])).status_code == 200
+        assert "u'supervisor-a'" in broker.log()
+    # the allow-list is the studio's to set (names or patterns)
+    async with (
+        running_console(broker.url, STUDIO, sign_in_users=["rules-*"]) as console,
+        page_client(console.url) as client,
+    ):
+        assert (await sign_in(client, "rules-engine", PASSWORDS["rules-engine"])).status_code == 200
+        assert (await sign_in(client, "supervisor-a", PASSWORDS["supervisor-a"])).status_code == 403
+
+
+async def test_a_users_sessions_are_capped_and_a_new_one_ends_the_oldest_and_its_broker_connection(
+    broker: MosquittoBroker,
+) -> None:
+    async with (
+        running_console(broker.url, STUDIO, max_sessions=3) as running,  # 2 per user by default
+        page_client(running.url) as first,
+        page_client(running.url) as second,
+        page_client(running.url) as third,
+        page_client(running.url) as other,
+    ):
+        console = running.console
+
+        def sessions_of_a() -> list[ConsoleSession]:
+            return [session for session in console.sessions.values() if session.user == "supervisor-a"]
+
+        for client in (first, second):
+            assert (await sign_in(client, "supervisor-a", PASSWORDS["supervisor-a"])).status_code == 200
+        assert (await sign_in(other, "supervisor-b", PASSWORDS["supervisor-b"])).status_code == 200
+        oldest = sessions_of_a()[0]
+        assert oldest.link.connected
+        # a wrong password for that user ends nobody's session
+        assert (await sign_in(third, "supervisor-a", "wrong")).status_code == 401
+        assert len(sessions_of_a()) == 2
+        # the console is full (3), but supervisor-a at their own cap takes the place of their oldest
+        assert (await sign_in(third, "supervisor-a", PASSWORDS["supervisor-a"])).status_code == 200
+        assert len(console.sessions) == 3 and len(sessions_of_a()) == 2
+        assert oldest.id not in console.sessions and oldest.closed.is_set()
+        await wait_until(lambda: not oldest.link.connected, timeout=5, what="its broker connection closed")
+        assert (await first.get("/api/session")).json()["user"] is None
+        assert (await first.get("/api/tables/t1")).status_code == 401
+        for client in (second, third, other):
+            assert (await client.get("/api/session")).json()["user"] is not None
+        # and a third user finds the console full: nobody else's session is ended for them
+        assert (await sign_in(first, "supervisor-x", "any")).status_code == 503
+
+
+async def test_a_deeply_nested_json_body_is_a_400_with_a_reason_and_no_traceback(
+    broker: MosquittoBroker, caplog: pytest.LogCaptureFixture
+) -> None:
+    deep = "[" * 8000 + "]" * 8000
+    headers = {"content-type": "application/json"}
+    async with running_console(broker.url, STUDIO) as console, page_client(console.url) as client:
+        before = REJECTIONS.counts[("console", "too_deep")]
+        with caplog.at_level(logging.DEBUG):
+            refused = await client.post("/api/session", content=deep, headers=headers)
+            assert refused.status_code == 400, refused.text
+            assert "nested deeper than 32 levels" in refused.json()["error"]
+            assert (await sign_in(client, "supervisor-a", PASSWORDS["supervisor-a"])).status_code == 200
+            command = await client.post("/api/tables/t1/commands/pause", content=deep, headers=headers)
+            assert command.status_code == 400, command.text
+            assert "nested deeper than 32 levels" in command.json()["error"]
+        assert REJECTIONS.counts[("console", "too_deep")] == before + 2
+        assert not [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR]
+
+
+async def test_idle_connections_never_keep_a_supervisor_out(broker: MosquittoBroker) -> None:
+    async with running_console(broker.url, STUDIO) as console:
+        port = console.console.settings.port
+        limit = console.console.settings.max_streams + EXTRA_CONNECTIONS
+        idle = [await asyncio.open_connection(HOST, port) for _ in range(limit)]
+        try:
+            async with asyncio.timeout(3), page_client(console.url) as client:
+                signed = await sign_in(client, "supervisor-a", PASSWORDS["supervisor-a"])
+                assert signed.status_code == 200, signed.text
+        finally:
+            for _, writer in idle:
+                writer.close()
+
+
+# -- tablectl console: passwords in clear are refused unless the operator says so ---------------------------
+
+
+def console_process(tmp_path: Path, *args: str) -> tuple[subprocess.Popen[bytes], Path]:
+    log = tmp_path / f"console-{time.monotonic_ns()}.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "controller.cli", "console", "--studio", STUDIO, *args],
+            cwd=ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    return process, log
+
+
+def wait_listening(port: int, process: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        assert process.poll() is None, log.read_text()
+        if "tablectl console: studio" in log.read_text():
+            return
+        time.sleep(0.05)
+    raise AssertionError(log.read_text())
+
+
+def stop(process: subprocess.Popen[bytes]) -> int:
+    process.terminate()
+    return process.wait(15)
+
+
+@pytest.mark.parametrize(
+    ("args", "flag", "said"),
+    [
+        # a broker on another host over mqtt:// (nothing is sent to it: nobody signs in here)
+        (["--broker", "mqtt://192.0.2.10:1883"], "--allow-cleartext-broker-passwords", "use mqtts://"),
+        (
+            ["--broker", "mqtt://127.0.0.1:1883", "--host", "0.0.0.0"],
+            "--allow-http-sign-in",
+            "TLS-terminating reverse proxy",
+        ),
+    ],
+)
+def test_tablectl_console_refuses_cleartext_passwords_unless_allowed_and_then_warns(
+    tmp_path: Path, args: list[str], flag: str, said: str
+) -> None:
+    port = free_port()
+    process, log = console_process(tmp_path, *args, "--port", str(port))
+    assert process.wait(15) == 2, log.read_text()
+    text = log.read_text()
+    assert "tablectl: error: refusing to start:" in text and said.lower() in text.lower() and flag in text, (
+        text
+    )
+    assert "Traceback" not in text and "tablectl console: studio" not in text
+    with pytest.raises(httpx.ConnectError), httpx.Client() as client:
+        client.get(f"http://{HOST}:{port}/", timeout=1)
+
+    process, log = console_process(tmp_path, *args, "--port", str(port), flag)
+    try:
+        wait_listening(port, process, log)
+        with httpx.Client() as client:
+            assert client.get(f"http://{HOST}:{port}/", timeout=5).status_code == 200
+    finally:
+        assert stop(process) == 0, log.read_text()
+    text = log.read_text()
+    assert re.search(
+        rf"WARNING controller\.console\.app: console: .*\(allowed by console\.\S+ \({flag}\)\)", text
+    )
+    assert "Traceback" not in text
+
+
+async def test_the_console_toml_settings_allow_it_too(
+    broker: MosquittoBroker, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING):
+        async with running_console(
+            "mqtt://192.0.2.10:1883", STUDIO, allow_cleartext_broker_passwords=True
+        ) as console:
+            assert console.console.settings.allow_cleartext_broker_passwords
+    warned = [r.getMessage() for r in caplog.records if "in clear to 192.0.2.10:1883" in r.getMessage()]
+    assert len(warned) == 1 and "use mqtts://" in warned[0]
+    # a broker on the loopback, or over mqtts://, or a fixed user: nothing to refuse
+    async with running_console(broker.url, STUDIO):
+        pass
