@@ -8,6 +8,16 @@ commits passes there, in order), and the event loop's lag, sampled by a task of 
 changed for it: `TableMetrics(service)` adds one listener; `serve_metrics` runs on the service's event loop,
 so everything is read from the loop's own thread (the journal's SQLite connection is not shared).
 
+Who can reach it: whoever reaches its address — it asks for no credentials, and shows nothing secret (no
+password, no token; table and device names, counts and timings). On a loopback address (the default) it
+answers only scrapes that name a loopback host (`Host`: 127.0.0.1, localhost, [::1]; `[metrics]
+allowed_hosts` to change), so that a web page in the table PC's browser cannot read it under a rebound DNS
+name; on any other address it answers every Host unless `allowed_hosts` names them (and says so at start),
+and the studio keeps it to the monitoring network (a firewall rule for its Prometheus). A flood of scrapes
+costs the table little: scrapes within `render_interval_seconds` of a render share it, the values are read
+on the loop once per render and the text is formatted in a worker thread; idle connections never hold
+one of its 16 connections (`controller.http_server`).
+
 Every series carries `studio` and `table` labels (alerts and dashboards name the table without relabelling).
 Free-text reasons are not label values (a supervisor's reason, a device's detail: unbounded): pauses and
 voids are counted by cause, a small fixed set (see `pause_cause`, `void_cause`).
@@ -32,14 +42,16 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Histogram,
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from controller import __version__
-from controller.config import MetricsSettings
+from controller.config import MetricsSettings, is_loopback
 from controller.events import Envelope
-from controller.http_server import embedded_server, serve_until_cancelled
+from controller.http_server import REJECTIONS, Rejections, embedded_server, serve_until_cancelled
 
 if TYPE_CHECKING:
     from controller.service import TableService
@@ -85,9 +97,23 @@ def _person(by: str) -> str:
 class TableMetrics(Collector):
     """The service's metrics, in their own registry (never the global one: one service, one registry)."""
 
-    def __init__(self, service: TableService, *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        service: TableService,
+        *,
+        clock: Callable[[], float] = time.time,
+        render_interval: float = 1.0,
+        rejections: Rejections = REJECTIONS,
+    ) -> None:
         self.service = service
         self.clock = clock
+        self.render_interval = render_interval
+        self.rejections = rejections
+        #: the last render, and when it was made (loop time); the render under way, shared by its scrapes
+        self._rendered: tuple[float, bytes] | None = None
+        self._rendering: asyncio.Future[bytes] | None = None
+        #: how many renders were made (the cost of the scrapes)
+        self.renders = 0
         config = service.config
         self.labels = {"studio": config.table.studio_id, "table": config.table.table_id}
         self.game = config.table.game
@@ -305,9 +331,53 @@ class TableMetrics(Collector):
         yield gauge(
             "tablectl_event_loop_lag_last_seconds", "The last sampled event-loop lag", self.lag_seconds
         )
+        refused = CounterMetricFamily(
+            "tablectl_http_rejections",
+            "Requests and connections the table's HTTP servers refused (panel, metrics), by reason",
+            labels=[*names, "server", "reason"],
+        )
+        for (server, reason), count in sorted(self.rejections.counts.items()):
+            if server in ("panel", "metrics"):
+                refused.add_metric([*values, server, reason], count)
+        yield refused
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)
+
+    async def scrape(self) -> bytes:
+        """The exposition text for a scrape: the last render if it is younger than `render_interval`, else
+        a new one (shared by the scrapes that come while it is made)."""
+        loop = asyncio.get_running_loop()
+        if self._rendered is not None and loop.time() - self._rendered[0] < self.render_interval:
+            return self._rendered[1]
+        if self._rendering is None:
+            self._rendering = asyncio.ensure_future(self._render())
+            self._rendering.add_done_callback(self._rendered_one)
+        # shielded: a scraper that goes away does not cancel the render the others wait for
+        return await asyncio.shield(self._rendering)
+
+    def _rendered_one(self, rendering: asyncio.Future[bytes]) -> None:
+        self._rendering = None
+        if not rendering.cancelled() and rendering.exception() is None:
+            self._rendered = (asyncio.get_running_loop().time(), rendering.result())
+
+    async def _render(self) -> bytes:
+        self.renders += 1
+        await self.refresh()
+        # the values are read here, on the loop (the journal, the service's state are the loop's); only
+        # formatting them, most of a render's time, goes to a worker thread
+        families = _Snapshot(list(self.registry.collect()))
+        return await asyncio.to_thread(generate_latest, families)
+
+
+class _Snapshot:
+    """Metric families read once, for `generate_latest` (which asks a registry-like for `collect()`)."""
+
+    def __init__(self, families: list[Metric]) -> None:
+        self.families = families
+
+    def collect(self) -> Iterator[Metric]:
+        return iter(self.families)
 
 
 def _size(path: Path) -> int:
@@ -325,15 +395,51 @@ def _epoch(iso: str) -> float:
     return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
 
 
-def create_app(metrics: TableMetrics) -> Starlette:
+def allowed_hosts(settings: MetricsSettings) -> set[str] | None:
+    """The `Host` values a scrape may send (name:port, and the bare name on port 80), or None: any."""
+    names = settings.allowed_hosts
+    if names is None:
+        if not is_loopback(settings.host):
+            return None
+        names = ["127.0.0.1", "localhost", "[::1]"]
+    hosts = {f"{name}:{settings.port}" for name in names}
+    if settings.port == 80:
+        hosts |= set(names)
+    return hosts
+
+
+class HostGuard:
+    """Refuses (421) a request whose `Host` is not one of `hosts`, as the panel does: a web page under a
+    DNS name of its own (rebound to 127.0.0.1) cannot read or flood the endpoint from a browser."""
+
+    def __init__(self, app: ASGIApp, hosts: set[str] | None) -> None:
+        self.app = app
+        self.hosts = hosts
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and self.hosts is not None:
+            host = next((v for k, v in scope["headers"] if k == b"host"), b"").decode("latin-1").lower()
+            if host not in self.hosts:
+                REJECTIONS.count("metrics", "unknown_host", "refused a scrape naming an unknown Host")
+                refused = PlainTextResponse(
+                    "unknown host name for /metrics (see [metrics] allowed_hosts)\n", 421
+                )
+                await refused(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def create_app(metrics: TableMetrics, hosts: set[str] | None = None) -> Starlette:
     async def scrape(request: Request) -> Response:
-        await metrics.refresh()
-        return Response(metrics.exposition(), media_type=CONTENT_TYPE_LATEST)
+        return Response(await metrics.scrape(), media_type=CONTENT_TYPE_LATEST)
 
     async def root(request: Request) -> Response:
         return PlainTextResponse("tablectl metrics: /metrics\n")
 
-    return Starlette(routes=[Route("/metrics", scrape, methods=["GET"]), Route("/", root, methods=["GET"])])
+    return Starlette(
+        routes=[Route("/metrics", scrape, methods=["GET"]), Route("/", root, methods=["GET"])],
+        middleware=[Middleware(HostGuard, hosts=hosts)],
+    )
 
 
 class MetricsError(RuntimeError):
@@ -342,8 +448,17 @@ class MetricsError(RuntimeError):
 
 async def serve_metrics(metrics: TableMetrics, settings: MetricsSettings) -> None:
     """Serve `/metrics` and sample the loop's lag until cancelled. Raises MetricsError if it cannot listen."""
+    metrics.render_interval = settings.render_interval_seconds
+    hosts = allowed_hosts(settings)
+    if hosts is None:
+        log.warning(
+            "metrics: served on %s with no [metrics] allowed_hosts: any Host is answered; keep the port to "
+            "the monitoring network",
+            settings.host,
+        )
     server = embedded_server(
-        create_app(metrics),
+        create_app(metrics, hosts),
+        name="metrics",
         host=settings.host,
         port=settings.port,
         limit_concurrency=16,

@@ -12,6 +12,7 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import yaml
@@ -20,7 +21,8 @@ from prometheus_client.samples import Sample
 
 from controller.config import MetricsSettings, config_from_dict
 from controller.events import Envelope
-from controller.metrics import TableMetrics, pause_cause, serve_metrics, void_cause
+from controller.http_server import REJECTIONS
+from controller.metrics import TableMetrics, allowed_hosts, pause_cause, serve_metrics, void_cause
 from controller.service import TableService
 from drivers.shoe.simulator import ShoeSimulator
 from tests.mosquitto import HOST, MosquittoBroker, free_port, wait_until
@@ -53,7 +55,7 @@ async def scrape(url: str) -> Scrape:
 
 @contextlib.asynccontextmanager
 async def table_with_metrics(
-    tmp_path: Path, broker: MosquittoBroker
+    tmp_path: Path, broker: MosquittoBroker, **metrics_settings: Any
 ) -> AsyncIterator[tuple[TableService, ShoeSimulator, str]]:
     shoe = ShoeSimulator(cards=CARDS * 5, cut_position=None)
     port_path = await shoe.start_pty(str(tmp_path / "shoe.pty"))
@@ -74,7 +76,17 @@ async def table_with_metrics(
     service = TableService(config)
     events: list[Envelope] = []
     service.listeners.append(events.append)
-    settings = MetricsSettings(enabled=True, host=HOST, port=free_port(), loop_lag_interval_seconds=0.05)
+    # every scrape a new render, unless a test says otherwise: this test follows the table scrape by scrape
+    settings = MetricsSettings(
+        **{
+            "enabled": True,
+            "host": HOST,
+            "port": free_port(),
+            "loop_lag_interval_seconds": 0.05,
+            "render_interval_seconds": 0,
+            **metrics_settings,
+        }
+    )
     metrics = TableMetrics(service)
     running = asyncio.create_task(service.run())
     serving = asyncio.create_task(serve_metrics(metrics, settings))
@@ -283,3 +295,101 @@ def test_example_alert_rules_and_dashboard_name_only_exposed_metrics(tmp_path: P
 
 def test_metrics_are_off_by_default() -> None:
     assert MetricsSettings().enabled is False
+
+
+# -- what /metrics answers, and what a flood of scrapes costs the table -------------------------------------
+
+
+async def test_on_the_loopback_metrics_answer_only_loopback_host_names(
+    tmp_path: Path, mosquitto: MosquittoBroker
+) -> None:
+    async with table_with_metrics(tmp_path, mosquitto) as (_, _, url), httpx.AsyncClient() as client:
+        port = url.rpartition(":")[2]
+        before = REJECTIONS.counts[("metrics", "unknown_host")]
+        for host in (f"rebound.example:{port}", "127.0.0.1", f"127.0.0.1:{int(port) + 1}"):
+            refused = await client.get(f"{url}/metrics", headers={"host": host})
+            assert refused.status_code == 421 and "allowed_hosts" in refused.text, host
+        for host in (f"127.0.0.1:{port}", f"localhost:{port}", f"[::1]:{port}"):
+            assert (await client.get(f"{url}/metrics", headers={"host": host})).status_code == 200, host
+        assert REJECTIONS.counts[("metrics", "unknown_host")] == before + 3
+        # and the refusals are counted where the studio looks
+        scraped = Scrape((await client.get(f"{url}/metrics")).text)
+        assert scraped.value("tablectl_http_rejections_total", server="metrics", reason="unknown_host") >= 3
+
+
+def test_on_another_address_any_host_is_answered_unless_allowed_hosts_names_them() -> None:
+    assert allowed_hosts(MetricsSettings(host="0.0.0.0", port=9464)) is None
+    named = MetricsSettings(host="0.0.0.0", port=9464, allowed_hosts=["table-7.studio"])
+    assert allowed_hosts(named) == {"table-7.studio:9464"}
+    assert allowed_hosts(MetricsSettings(host="127.0.0.1", port=9464)) == {
+        "127.0.0.1:9464",
+        "localhost:9464",
+        "[::1]:9464",
+    }
+
+
+async def test_idle_connections_never_hold_the_metrics_slots(
+    tmp_path: Path, mosquitto: MosquittoBroker
+) -> None:
+    async with table_with_metrics(tmp_path, mosquitto) as (_, _, url):
+        port = int(url.rpartition(":")[2])
+        idle = [await asyncio.open_connection(HOST, port) for _ in range(16)]
+        try:
+            async with asyncio.timeout(3), httpx.AsyncClient() as client:
+                assert (await client.get(f"{url}/metrics")).status_code == 200
+        finally:
+            for _, writer in idle:
+                writer.close()
+
+
+async def test_a_flood_of_scrapes_costs_one_render_per_interval(
+    tmp_path: Path, mosquitto: MosquittoBroker
+) -> None:
+    """16 connections scraping as fast as they can, from another process (the flood's own work must not
+    run on the table's loop): the table reads its values once per `render_interval_seconds`, whatever
+    the number of scrapes. The event loop's lag during the flood is measured and printed (-s)."""
+    async with table_with_metrics(tmp_path, mosquitto, render_interval_seconds=0.5) as (service, _, url):
+        metrics_refreshes = 0
+        # TableMetrics.refresh is what reads the journal and the disk for a render: count its calls
+        original = TableMetrics.refresh
+
+        async def counted(self: TableMetrics) -> None:
+            nonlocal metrics_refreshes
+            metrics_refreshes += 1
+            await original(self)
+
+        TableMetrics.refresh = counted  # type: ignore[method-assign]
+        try:
+            lags: list[float] = []
+            loop = asyncio.get_running_loop()
+
+            async def sample() -> None:
+                while True:
+                    started = loop.time()
+                    await asyncio.sleep(0.005)
+                    lags.append(loop.time() - started - 0.005)
+
+            sampler = asyncio.create_task(sample())
+            flood = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-c",
+                "import asyncio, sys; sys.path.insert(0, 'bench'); from attacks_http import flood; "
+                f"print(asyncio.run(flood({url!r}, 2.0)))",
+                cwd=ROOT,
+                stdout=asyncio.subprocess.PIPE,
+            )
+            out, _ = await asyncio.wait_for(flood.communicate(), 30)
+            sampler.cancel()
+        finally:
+            TableMetrics.refresh = original  # type: ignore[method-assign]
+        scrapes = int(out.decode().strip())
+        assert scrapes >= 100, scrapes
+        # 2 s of flood at one render per 0.5 s: 4 renders, 5 if it straddles one more interval
+        assert metrics_refreshes <= 6, (metrics_refreshes, scrapes)
+        lags.sort()
+        print(
+            f"\n{scrapes} scrapes in 2 s, {metrics_refreshes} renders; loop lag (5 ms sleeps): "
+            f"median {lags[len(lags) // 2] * 1000:.1f} ms, p99 {lags[int(len(lags) * 0.99)] * 1000:.1f} ms, "
+            f"max {lags[-1] * 1000:.1f} ms"
+        )
+        assert service.bus.connected
