@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 import sqlite3
 from pathlib import Path
 
@@ -64,17 +65,28 @@ d7 = "{hash_pin("2468", log2_n=10)}"
 
 
 async def watch_stream(port: int, into: bytearray, stop: asyncio.Event) -> None:
-    """Read the panel's live stream (reconnecting across the restart) until `stop`."""
+    """Read the panel's live stream as the signed-in dealer (signing in again and reconnecting across the
+    restart: a new boot has a new page token and no sessions) until `stop`."""
+    url = f"http://127.0.0.1:{port}"
     while not stop.is_set():
         try:
-            async with (
-                httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=None) as client,
-                client.stream("GET", "/api/stream") as reply,
-            ):
-                async for chunk in reply.aiter_bytes():
-                    if stop.is_set():
-                        return
-                    into.extend(chunk)
+            async with httpx.AsyncClient(base_url=url, timeout=None) as client:
+                page = await client.get("/")
+                token = re.search(r'<meta name="panel-token" content="([^"]+)">', page.text)
+                assert token is not None, page.text
+                headers = {"origin": url, "x-panel-token": token.group(1)}
+                signed = await client.post(
+                    "/api/session", json={"dealer": "d7", "pin": "2468"}, headers=headers
+                )
+                if signed.status_code != 200:
+                    raise httpx.HTTPError(f"sign-in: {signed.status_code}")
+                async with client.stream("GET", "/api/stream") as reply:
+                    if reply.status_code != 200:
+                        raise httpx.HTTPError(f"stream: {reply.status_code}")
+                    async for chunk in reply.aiter_bytes():
+                        if stop.is_set():
+                            return
+                        into.extend(chunk)
         except httpx.HTTPError:
             await asyncio.sleep(0.1)
 
