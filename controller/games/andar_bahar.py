@@ -1,12 +1,12 @@
 """Andar Bahar as a pure state machine.
 
-One 52-card deck, a fresh (already shuffled) deck for every round (seed 003). The procedure differs from the
-common lifecycle in one way: the dealer draws the GAME CARD before any bet is taken, and the countdown starts
-when it is shown. So this flow does not open a round on a timer; it waits, between rounds, for the game card
-(`next_position == "game"`, prompt "Draw the game card"), and the game card itself opens the round:
-`round.opened` (with `betting_closes_at` = now + betting_seconds) then `card.dealt` at position "game".
-Until the first Andar card the round has not started, so a fault during betting voids it (bets refunded);
-the next round then starts again from a new deck and a new game card.
+One 52-card deck, a fresh (already shuffled) deck for every round (docs/games/andar_bahar.md). The procedure
+differs from the common lifecycle in one way: the dealer draws the GAME CARD before any bet is taken, and the
+countdown starts when it is shown. So this flow does not open a round on a timer; it waits, between rounds,
+for the game card (`next_position == "game"`, prompt "Draw the game card"), and the game card itself opens
+the round: `round.opened` (with `betting_closes_at` = now + betting_seconds) then `card.dealt` at position
+"game". Until the first Andar card the round has not started, so a fault during betting voids it (bets
+refunded); the next round then starts again from a new deck and a new game card.
 
 After betting closes cards alternate Andar, Bahar, Andar, ... until one has the game card's rank; that side
 wins. Cards that break the procedure (between rounds, during betting, after the match, or a second copy of a
@@ -52,8 +52,8 @@ class AndarBaharSettings(CardGameSettings):
 
 # --- the rules of Andar Bahar -----------------------------------------------------------------------------
 
-#: The 'number of cards dealt' bet ranges (seed 003), as the contract names them. The last one is short:
-#: one deck holds 48 cards of other ranks, so the match comes at the 49th card at the latest.
+#: The 'number of cards dealt' bet ranges (docs/games/andar_bahar.md), as the contract names them. The last
+#: one is short: one deck holds 48 cards of other ranks, so the match comes at the 49th card at the latest.
 BUCKETS: tuple[tuple[int, int, AndarBaharBucket], ...] = tuple(
     (int(label.split("-")[0]), int(label.split("-")[1]), label) for label in get_args(AndarBaharBucket)
 )
@@ -77,7 +77,7 @@ def _consecutive(values: Sequence[int]) -> bool:
 
 
 def is_three_card_straight(cards: Sequence[Card]) -> bool:
-    """Three ranks in sequence. The ace plays high (Q-K-A, seed example) or low (A-2-3, as in three-card
+    """Three ranks in sequence. The ace plays high (Q-K-A, the rules' example) or low (A-2-3, as in three-card
     poker); a run never wraps round the ace (K-A-2 is no straight)."""
     low = [card.rank_index for card in cards]  # ace 1
     high = [14 if value == 1 else value for value in low]
@@ -265,7 +265,7 @@ class AndarBaharFlow(CardFlow):
             self.prompt = _PROMPT_DEAL[side_of(len(self.andar) + len(self.bahar) + 1)]
 
     def _deal_game_card(self, card: Card, now: float, out: FlowOutput, raw: str, rescan: bool) -> None:
-        # The game card is on the table: the round opens and the countdown starts (seed 003).
+        # The game card is on the table: the round opens and the countdown starts (docs/games/andar_bahar.md).
         self.awaiting_game_card = False
         first_card = self.settings.betting_closes_on_first_card
         betting = None if first_card else self.settings.betting_seconds
@@ -309,5 +309,5 @@ class AndarBaharFlow(CardFlow):
     def round_over(self, now: float, out: FlowOutput) -> None:
         self._clear_unread()
         self._request_shoe(out, "lock")
-        # Every round is dealt from a freshly shuffled deck (seed 003), a voided one's too.
+        # Every round is dealt from a freshly shuffled deck (docs/games/andar_bahar.md), a voided one's too.
         self._want_shuffle("round over")

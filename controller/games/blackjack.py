@@ -1,4 +1,5 @@
-"""Blackjack at a table with boxes: Live Blackjack (seed 000) and Single-deck Blackjack (seed 004).
+"""Blackjack at a table with boxes: Live Blackjack (docs/games/blackjack.md) and Single-deck Blackjack
+(docs/games/single_deck_blackjack.md).
 
 `BlackjackTable` is what every blackjack variant's flow shares (Infinite Blackjack's too, in
 `infinite_blackjack.py`): the shoe (a shoe of many rounds with a cut card, `ShoeFlow`, or a fresh deck every
@@ -10,7 +11,7 @@ with boxes, parameterised by `HouseRules`; `LiveBlackjackFlow` and `SingleDeckBl
 sets. The rules themselves (totals, the
 dealer's rule, the disconnect policies, outcomes) are `blackjack_rules`.
 
-Procedure (GAMES.md):
+Procedure (docs/games/blackjack.md, docs/games/single_deck_blackjack.md):
 - Live: the first card face up to every box from the dealer's left, one to the dealer, the second card to
   every box; NO hole card. Boxes play in dealing order; then the dealer draws the second card and completes
   the hand, hitting soft 17. Split same rank (not K+10), once; split aces one card each (21 there is not
@@ -660,8 +661,8 @@ class LiveBlackjackSettings(ShoeOfRoundsSettings):
     seats: int = Field(default=7, ge=1, le=9, description="boxes at the table, dealt from the dealer's left")
     surrender: bool = Field(
         default=False,
-        description="late surrender on the first two cards (seed 000 names none: off unless the studio "
-        "offers it)",
+        description="late surrender on the first two cards (the rules (docs/games/blackjack.md) name none: "
+        "off unless the studio offers it)",
     )
 
 
@@ -1156,7 +1157,8 @@ class BoxedBlackjackFlow(BlackjackTable):
 
 
 class LiveBlackjackFlow(BoxedBlackjackFlow):
-    """Live Blackjack (seed 000): seats, no hole card, H17, split same rank, insurance also with blackjack."""
+    """Live Blackjack (docs/games/blackjack.md): seats, no hole card, H17, split same rank, insurance also
+    with blackjack."""
 
     game = "blackjack"
     result_model = BlackjackResult
@@ -1178,7 +1180,8 @@ class LiveBlackjackFlow(BoxedBlackjackFlow):
         super().__init__(table_id, settings)
 
     def _seated(self, payload: dict[str, Any], now: float) -> FlowOutput:
-        """Deal only the boxes with a bet (GAMES.md: "to each seated box"), said while betting is open."""
+        """Deal only the boxes with a bet (docs/games/blackjack.md: one card to each seated box), said while
+        betting is open."""
         if not self.rounds.in_round or self.rounds.phase != Phase.BETTING_OPEN:
             raise InputRejected("seated: the boxes are said while betting is open, before the first card")
         seats = sorted(set(payload["seats"]))
@@ -1193,7 +1196,8 @@ class LiveBlackjackFlow(BoxedBlackjackFlow):
 
 
 class SingleDeckBlackjackFlow(BoxedBlackjackFlow):
-    """Single-deck Blackjack (seed 004): one box, a fresh deck every round, hole card and peek, H17."""
+    """Single-deck Blackjack (docs/games/single_deck_blackjack.md): one box, a fresh deck every round, hole
+    card and peek, H17."""
 
     game = "single_deck_blackjack"
     result_model = SingleDeckBlackjackResult

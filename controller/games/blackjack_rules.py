@@ -1,9 +1,9 @@
 """The rules every blackjack variant shares, as plain functions: no flow, no state, no time.
 
-Card values (seeds 000, 002, 004): two to nine at face value, ten and court cards 10, an ace 1 or 11 — 11
-unless that makes the hand go over 21. A hand's total is that best value; it is *soft* while an ace counts
-11. Two cards making 21 are a blackjack, except on a hand made by a split (seeds 000, 002, 004: "21, not
-blackjack"). Over 21 is bust.
+Card values (docs/games/blackjack.md, infinite_blackjack.md, single_deck_blackjack.md): two to nine at face
+value, ten and court cards 10, an ace 1 or 11 — 11 unless that makes the hand go over 21. A hand's total is
+that best value; it is *soft* while an ace counts 11. Two cards making 21 are a blackjack, except on a hand
+made by a split (the same three pages: "21, not blackjack"). Over 21 is bust.
 
 What differs between the variants is a parameter here, never a copy: the dealer's soft-17 rule
 (`dealer_draws`), the player policies that stand in for a player who does not answer (`basic_strategy_h17`
@@ -27,7 +27,8 @@ TEN_RANKS = frozenset("TJQK")
 
 def card_value(card: Card) -> int:
     """The value of a card with an ace counted as 1: A 1, 2-9 at face value, T J Q K 10. Also the burn
-    count of Infinite Blackjack's first card after a shuffle (seed 002: "Ás = 1; 2 a 10; J/Q/K = 10")."""
+    count of Infinite Blackjack's first card after a shuffle (docs/games/infinite_blackjack.md: ace 1, two to
+    ten at face value, J/Q/K 10)."""
     return 10 if card.rank in TEN_RANKS else card.rank_index
 
 
@@ -110,8 +111,8 @@ def outcome(
 
 
 def hit_to_twelve(cards: Sequence[Card]) -> Action:
-    """Infinite (seed 002) and Single-deck (seed 004) disconnect policy: hit while the total is 11 or less (an
-    ace counts 11 unless that busts), then stand."""
+    """Infinite (docs/games/infinite_blackjack.md) and Single-deck (docs/games/single_deck_blackjack.md)
+    disconnect policy: hit while the total is 11 or less (an ace counts 11 unless that busts), then stand."""
     return "hit" if hand_total(cards).total <= 11 else "stand"
 
 
@@ -121,8 +122,9 @@ def hit_to_twelve(cards: Sequence[Card]) -> Action:
 # H hit, S stand, D double else hit, Ds double else stand, P split, Ph split if doubling after a split is
 # allowed else hit, Rh surrender else hit, Rs surrender else stand, Rp surrender else split.
 # Caveat: Live Blackjack deals the dealer no hole card (European style); the published no-hole-card charts
-# differ from this one in a handful of cells (11 and the 8-8 split against a ten or an ace). The seed names
-# "Basic Strategy" without a chart, so the common H17 chart is the one the table uses.
+# differ from this one in a handful of cells (11 and the 8-8 split against a ten or an ace). The rules
+# (docs/games/blackjack.md) name "Basic Strategy" without a chart, so the common H17 chart is the one the
+# table uses.
 _UP = ("2", "3", "4", "5", "6", "7", "8", "9", "T", "A")
 _HARD: dict[int, str] = {
     # 5 to 8 always hit
@@ -176,7 +178,8 @@ class Allowed:
 
 
 def basic_strategy_h17(cards: Sequence[Card], up: Card, allowed: Allowed) -> Action:
-    """Live Blackjack's disconnect policy (seed 000: "the system will play the hand by Basic Strategy")."""
+    """Live Blackjack's disconnect policy (docs/games/blackjack.md: the hand of a disconnected player is
+    played by basic strategy)."""
     total = hand_total(cards)
     code = "S"
     if allowed.split and len(cards) == 2 and card_value(cards[0]) == card_value(cards[1]):

@@ -1,4 +1,4 @@
-"""Infinite ("Ilimitado") Blackjack (seed 002): one common hand for any number of players.
+"""Infinite Blackjack (docs/games/infinite_blackjack.md): one common hand for any number of players.
 
 - Shoe: 8 decks. After every shuffle the burn: the dealer shows the first card; its value (A=1, 2-9, T/J/Q/K
   10) is the number of cards then burned face down. The flow counts them (their identity is never published)

@@ -1,8 +1,8 @@
 """Sic bo on an automatic dice shaker and a camera: shaker and camera readings in, round events out.
 
-The procedure (GAMES.md, seed 000 "Regras de Sic Bo"): betting; "no more bets"; the dice are shaken under
-the dome (the lever pushed three times); when they are still the camera reads them; the result. An unreadable,
-cocked or stacked die, or a count other than three, is never guessed: the dice are shaken again.
+The procedure (docs/games/sicbo.md): betting; "no more bets"; the dice are shaken under the dome (the lever
+pushed three times); when they are still the camera reads them; the result. An unreadable, cocked or stacked
+die, or a count other than three, is never guessed: the dice are shaken again.
 
     stage       what the flow waits for                    then
     ---------   ----------------------------------------   ------------------------------------------------

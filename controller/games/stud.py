@@ -1,13 +1,13 @@
 """5 Card Stud (the casino game against the dealer) as a pure state machine.
 
-Seed 000 ("Regras do 5 Card Stud"): antes are placed while betting is open; each player hand gets 5
+The rules (docs/games/stud.md): antes are placed while betting is open; each player hand gets 5
 cards, the dealer 1 face up; the players then bet (2x ante) or fold; then the dealer gets 4 more cards,
 qualifies with ace-king or better, and every hand is compared with the dealer's. Payouts, including "the
 dealer does not qualify" and the jackpot on a flush or better, are the rules engine's: the result gives it
 every hand's category and tie-break ranks, `dealer_qualifies` and the plain comparison of each hand with
 the dealer's.
 
-Dealing order (the seed does not say, so the usual casino order): one card at a time round the player hands
+Dealing order (the rules do not say, so the usual casino order): one card at a time round the player hands
 in seat order (hand1 first: the dealer's left), five times, then the dealer's face-up card. Positions are
 "hand1".."hand7" and "dealer". With `hands = 1` there is one common hand for every player.
 

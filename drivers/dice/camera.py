@@ -3,8 +3,8 @@
 A one-shot use of a camera source (`drivers.camera.sources.VideoSource`: a device index, a device path, a
 video file or a stream URL), for the calibration tools and benches. It does I/O only; reading the dice is
 `drivers.dice.reader`'s job. Every captured frame is written to disk before it is returned, so that a result
-can always be traced back to the exact frame it was read from (GAMES.md: the sic bo result carries its camera
-frame). A frame file is never replaced: a second capture with the same name gets a numbered suffix.
+can always be traced back to the exact frame it was read from (docs/games/sicbo.md: the sic bo result carries
+its camera frame). A frame file is never replaced: a second capture with the same name gets a numbered suffix.
 
 A live camera queues a few frames inside the driver; they were taken before the dice came to rest. Those are
 dropped first (`discard_frames`, by default 4 for a device, 0 for a file). At the table, the camera device
