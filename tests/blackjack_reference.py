@@ -1,9 +1,10 @@
 """Independent blackjack references for the tests: how a correct dealer deals each variant from a known
 order of cards, with the disconnect policies deciding every hand (as in replay and the demo).
 
-Written from the rules (GAMES.md, seeds 000 / 002 / 004) without the controller's code: totals from rank
-characters, basic strategy as the usual spoken rules rather than a chart, the dealer as a plain loop over
-the remaining cards. Each round gives the cards per place, the decisions in order and the outcomes.
+Written from the rules (docs/games/blackjack.md, infinite_blackjack.md, single_deck_blackjack.md) without
+the controller's code: totals from rank characters, basic strategy as the usual spoken rules rather than a
+chart, the dealer as a plain loop over the remaining cards. Each round gives the cards per place, the
+decisions in order and the outcomes.
 """
 
 from __future__ import annotations

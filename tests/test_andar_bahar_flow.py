@@ -312,7 +312,7 @@ def test_bucket_labels(n: int, label: str) -> None:
 @pytest.mark.parametrize(
     ("codes", "pattern"),
     [
-        (["KS", "AC", "QS"], "straight"),  # the seed: Q-K-A, the ace high
+        (["KS", "AC", "QS"], "straight"),  # the rules' example (docs/games/andar_bahar.md): Q-K-A, ace high
         (["AS", "2C", "3D"], "straight"),  # A-2-3, the ace low
         (["3D", "AS", "2C"], "straight"),  # order of dealing does not matter
         (["KS", "AC", "2D"], None),  # no wrap round the ace
@@ -640,7 +640,8 @@ RUN_ORDER = "A23456789TJQKA"  # the ace at both ends: A-2-3 and Q-K-A
 
 
 def reference_round(deck: list[str]) -> dict[str, Any]:
-    """What a round dealt from `deck` (game card first) must give, computed from the seed's words."""
+    """What a round dealt from `deck` (game card first) must give, computed from the rules' words
+    (docs/games/andar_bahar.md)."""
     game = deck[0]
     sides: dict[str, list[str]] = {"andar": [], "bahar": []}
     winner = ""

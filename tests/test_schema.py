@@ -108,7 +108,7 @@ ROULETTE_ZERO = RouletteResult(
     raw="",
 )
 
-ANDAR_BAHAR = AndarBaharResult(  # the seed's example
+ANDAR_BAHAR = AndarBaharResult(  # the rules' example (docs/games/andar_bahar.md)
     round_id="t7-0000004",
     game_card="KS",
     andar=["AC", "8D", "JH", "KD"],

@@ -1,4 +1,5 @@
-"""The `round.result` contract is complete: every bet the seeds name settles from the result's data alone.
+"""The `round.result` contract is complete: every bet the game pages name (docs/games) settles from the
+result's data alone.
 
 A small settlement function per bet, registered by game (`SETTLEMENTS`), takes the `round.result` event's
 `data` exactly as a subscriber receives it (JSON, through `json.loads`) and the bet as the player placed it
@@ -6,13 +7,13 @@ A small settlement function per bet, registered by game (`SETTLEMENTS`), takes t
 the net win per unit staked as an exact fraction: 11 for 11:1, -1 for a lost bet, 0 for a push or a void.
 If a bet could not be settled without asking the controller something, its function could not be written
 here: that is the proof. Payouts are the rules engine's business; they are written here only to show that
-the facts they depend on are in the result. Where a seed gives no payout, the assumption is said.
+the facts they depend on are in the result. Where a game's rules give no payout, the assumption is said.
 
 The results come from the games' own code (the flows and their result builders), so a change in a result
 model that drops a fact a bet needs fails here.
 
 Cross-check: Andar Bahar's RTPs by exact enumeration over a 52-card deck, with these settlement functions:
-97.851% with commission, 98.589% without (the seed publishes 97.87% / 98.61%).
+97.851% with commission, 98.589% without (docs/games/andar_bahar.md publishes 97.87% / 98.61%).
 
 Blackjack: Live and Single-deck settle per box (`bet.params["box"]`, and `"hand"` for one hand of a split
 box) from the result's hands: their outcome against the dealer, doubled, split, surrendered, insured. Infinite
@@ -20,8 +21,8 @@ Blackjack publishes one common hand; each player's main bet settles from `initia
 the player's own decisions in `bet.params` (how many of the sequence's cards each hand took, doubled, split,
 surrendered), its side bets from the initial cards, the dealer's up card and bust hand, and `round_in_shoe`
 (a side bet closes after its round of the shoe). A decision the published cards make impossible is refused.
-Sic bo (whose seed gives no payouts) settles to win or lose, a single number to the dice showing it; its
-check over all 216 outcomes is tests/test_sicbo_settlement.py.
+Sic bo (whose rules, docs/games/sicbo.md, give no payouts) settles to win or lose, a single number to the dice
+showing it; its check over all 216 outcomes is tests/test_sicbo_settlement.py.
 
 Adding a game: put its settlement functions in `SETTLEMENTS` under its game name (the result's `game`) and
 results of its own in a test; `test_every_card_game_has_its_settlements` fails until a card game has them.
@@ -72,9 +73,9 @@ def wins(condition: bool, payout: Fraction | int) -> Fraction:
     return Fraction(payout) if condition else LOSE
 
 
-# --- baccarat (seed 000: BankerPair / PlayerPair 11:1; the main bets' payouts are not in the seeds) -------
+# --- baccarat (docs/games/baccarat.md: Player Pair / Banker Pair 11:1; no main bet's payout there) --------
 # Assumed, as usual for punto banco: Player 1:1, Banker 0.95:1 (5% commission), Tie 8:1; Player and Banker
-# are pushed on a tie. The seeds name no baccarat side bet besides the two pairs.
+# are pushed on a tie. The rules name no baccarat side bet besides the two pairs.
 
 
 def baccarat_player(result: Result, bet: Bet) -> Fraction:
@@ -97,7 +98,7 @@ def baccarat_banker_pair(result: Result, bet: Bet) -> Fraction:
     return wins(result["banker_pair"], 11)
 
 
-# --- Andar Bahar (seed 003) ------------------------------------------------------------------------------
+# --- Andar Bahar (docs/games/andar_bahar.md) -------------------------------------------------------------
 # `bet.params["mode"]`: "commission" (Andar 0.9:1) or "no_commission" (Andar 0.25:1 on the first card, else
 # 1:1; the side bets 1st Andar / 1st Bahar and First 3 are not offered in it).
 
@@ -146,11 +147,11 @@ def cards_dealt(result: Result, bet: Bet) -> Fraction:
     return wins(result["bucket"] == bucket, BUCKET_PAYOUTS[bucket])
 
 
-# --- 5 Card Stud (seed 000) ------------------------------------------------------------------------------
+# --- 5 Card Stud (docs/games/stud.md) --------------------------------------------------------------------
 # Per player hand (`bet.params["hand"]`, 0-based; one common hand: 0) and the player's own decision
 # (`bet.params["decision"]`: "bet" or "fold"). Ante: even money on a win (also when the dealer does not
 # qualify), lost to the dealer's better hand or a fold. The raise (2x ante) is void when the dealer does not
-# qualify; the seed names no raise paytable: the usual one by the player's category is assumed here, to show
+# qualify; the rules name no raise paytable: the usual one by the player's category is assumed here, to show
 # the result carries the category it needs. Jackpot: a flush or better wins its tier, whatever the table
 # result; the amount is the pool's (the rules engine's), so it settles to the tier.
 
@@ -200,11 +201,11 @@ def stud_jackpot_tier(result: Result, bet: Bet) -> str | None:
 
 # --- blackjack: what every variant shares ------------------------------------------------------------------
 # Per unit of the bet as placed. A hand's `outcome` is the controller's (against the dealer's finished hand);
-# its payout is: blackjack 3:2, win 1:1, push 0, lose -1, surrender -1/2 (seed 002: "perder metade"). A
-# doubled hand carries two units; each hand of a split box carries one (the split adds a bet equal to the
-# first). Live Blackjack deals no hole card: a double or a split lost to a dealer blackjack found after the
-# boxes played is lost in full (assumed; the seed does not say, and `doubled` / `split` / `outcome` settle
-# the "original bets only" variant as well).
+# its payout is: blackjack 3:2, win 1:1, push 0, lose -1, surrender -1/2 (docs/games/infinite_blackjack.md:
+# half the bet is lost). A doubled hand carries two units; each hand of a split box carries one (the split
+# adds a bet equal to the first). Live Blackjack deals no hole card: a double or a split lost to a dealer
+# blackjack found after the boxes played is lost in full (assumed; the rules (docs/games/blackjack.md) do not
+# say, and `doubled` / `split` / `outcome` settle the "original bets only" variant as well).
 
 MAIN_PAYOUTS = {
     "blackjack": Fraction(3, 2),
@@ -246,8 +247,9 @@ def boxed_main(result: Result, bet: Bet) -> Fraction:
 
 
 def bet_behind(result: Result, bet: Bet) -> Fraction:
-    """Seed 000's Bet Behind: the backed box's main bet, its doubles and splits followed (assumed: the seed
-    says the backer cannot tell the player how to play, not whether a double or split is followed)."""
+    """Bet Behind (docs/games/blackjack.md): the backed box's main bet, its doubles and splits followed
+    (assumed: the rules say the backer cannot tell the player how to play, not whether a double or split is
+    followed)."""
     return boxed_main(result, Bet("main", {"box": bet.params["box"]}))
 
 
@@ -259,7 +261,7 @@ def box_first_two(result: Result, bet: Bet) -> tuple[str, str]:
     return hands[0]["cards"][0], hands[0]["cards"][1]
 
 
-LIVE_PAIR_PAYOUTS = {"mixed": 6, "coloured": 12, "perfect": 25}  # seed 000
+LIVE_PAIR_PAYOUTS = {"mixed": 6, "coloured": 12, "perfect": 25}  # docs/games/blackjack.md
 
 
 def live_pair(result: Result, bet: Bet) -> Fraction:
@@ -275,14 +277,14 @@ def boxed_insurance(result: Result, bet: Bet) -> Fraction:
     return wins(result["dealer"]["blackjack"], 2)
 
 
-# --- Infinite Blackjack (seed 002) ----------------------------------------------------------------------
+# --- Infinite Blackjack (docs/games/infinite_blackjack.md) ----------------------------------------------
 # The main bet is each player's own: their decisions (`bet.params`) applied to the common cards, `initial`
 # then `sequence` in dealing order, against the common dealer hand.
 #   {"took": n, "doubled": bool}   the hand took the sequence's first n cards (a double: exactly one)
 #   {"surrender": True}            before any action, the dealer's card not an ace or ten-valued: -1/2
 #   {"split": [{"took": n, "doubled": bool}, {"took": m, "doubled": bool}]}  the initial pair split (same
 #       value): each hand starts with one initial card and takes its cards from the sequence, the first
-#       hand from the sequence's start, the second from where the first stopped (assumed: the seed says all
+#       hand from the sequence's start, the second from where the first stopped (assumed: the rules say all
 #       players draw from one common sequence, not how a player's two split hands share it; any fixed rule
 #       settles the same way from the published order)
 # Decisions the cards make impossible (a card taken on 21 or more, more cards than the sequence holds, a
@@ -334,7 +336,8 @@ def infinite_insurance(result: Result, bet: Bet) -> Fraction:
     return wins(result["dealer"]["blackjack"], 2)
 
 
-#: seed 002, "Disponibilidade Máxima por Ronda": the side bet is not offered after that round of the shoe
+#: docs/games/infinite_blackjack.md, "maximum availability per round": the side bet is not offered after
+#: that round of the shoe
 SIDE_BET_LAST_ROUND = {"pair": 40, "bust_bonus": 45, "lucky_trio": 45, "poker_trio": 45}
 
 
@@ -370,8 +373,8 @@ def _trio(result: Result) -> tuple[list[str], bool]:
 
 
 def lucky_trio(result: Result, bet: Bet) -> Fraction:
-    """Only the best pattern pays. The total counts an ace 11 unless that goes over 21 (assumed: the seed
-    does not say); "naipes diferentes" is read as "not all of one suit"."""
+    """Only the best pattern pays. The total counts an ace 11 unless that goes over 21 (assumed: the rules
+    do not say); "different suits" is read as "not all of one suit" (docs/games/infinite_blackjack.md)."""
     three, suited = _trio(result)
     ranks = sorted(card[0] for card in three)
     if ranks == ["7", "7", "7"]:
@@ -389,9 +392,8 @@ POKER_RANKS = "23456789TJQKA"
 
 def poker_trio(result: Result, bet: Bet) -> Fraction:
     """Three-card poker on the same three cards, only the best pattern paying; a straight has the ace high
-    (Q-K-A) or low (A-2-3), never round the corner (K-A-2). Flush is read as one suit: the seed's Portuguese
-    says "Flush (Mesma Cor)", same colour, but "flush" and the English original it defers to mean one suit
-    (the cards' suits are in the result either way)."""
+    (Q-K-A) or low (A-2-3), never round the corner (K-A-2). Flush is one suit, as the rules
+    (docs/games/infinite_blackjack.md) state it; the cards' suits are in the result either way."""
     three, suited = _trio(result)
     ranks = sorted(POKER_RANKS.index(card[0]) for card in three)
     trips = ranks[0] == ranks[2]
@@ -403,11 +405,11 @@ def poker_trio(result: Result, bet: Bet) -> Fraction:
     return wins(suited, 5)
 
 
-# --- sic bo (seed 000, "Regras de Sic Bo") ----------------------------------------------------------------
-# The seed's table of bets and payouts is empty: these settle to whether the bet wins (a single number: how
-# many dice show it, which sets its payout). Checked against the dice for all 216 outcomes, each played
-# through the flow, in tests/test_sicbo_settlement.py. Bets on a value name it in `bet.params["value"]`, a
-# total in `bet.params["total"]`, a two-dice combination its two values in `bet.params["values"]`.
+# --- sic bo (docs/games/sicbo.md) -------------------------------------------------------------------------
+# The rules give no payouts: these settle to whether the bet wins (a single number: how many dice show it,
+# which sets its payout). Checked against the dice for all 216 outcomes, each played through the flow, in
+# tests/test_sicbo_settlement.py. Bets on a value name it in `bet.params["value"]`, a total in
+# `bet.params["total"]`, a two-dice combination its two values in `bet.params["values"]`.
 
 
 def sicbo_big(result: Result, bet: Bet) -> bool:
@@ -478,9 +480,9 @@ SETTLEMENTS: dict[str, dict[str, Callable[[Result, Bet], Any]]] = {
         "cards_dealt": cards_dealt,
     },
     "stud": {"ante": stud_ante, "raise": stud_raise, "jackpot": stud_jackpot_tier},
-    # seed 000: no surrender named (a studio may offer it: `surrender` then settles at -1/2)
+    # docs/games/blackjack.md: no surrender named (a studio may offer it: `surrender` then settles at -1/2)
     "blackjack": {**BLACKJACK_BOXED, "bet_behind": bet_behind, "pair": live_pair},
-    # seed 004: one box, no side bet named
+    # docs/games/single_deck_blackjack.md: one box, no side bet named
     "single_deck_blackjack": BLACKJACK_BOXED,
     "infinite_blackjack": {
         "main": infinite_main,
@@ -585,7 +587,7 @@ def ab_result(game_card: str, andar_cards: str, bahar_cards: str) -> Result:
 COMMISSION, NO_COMMISSION = {"mode": "commission"}, {"mode": "no_commission"}
 
 
-def test_the_seeds_first_example_andar_on_the_first_card() -> None:
+def test_the_rules_first_example_andar_on_the_first_card() -> None:
     result = ab_result("KS", "KC", "")
     # "$10 x 0.25 = $2.5" (no commission), "$50 x 0.9 = 45" (commission), "1st Andar $20 x 15 = $300"
     assert 10 * settle(result, Bet("andar", NO_COMMISSION)) == Fraction(5, 2)
@@ -596,7 +598,7 @@ def test_the_seeds_first_example_andar_on_the_first_card() -> None:
     assert settle(result, Bet("cards_dealt", {"bucket": "1-5"})) == 2
 
 
-def test_the_seeds_second_example_first_three_straight_and_seven_cards() -> None:
+def test_the_rules_second_example_first_three_straight_and_seven_cards() -> None:
     result = ab_result("KS", "AC 8D JH KD", "QS 7C 2H")
     assert settle(result, Bet("andar", COMMISSION)) == Fraction(9, 10)
     assert settle(result, Bet("andar", NO_COMMISSION)) == 1
@@ -646,7 +648,7 @@ def test_andar_bahar_rtp_by_exact_enumeration_over_one_deck() -> None:
     without = rtp(Bet("andar", NO_COMMISSION))
     assert round(float(with_commission) * 100, 3) == 97.851
     assert round(float(without) * 100, 3) == 98.589
-    # the seed's published maxima, to within its rounding (0.02 points)
+    # the published maxima (docs/games/andar_bahar.md), to within their rounding (0.02 points)
     assert abs(float(with_commission) * 100 - 97.87) < 0.025
     assert abs(float(without) * 100 - 98.61) < 0.025
     # the published RTP is the best main bet's: Bahar returns less in both modes
@@ -771,7 +773,8 @@ def test_live_dealer_blackjack_without_a_hole_card_insurance_and_a_perfect_pair(
     assert result["dealer"]["blackjack"]
     assert [settle(result, Bet("main", {"box": box})) for box in (1, 2, 3)] == [0, -2, -1]
     assert settle(result, Bet("bet_behind", {"box": 2})) == -2
-    assert settle(result, Bet("insurance", {"box": 1})) == 2  # taken with a blackjack: allowed (seed 000)
+    # taken with a blackjack: allowed (docs/games/blackjack.md)
+    assert settle(result, Bet("insurance", {"box": 1})) == 2
     assert settle(result, Bet("pair", {"box": 3})) == 25
     assert settle(result, Bet("pair", {"box": 2})) == -1
 
@@ -823,7 +826,8 @@ def test_single_deck_double_blackjack_and_insurance() -> None:
     doubled.deal("TC", "8S")  # 20; dealer 6 9 8 = 23
     assert settle(last_result(doubled), Bet("main")) == 2
 
-    blackjack = single_deck_round("AS", "AH", "KD", "9C")  # no insurance offered to a blackjack (seed 004)
+    # no insurance offered to a blackjack (docs/games/single_deck_blackjack.md)
+    blackjack = single_deck_round("AS", "AH", "KD", "9C")
     result = last_result(blackjack)
     assert settle(result, Bet("main")) == Fraction(3, 2)
     with pytest.raises(ValueError, match="did not take insurance"):

@@ -1,4 +1,4 @@
-"""Every sic bo bet of the seed ("Regras de Sic Bo": Big/Small, Odd/Even, totals, specific and any triple,
+"""Every sic bo bet of the rules (docs/games/sicbo.md: Big/Small, Odd/Even, totals, specific and any triple,
 doubles, two-dice combinations, single numbers) settles from the `round.result` data alone.
 
 The settlement functions (`SETTLEMENTS["sicbo"]` in tests/test_settlement_contract.py, with every other
