@@ -35,7 +35,8 @@ JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 ASYNCAPI_VERSION = "3.0.0"
 MQTT_BINDING_VERSION = "0.2.0"
 CONTENT_TYPE = "application/json"
-#: every topic of the contract is QoS 1 (MQTT.md): at-least-once, duplicates are harmless by design
+#: every topic of the contract is QoS 1 (docs/mqtt-contract.md): at-least-once; duplicates are harmless
+#: by design
 QOS = 1
 
 # The controller produces events and retained payloads and consumes commands: each is documented in the

@@ -13,7 +13,7 @@ from controller.replay import replay_file
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# The SS2 developers guide's example (mode 1024), as the digest quotes it
+# The example of the SS2's public developers guide (mode 1024)
 VENDOR_EXAMPLE = [
     "*X;1;011;23;0;154;0",
     "*X;2;011;23;0;154;0",

@@ -790,7 +790,7 @@ def test_asyncapi_channel_parameters_match_addresses(asyncapi: dict[str, Any]) -
     assert names == sorted({*TABLE_COMMANDS, *BUS_COMMANDS, *INPUTS})
 
 
-# MQTT.md's topic table: retained or not, by the topic level under the root
+# docs/mqtt-contract.md's topic table: retained or not, by the topic level under the root
 RETAINED = {"status": True, "state": True, "devices": True}
 RETAINED |= {"events": False, "commands": False, "inputs": False, "replies": False}
 
