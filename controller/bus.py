@@ -315,11 +315,14 @@ class TableBus:
         self._dirty_devices.add(name)
         self._retained_changed.set()
 
-    def set_disk(self, free_bytes: int, status: str) -> None:
-        """The free space where the table writes, and whether it is "low": `"disk"` in the retained status.
-        The status is republished when `status` changes, and at every check while it is low."""
+    def set_disk(self, free_bytes: int, status: str, used_bytes: int | None = None) -> None:
+        """The free space where the table writes, whether it is "low", and what the table's own files take:
+        `"disk"` in the retained status. The status is republished when `status` changes, and at every check
+        while it is low."""
         changed = self._disk is None or self._disk["status"] != status or status != "ok"
         self._disk = {"free_bytes": free_bytes, "status": status}
+        if used_bytes is not None:
+            self._disk["used_bytes"] = used_bytes
         if changed:
             self._status_dirty = True
             self._retained_changed.set()

@@ -172,8 +172,13 @@ class RetentionSettings(Strict):
     Acknowledged events older than `event_days` leave the journal in batches: archived first (gzip JSON Lines,
     one file per UTC day in `archive/` beside the journal) unless `event_archive = "drop"`. Device captures
     start a new file every UTC day and when one exceeds `capture_max_bytes`; the rotated files are compressed
-    and kept `capture_days` days. The retained status says `"disk": {"status": "low"}` while the free space
-    of the journal's (or a capture's) file system is under `disk_low_bytes`.
+    and kept `capture_days` days, and all of them together at most `capture_total_bytes`. Archive files are
+    kept `archive_days` days and `archive_max_bytes` in all. A camera's capture starts a new file every UTC
+    day and every `camera_frames_per_file` frames; a rotated file and its frames are kept `frame_days` days,
+    and the frames of all of them at most `frame_max_bytes` in all. Oldest first, and never the file being
+    written, nor what an open round or an event not yet delivered may still need. The retained status says
+    `"disk": {"status": "low"}` while the free space of a file system the table writes to is under
+    `disk_low_bytes`, and how much the table's own files take (`used_bytes`).
     """
 
     enabled: bool = Field(default=True, description="run the housekeeping at all (the disk check included)")
@@ -194,6 +199,34 @@ class RetentionSettings(Strict):
     )
     capture_days: int = Field(
         default=14, ge=1, le=3650, description="rotated captures are kept this many days"
+    )
+    capture_total_bytes: int = Field(
+        default=4 * 1024**3,
+        ge=1024 * 1024,
+        description="the rotated captures of all devices together; beyond it the oldest are deleted",
+    )
+    archive_days: int = Field(
+        default=365, ge=1, le=36500, description="archived events of a UTC day are kept this many days"
+    )
+    archive_max_bytes: int = Field(
+        default=1024**3,
+        ge=1024 * 1024,
+        description="the event archive in all; beyond it the oldest days are deleted (never the newest)",
+    )
+    camera_frames_per_file: int = Field(
+        default=500,
+        ge=1,
+        le=100_000,
+        description="a camera's capture starts a new file after this many frames (about 0.5 MB each)",
+    )
+    frame_days: int = Field(
+        default=7, ge=1, le=3650, description="rotated camera files and their frames are kept so many days"
+    )
+    frame_max_bytes: int = Field(
+        default=8 * 1024**3,
+        ge=16 * 1024 * 1024,
+        description="camera frames and captures in all; beyond it the oldest rotated files and their frames "
+        "are deleted",
     )
     disk_low_bytes: int = Field(
         default=1024 * 1024 * 1024,

@@ -173,10 +173,8 @@ class TableMetrics(Collector):
         self.outbox_depth, self.outbox_oldest = self.service.journal.outbox_summary()
         path = self.service.journal_path
         self.journal_bytes = sum(_size(Path(f"{path}{suffix}")) for suffix in ("", "-wal", "-shm"))
-        directories = {path.parent}
-        for device in self.service.config.devices.values():
-            if device.capture is not None:
-                directories.add(device.capture.parent)
+        # every directory the table writes to (journal, archive, captures, camera frames)
+        directories = self.service.housekeeping.directories() | {path.parent}
         try:
             self.free_bytes = await asyncio.to_thread(_free_bytes, directories)
         except OSError:
@@ -272,6 +270,31 @@ class TableMetrics(Collector):
                 "Free space on the file systems of the journal and the captures (the smallest)",
                 self.free_bytes,
             )
+        keeping = service.housekeeping
+        if keeping.usage:  # measured by the last disk check (a directory scan per scrape would be too much)
+            files = GaugeMetricFamily(
+                "tablectl_table_files",
+                "Files the table has written, by kind (journal, archive, captures, camera, frames)",
+                labels=[*names, "kind"],
+            )
+            sizes = GaugeMetricFamily(
+                "tablectl_table_files_bytes",
+                "Bytes of the files the table has written, by kind, at the last disk check",
+                labels=[*names, "kind"],
+            )
+            for kind, item in keeping.usage.items():
+                files.add_metric([*values, kind], item.files)
+                sizes.add_metric([*values, kind], item.bytes)
+            yield files
+            yield sizes
+            exceeded = GaugeMetricFamily(
+                "tablectl_retention_bound_exceeded",
+                "1 while the files of a kind are over their retention bound (kept: still needed)",
+                labels=[*names, "kind"],
+            )
+            for kind in ("archive", "captures", "frames"):
+                exceeded.add_metric([*values, kind], int(kind in keeping.exceeded))
+            yield exceeded
         pause = core.pause
         yield gauge("tablectl_paused", "1 while the table is paused", int(pause is not None))
         yield gauge(

@@ -60,6 +60,12 @@ class DiskStatus(BaseModel):
         description="low: under the configured threshold (retention.disk_low_bytes); free space before the "
         "journal can no longer be written and the table stops"
     )
+    used_bytes: int | None = Field(
+        default=None,
+        ge=0,
+        description="what the table's own files take (journal, event archive, captures, camera frames), each "
+        "kept within its retention bound",
+    )
 
 
 class StatusMessage(BaseModel):

@@ -32,7 +32,7 @@ from controller.files import private_dir
 from controller.flow import DeviceRequest
 from controller.games import game_spec, make_flow
 from controller.journal import CommandReply, Journal
-from controller.retention import Housekeeping
+from controller.retention import Housekeeping, evidence_since
 from controller.runtime import Step, TableCore
 from controller.table_state import decode_state
 from drivers.capture import CaptureWriter
@@ -157,6 +157,8 @@ class TableService:
         self._stopped = asyncio.Event()
         #: set when the service must stop because it can no longer keep its guarantees (journal unwritable)
         self.failure: str | None = None
+        #: the retention task (it also knows what the table's files take: the metrics read it)
+        self.housekeeping = self._housekeeping()
 
     # -- the one path from the core to the world ---------------------------------------------------------
     # Everything from the core's call to the journal commit and the publish is synchronous: no await, so one
@@ -384,12 +386,15 @@ class TableService:
     def _housekeeping(self) -> Housekeeping:
         """The retention task, configured from `[retention]`: it rotates the devices' captures."""
         captures = [runner.capture for runner in self.runners.values() if runner.capture is not None]
+        cameras = [camera.capture for camera in self.cameras.values() if camera.capture is not None]
         return Housekeeping(
             self.config.retention,
             journal=self.journal,
             journal_path=self.journal_path,
             report_disk=self.bus.set_disk,
             captures=captures,
+            cameras=cameras,
+            evidence_since=lambda: evidence_since(self.journal, self.core.flow.rounds.in_round),
             clock=self.clock,
         )
 
@@ -416,7 +421,7 @@ class TableService:
                     group.create_task(camera.run(), name=f"camera-{name}")
                 group.create_task(self._deadline_loop(), name="deadlines")
                 group.create_task(self._dispatch_loop(), name="device-requests")
-                group.create_task(self._housekeeping().run(), name="retention")
+                group.create_task(self.housekeeping.run(), name="retention")
                 if ready is not None:
                     result = ready()
                     if result is not None:

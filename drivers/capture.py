@@ -78,7 +78,7 @@ class CaptureWriter:
         self._file: IO[bytes] | None = self.path.open("ab", buffering=0)
         self._size = self.path.stat().st_size
         #: when the current file began (its first record's time), None while it is empty
-        self._started: float | None = _first_time(self.path) if self._size else None
+        self._started: float | None = first_record_time(self.path) if self._size else None
         self._header_size = 0  # what a rotation wrote at the top of the current file
         self._meta: dict[str, Any] | None = None  # the latest meta record
         self._link_open: dict[str, Any] | None = None  # the latest link record, while the link is up
@@ -176,7 +176,7 @@ class CaptureWriter:
     def _due(self, t: float, size: int) -> bool:
         if self._started is None or self._size <= self._header_size:
             return False  # nothing but a header: a new file would hold the same
-        if self.daily and _utc_day(t) != _utc_day(self._started):
+        if self.daily and utc_day(t) != utc_day(self._started):
             return True
         return self.max_bytes is not None and self._size + size > self.max_bytes
 
@@ -189,12 +189,7 @@ class CaptureWriter:
             return None
         self._file.close()
         self._file = None
-        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(self._started))
-        rotated = self.path.with_name(f"{self.path.stem}-{stamp}{self.path.suffix}")
-        number = 0
-        while rotated.exists() or rotated.with_name(rotated.name + ".gz").exists():
-            number += 1
-            rotated = self.path.with_name(f"{self.path.stem}-{stamp}-{number}{self.path.suffix}")
+        rotated = rotated_name(self.path, self._started)
         os.replace(self.path, rotated)
         self._file = self.path.open("ab", buffering=0)
         self._size = 0
@@ -228,12 +223,12 @@ class CaptureWriter:
         self.close()
 
 
-def _utc_day(t: float) -> str:
+def utc_day(t: float) -> str:
     return time.strftime("%Y%m%d", time.gmtime(t))
 
 
-def _first_time(path: Path) -> float | None:
-    """The time of a capture's first record (None if it has none): when the file began."""
+def first_record_time(path: Path) -> float | None:
+    """The time of a capture's first record (its modification time if that has none): when the file began."""
     with path.open("rb") as file:
         first = file.readline()
     try:
@@ -247,6 +242,18 @@ def _first_time(path: Path) -> float | None:
 
 def _rotated_pattern(path: Path) -> re.Pattern[str]:
     return re.compile(rf"^{re.escape(path.stem)}-(\d{{8}}T\d{{6}}Z)(?:-\d+)?{re.escape(path.suffix)}(\.gz)?$")
+
+
+def rotated_name(path: Path, started: float) -> Path:
+    """The name a rotated file of the capture at `path` gets: `<stem>-<UTC start>[-n]<suffix>`, one that no
+    rotated file (compressed or not) has yet."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(started))
+    rotated = path.with_name(f"{path.stem}-{stamp}{path.suffix}")
+    number = 0
+    while rotated.exists() or rotated.with_name(rotated.name + ".gz").exists():
+        number += 1
+        rotated = path.with_name(f"{path.stem}-{stamp}-{number}{path.suffix}")
+    return rotated
 
 
 def rotated_captures(path: str | Path) -> list[tuple[Path, float]]:

@@ -140,6 +140,12 @@ async def test_metrics_follow_the_table_through_a_fault_and_a_broker_outage(
         assert first.value("tablectl_paused") == 0
         assert first.value("tablectl_journal_bytes") > 0
         assert first.value("tablectl_disk_free_bytes") > 0
+        # what the table's files take, by kind, as the last disk check measured them (one ran at start)
+        await wait_until(lambda: bool(service.housekeeping.usage), timeout=10, what="a disk check")
+        counted = await scrape(url)
+        assert counted.value("tablectl_table_files", kind="journal") >= 1
+        assert counted.value("tablectl_table_files_bytes", kind="journal") > 0
+        assert counted.value("tablectl_retention_bound_exceeded", kind="frames") == 0
         assert first.value("tablectl_readings_rejected_total", device="shoe") == 0
         assert first.value("tablectl_publish_refusals_total") == 0
         assert first.value("tablectl_event_loop_lag_seconds_count") > 0

@@ -343,7 +343,12 @@ async def test_a_low_disk_shows_in_the_retained_status(mosquitto: MosquittoBroke
                     status_topic, lambda m: m.json().get("disk", {}).get("status") == "low"
                 )
             disk = low.json()["disk"]
-            assert disk["free_bytes"] > 0 and set(disk) == {"free_bytes", "status"}
+            assert disk["free_bytes"] > 0 and set(disk) == {"free_bytes", "status", "used_bytes"}
+            # what the table's own files took at the check: its journal and the shoe's capture (which only
+            # grew since)
+            journal = sum(os.path.getsize(p) for p in tmp_path.glob("t1-journal.sqlite3*"))
+            capture = os.path.getsize(tmp_path / "captures" / "shoe.jsonl")
+            assert 0 < disk["used_bytes"] <= journal + capture
             assert low.json()["status"] == "online"
             runner = service.runners["shoe"]
             assert runner.capture is not None and runner.capture.daily  # the captures rotate
@@ -360,10 +365,10 @@ class StatusBoard:
     """Stands in for the bus: what the housekeeping put in the status."""
 
     def __init__(self) -> None:
-        self.disk: list[tuple[int, str]] = []
+        self.disk: list[tuple[int, str, int]] = []
 
-    def set_disk(self, free_bytes: int, status: str) -> None:
-        self.disk.append((free_bytes, status))
+    def set_disk(self, free_bytes: int, status: str, used_bytes: int) -> None:
+        self.disk.append((free_bytes, status, used_bytes))
 
 
 async def test_one_round_of_housekeeping_and_a_failure_that_does_not_stop_it(

@@ -12,14 +12,22 @@ A `reading` record is a reading the camera side delivered to the table besides i
 read from a frame, with the frame's file and sha256): a replay feeds it back as it was delivered.
 
 `file` is relative to the JSON Lines file's folder, so a capture can be moved or archived as a whole.
+
+Rotation (`daily`, `max_frames`, set by `controller.retention`): `camera.jsonl` is renamed
+`camera-20261201T000000Z.jsonl` (the UTC time of its first record, as byte captures are) and a new one begins
+with the latest health record again, so that every file replays on its own. The frames stay in
+`camera-frames/`: a rotated file and the frames its records name are one unit, which retention deletes
+together (frames first). A rotated file may be gzipped (`.jsonl.gz`); `read_camera_capture` reads either.
 `read_camera_capture` loads it back and checks every frame's sha256: a frame that was changed, replaced or
 lost is an error naming the file, so a sic bo round can be replayed and audited like a card round.
 """
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
+import os
 import threading
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -30,7 +38,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from drivers.camera.frame import CameraError, FrameSource, SourceEnded
-from drivers.capture import CaptureError
+from drivers.capture import CaptureError, first_record_time, rotated_name, utc_day
 from drivers.readings import Reading
 
 FRAME_DIR = "frame"
@@ -94,13 +102,30 @@ class CameraCaptureWriter:
     and a frame file is written completely before its record: a crash never leaves a record without a frame.
     """
 
-    def __init__(self, path: str | Path, *, png_compression: int = 1) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        png_compression: int = 1,
+        max_frames: int | None = None,
+        daily: bool = False,
+    ) -> None:
         self.path = Path(path)
         self.frames_dir = self.path.parent / f"{self.path.stem}-frames"
         self.png_compression = png_compression
+        #: rotate before the frame that would make the current file name more than this many frames
+        self.max_frames = max_frames
+        #: rotate before the first record of a new UTC day (by the record's time)
+        self.daily = daily
         self._lock = threading.Lock()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._file: IO[str] | None = self.path.open("a", encoding="utf-8")
+        size = self.path.stat().st_size
+        #: when the current file began (its first record's time), None while it is empty
+        self._started: float | None = first_record_time(self.path) if size else None
+        # a file continued after a restart keeps counting its frames: the bound is the file's, not the run's
+        self._frames = _count_frames(self.path) if size else 0
+        self._last_health: dict[str, Any] | None = None  # repeated at the top of a rotated-in file
 
     def write_frame(self, image: NDArray[Any], t: float, seq: int) -> FrameRecord:
         """Keep `image` as a PNG and record it; the record's `file` and `sha256` are what readings carry."""
@@ -113,6 +138,9 @@ class CameraCaptureWriter:
         digest = hashlib.sha256(data).hexdigest()
         with self._lock:
             self._check_open()
+            # rotated before the frame is written: the frame belongs to the file its record goes into
+            if self._due(t, frame=True):
+                self._rotate(t)
             self.frames_dir.mkdir(parents=True, exist_ok=True)
             path = self.frames_dir / _frame_name(seq, t)
             with path.open("xb") as handle:  # "x": a recorded frame is never replaced
@@ -137,13 +165,19 @@ class CameraCaptureWriter:
         fields = {k: v for k, v in asdict(reading).items() if k not in ("device", "time", "raw")}
         with self._lock:
             self._check_open()
-            self._write({"t": reading.time, "dir": HEALTH_DIR, "kind": type(reading).__name__, **fields})
+            record = {"t": reading.time, "dir": HEALTH_DIR, "kind": type(reading).__name__, **fields}
+            if self._due(reading.time, frame=False):
+                self._rotate(reading.time, header=False)  # this record says the camera's health itself
+            self._write(record)
+            self._last_health = record
 
     def write_reading(self, reading: Reading) -> None:
         """Record a reading delivered besides health (e.g. `DiceRead`), every field but device and time."""
         fields = {k: v for k, v in asdict(reading).items() if k not in ("device", "time")}
         with self._lock:
             self._check_open()
+            if self._due(reading.time, frame=False):
+                self._rotate(reading.time)
             self._write({"t": reading.time, "dir": READING_DIR, "kind": type(reading).__name__, **fields})
 
     def close(self) -> None:
@@ -166,6 +200,42 @@ class CameraCaptureWriter:
         assert self._file is not None
         self._file.write(json.dumps(record, ensure_ascii=True) + "\n")
         self._file.flush()
+        if self._started is None:
+            self._started = float(record["t"])
+        if record["dir"] == FRAME_DIR:
+            self._frames += 1
+
+    def _due(self, t: float, *, frame: bool) -> bool:
+        if self._started is None:
+            return False
+        if self.daily and utc_day(t) != utc_day(self._started):
+            return True
+        return frame and self.max_frames is not None and self._frames >= self.max_frames
+
+    def _rotate(self, t: float, *, header: bool = True) -> Path | None:
+        """Rename the current file aside and begin a new one at `t`, headed by the latest health record
+        (with the time `t`) unless `header` is false. Called with the lock held. Returns the rotated file."""
+        if self._file is None or self._started is None:
+            return None
+        self._file.close()
+        rotated = rotated_name(self.path, self._started)
+        os.replace(self.path, rotated)
+        self._file = self.path.open("a", encoding="utf-8")
+        self._started, self._frames = None, 0
+        if header and self._last_health is not None:
+            self._write({**self._last_health, "t": t})
+        return rotated
+
+    def rotate(self, t: float) -> Path | None:
+        """Rotate now (see the module docstring); None if the current file is empty."""
+        with self._lock:
+            self._check_open()
+            return self._rotate(t)
+
+
+def _count_frames(path: Path) -> int:
+    with path.open("rb") as file:
+        return sum(1 for line in file if b'"dir": "frame"' in line)
 
 
 # --- reading back ------------------------------------------------------------------------------------------
@@ -226,8 +296,14 @@ def read_camera_capture(path: str | Path, *, verify: bool = True) -> list[Camera
     that is missing or changed).
     """
     path = Path(path)
+    content = path.read_bytes()
+    if content.startswith(b"\x1f\x8b"):  # a rotated file, compressed by retention
+        try:
+            content = gzip.decompress(content)
+        except (OSError, EOFError) as exc:
+            raise CaptureError(f"{path}: a damaged gzip file ({exc})") from None
     try:
-        text = path.read_text(encoding="utf-8")
+        text = content.decode("utf-8")
     except UnicodeDecodeError:
         raise CaptureError(f"{path}: not UTF-8 text, so not a JSONL capture") from None
     records: list[CameraCaptureRecord] = []
