@@ -76,6 +76,22 @@ class ManualCard(Command):
     device: str = Field("shoe", min_length=1, max_length=64)
 
 
+class ConfirmManualCard(Command):
+    """A supervisor confirms the card the dealer entered by hand (`[table] manual_card_confirmation =
+    "supervisor"`): it is dealt only now. `card` must be the card entered: a stale or mistyped confirmation
+    deals nothing."""
+
+    card: str = Field(min_length=2, max_length=2)
+
+
+class RefuseManualCard(Command):
+    """A supervisor refuses the card the dealer entered by hand: nothing is dealt, the card still waits for
+    its re-scan or another entry. `card`, if given, must be the card entered (against a stale click)."""
+
+    card: str | None = Field(None, min_length=2, max_length=2)
+    reason: str = Field("refused by the supervisor", min_length=1, max_length=200)
+
+
 class NewShoe(Command):
     """The dealer loaded a freshly shuffled shoe (between rounds)."""
 
@@ -120,6 +136,8 @@ TABLE_COMMANDS: dict[str, type[Command]] = {
     "resume": Resume,
     "void_round": VoidRound,
     "manual_card": ManualCard,
+    "confirm_manual_card": ConfirmManualCard,
+    "refuse_manual_card": RefuseManualCard,
     "new_shoe": NewShoe,
     "shuffle": Shuffle,
     "device_action": DeviceAction,

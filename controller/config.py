@@ -93,6 +93,11 @@ class TableSettings(Strict):
     table_id: TopicLevel
     game: str
     data_dir: Path = Path("/var/lib/tablectl")
+    manual_card_confirmation: Literal["dealer", "supervisor"] = Field(
+        default="dealer",
+        description="who decides a card entered by hand after a no-read: the dealer alone (dealt at once), "
+        "or a supervisor too (held until a supervisor's confirm_manual_card names the same card)",
+    )
 
     @field_validator("game")
     @classmethod
@@ -439,6 +444,16 @@ class TableConfig(BrokerConfigFile):
                     _problem(
                         f"devices.{name}.capture is missing: a {self.table.game} table keeps what its "
                         f'results are read from (e.g. capture = "/var/lib/tablectl/captures/{name}.jsonl")'
+                    )
+                )
+        if self.table.manual_card_confirmation == "supervisor":
+            from controller.games.card_flow import CardFlow
+
+            if not issubclass(spec.flow_class(), CardFlow):
+                problems.append(
+                    _problem(
+                        f"table.manual_card_confirmation: a {self.table.game} table has no cards entered by "
+                        'hand; leave it "dealer"'
                     )
                 )
         # validate the game section now, so a typo fails at start-up, not mid-shoe

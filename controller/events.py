@@ -43,6 +43,10 @@ class BettingClosed(EventData):
     reason: str = Field(description="timer | first_card | dealer | wheel | input")
 
 
+def _absent(value: object) -> bool:
+    return value is None
+
+
 class CardDealt(EventData):
     round_id: str
     card: str = Field(description="card code, rank + suit, e.g. 'TD'")
@@ -56,6 +60,42 @@ class CardDealt(EventData):
         description="the card was entered by hand (input manual_card) after the reader could not read it",
     )
     raw: str = Field("", description="the device line(s) this card came from")
+    # Absent unless a supervisor had to confirm the card (not null): a card nobody had to confirm is
+    # published exactly as before, so consumers, journals and replays of such tables see the same bytes.
+    entered_by: str | None = Field(
+        default=None,
+        exclude_if=_absent,
+        description="who entered the card by hand, when a supervisor had to confirm it "
+        "(manual_card_confirmation = supervisor); absent otherwise",
+    )
+    confirmed_by: str | None = Field(
+        default=None,
+        exclude_if=_absent,
+        description="the supervisor who confirmed the hand-entered card (confirm_manual_card)",
+    )
+
+
+class ManualCardPending(EventData):
+    """A card the dealer entered by hand waits for a supervisor's confirmation (`confirm_manual_card`) or
+    refusal (`refuse_manual_card`); nothing is dealt until then."""
+
+    round_id: str | None
+    ref: str = Field(description="the unread card's reference (as in card.unreadable)")
+    card: str | None = Field(description="the card entered; null while a card is face down (it may be it)")
+    entered_by: str = Field(description="who entered it (dealer:<id> on the panel)")
+    prompt: str = Field(description="what the dealer is told")
+
+
+class ManualCardRefused(EventData):
+    """A supervisor refused a hand-entered card: nothing was dealt; the card waits for a re-scan or another
+    entry."""
+
+    round_id: str | None
+    ref: str
+    card: str | None = Field(description="the card entered; null while a card is face down")
+    entered_by: str
+    by: str = Field(description="the supervisor who refused it")
+    reason: str
 
 
 class CardRejected(EventData):
@@ -495,6 +535,8 @@ EVENT_MODELS: dict[str, Any] = {
     "card.dealt": CardDealt,
     "card.rejected": CardRejected,
     "card.unreadable": CardUnreadable,
+    "card.manual_pending": ManualCardPending,
+    "card.manual_refused": ManualCardRefused,
     "shoe.started": ShoeStarted,
     "shoe.cut_card": CutCardSeen,
     "shoe.burn": ShoeBurn,

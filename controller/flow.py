@@ -79,6 +79,8 @@ class GameFlow(ABC):
     #: inputs the runtime passes on while the table is paused: a supervisor's decision that settles what the
     #: flow paused for (`FlowOutput.request_pause`); once accepted the runtime lifts the pause
     commands_while_paused: ClassVar[frozenset[str]] = frozenset()
+    #: attributes deliberately not in the record: each one safe to lose in a crash (the flow says why)
+    ephemeral: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, table_id: str, settings: Any) -> None:
         self.settings = settings

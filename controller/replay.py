@@ -84,6 +84,8 @@ def replay_config(
         raw = {"table": {"table_id": table_id, "studio_id": "replay", "game": game}, "devices": {}}
         if meta and isinstance(meta.get("settings"), dict):
             raw["game"] = dict(meta["settings"])
+        if meta and meta.get("manual_card_confirmation") in ("dealer", "supervisor"):
+            raw["table"]["manual_card_confirmation"] = meta["manual_card_confirmation"]
     raw["table"]["game"] = game
     device_name = next(iter(spec.devices))
     raw["devices"] = {device_name: {"protocol": protocol, "port": "replay://capture"}}

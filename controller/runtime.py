@@ -271,7 +271,7 @@ class TableCore:
         """The retained snapshot: everything a late subscriber needs. No secrets (flows guarantee theirs)."""
         rounds = self.flow.rounds
         waiting_for = [name for name, d in self.devices.items() if not d.seen_online]
-        return {
+        state: dict[str, Any] = {
             "table_id": self.table_id,
             "game": self.game,
             "phase": "paused" if self.paused else rounds.phase.value,
@@ -295,6 +295,12 @@ class TableCore:
             "game_state": self.flow.public_state(),
             "rejected": dict(self.rejected),
         }
+        pending = getattr(self.flow, "manual_card_pending", None)
+        waiting = pending() if pending is not None else None
+        if waiting is not None:
+            # only while one waits: a table that never asks a supervisor keeps its state exactly as it was
+            state["manual_card_pending"] = waiting
+        return state
 
     def _prompt(self) -> str:
         if self.pause is not None:

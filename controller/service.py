@@ -31,6 +31,7 @@ from controller.events import Envelope
 from controller.files import private_dir
 from controller.flow import DeviceRequest
 from controller.games import game_spec, make_flow
+from controller.games.card_flow import CardFlow
 from controller.journal import CommandReply, Journal
 from controller.retention import Housekeeping, evidence_since
 from controller.runtime import Step, TableCore
@@ -52,6 +53,8 @@ StateListener = Callable[[dict[str, Any]], None]
 
 def build_core(config: TableConfig) -> TableCore:
     flow = make_flow(config.table.game, config.table.table_id, config.game_settings())
+    if isinstance(flow, CardFlow):
+        flow.manual_card_confirmation = config.table.manual_card_confirmation
     return TableCore(
         table_id=config.table.table_id, game=config.table.game, flow=flow, devices=list(config.devices)
     )
@@ -124,11 +127,15 @@ class TableService:
         self.cameras: dict[str, Any] = {}
         #: what serves a camera's device requests (`drivers.dice.station`: grab, keep, read, deliver)
         self.dice_stations: dict[str, Any] = {}
-        meta = {
+        meta: dict[str, Any] = {
             "game": config.table.game,
             "table_id": config.table.table_id,
             "settings": config.game_settings().model_dump(mode="json"),
         }
+        if config.table.manual_card_confirmation != "dealer":
+            # a replay must hold hand-entered cards for the supervisor's commands as the table did (only
+            # then: the meta of every other table stays as it was)
+            meta["manual_card_confirmation"] = config.table.manual_card_confirmation
         for name, device in config.devices.items():
             if is_camera(device.protocol):
                 self.cameras[name] = self._build_camera(name, device.port, device.options, device.capture)

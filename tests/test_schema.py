@@ -42,6 +42,8 @@ from controller.events import (
     Event,
     EventData,
     InfiniteBlackjackResult,
+    ManualCardPending,
+    ManualCardRefused,
     RawRejected,
     ReadingHeld,
     RouletteResult,
@@ -201,7 +203,36 @@ SAMPLES: dict[str, list[EventData]] = {
     ],
     "round.betting_closed": [BettingClosed(round_id="t7-0000001", reason="first_card")],
     "card.dealt": [
-        CardDealt(round_id="t7-0000001", card="TD", position="player", index=0, rescan=False, raw="C,TD")
+        CardDealt(round_id="t7-0000001", card="TD", position="player", index=0, rescan=False, raw="C,TD"),
+        CardDealt(
+            round_id="t7-0000001",
+            card="7D",
+            position="banker",
+            index=1,
+            manual=True,
+            raw='NOREAD 4\nmanual_card 7D {"confirmed_by": "desk-2", "entered_by": "dealer:ana"}',
+            entered_by="dealer:ana",
+            confirmed_by="desk-2",
+        ),
+    ],
+    "card.manual_pending": [
+        ManualCardPending(
+            round_id="t7-0000001",
+            ref="4",
+            card="7D",
+            entered_by="dealer:ana",
+            prompt="Waiting for a supervisor to confirm 7D",
+        )
+    ],
+    "card.manual_refused": [
+        ManualCardRefused(
+            round_id="t7-0000001",
+            ref="4",
+            card=None,
+            entered_by="dealer:ana",
+            by="desk-2",
+            reason="not the card on the felt",
+        )
     ],
     "card.rejected": [CardRejected(round_id=None, card=None, reason="unreadable line", raw="C,??")],
     "card.unreadable": [CardUnreadable(round_id="t7-0000001", ref="nr-1", prompt="re-scan the card")],

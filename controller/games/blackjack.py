@@ -76,7 +76,7 @@ from controller.games.blackjack_rules import (
     is_blackjack,
     outcome,
 )
-from controller.games.card_flow import CardGameSettings, position_view
+from controller.games.card_flow import CardGameSettings, manual_identities, position_view
 from controller.games.shoe_flow import ShoeFlow, ShoeRecord
 from drivers.readings import CutCardSeen, Reading
 
@@ -294,8 +294,10 @@ class BlackjackTable(ShoeFlow):
             index=len(self.dealer) - 1,
             rescan=self.hole_rescan,
             raw=self.hole_raw,
-            # entered by hand when it was dealt face down: its device text ends with the hand entry's line
+            # entered by hand when it was dealt face down: its device text ends with the hand entry's line,
+            # which names who entered and who confirmed it when a supervisor had to
             manual=self.hole_raw.rsplit("\n", 1)[-1].startswith("manual_card "),
+            **manual_identities(self.hole_raw),
         )
         out.emit("card.dealt", dealt, now)
         self.hole, self.hole_raw, self.hole_rescan = None, "", False
@@ -318,6 +320,10 @@ class BlackjackTable(ShoeFlow):
         out = self._manual_card(payload, now)
         self._sync_gate(out)
         return out
+
+    def _manual_card_decided(self, out: FlowOutput) -> None:
+        # a confirmed card may be the one the game waited for: the gate follows what is expected now
+        self._sync_gate(out)
 
     # -- the shoe's gate: open exactly while a card is expected ------------------------------------------
 

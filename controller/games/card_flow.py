@@ -8,6 +8,16 @@ game follows the same procedure, and it lives here so that a game module holds o
 - A hand-entered card is accepted only for such an unread card, never instead of a card the shoe reads:
   whoever touches the panel must not choose the cards. It is marked `manual` in its `card.dealt` and listed
   in the round's result (`manual_cards`).
+- **A supervisor may have to confirm it** (`[table] manual_card_confirmation = "supervisor"`): the entry
+  then deals nothing. It is held as pending (`card.manual_pending`; the prompt says "Waiting for a
+  supervisor to confirm 7D") until a supervisor's command `confirm_manual_card` names the same card (then it
+  is dealt, its `card.dealt` carrying `entered_by` and `confirmed_by`) or `refuse_manual_card` refuses it
+  (`card.manual_refused`; the dealer re-scans or enters again). Only a supervisor confirms: never the panel's
+  identities, nor whoever entered the card; a wrong card is refused and deals nothing, and after
+  `MAX_WRONG_CONFIRMATIONS` of them only a refusal is taken (a face-down card cannot be guessed by trying).
+  While a card is face down neither the pending entry nor a refusal names the card.
+  The pending entry is not part of the journaled state, on purpose: lost in a crash, nothing was dealt, the
+  unread card still waits (the restarted table is paused), and the dealer enters it again.
 - **A card out of procedure pauses the table.** Every reading of a physical card that left the shoe and
   cannot be placed — a card while the game expects none (betting open, between rounds, a box deciding),
   another card while an unread one waits for its re-scan, a re-scan no unread card waits for, a card that is
@@ -39,18 +49,23 @@ only ever hands `_deal` a card that may come out now and that the shoe can hold.
 
 from __future__ import annotations
 
+import json
 from abc import abstractmethod
 from collections.abc import Sequence
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Any, ClassVar, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from controller.cards import Card, CardCode, InvalidCard, ShoeComposition, ShoeExhausted
+from controller.commands import DEALER_PREFIX, PANEL_IDENTITY
 from controller.events import (
     CardDealt,
     CardRejected,
     CardSetAside,
     CardUnreadable,
+    ManualCardPending,
+    ManualCardRefused,
     RawRejected,
     ShuffleCompleted,
     ShuffleFailure,
@@ -63,6 +78,10 @@ from drivers.readings import CardSeen, CardUnread, CutCardSeen, Reading, Shuffle
 from drivers.session import DeviceCommand
 
 PROMPT_RESCAN = "Re-scan the card"
+#: the start of the dealer's prompt while a hand-entered card waits for a supervisor
+PROMPT_CONFIRMATION = "Waiting for a supervisor to confirm"
+#: wrong cards named in confirmations of one entry before only a refusal is taken
+MAX_WRONG_CONFIRMATIONS = 3
 MANUAL_CARD_REFUSAL = (
     "no unread card is waiting: a card can be entered by hand only for a card the reader could not read"
 )
@@ -163,6 +182,38 @@ class OutOfProcedure(BaseModel):
     secret: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class PendingManualCard:
+    """A card entered by hand that waits for a supervisor (not journaled: see the module docstring)."""
+
+    card: Card
+    entered_by: str
+    #: the unread card it would settle
+    ref: str
+    #: it may be the face-down card: never named while it waits, nor in its refusal
+    secret: bool
+    wrong: int = 0
+
+
+def manual_identities(raw: str) -> dict[str, str]:
+    """Who entered and who confirmed a hand-entered card, from its device text's last line
+    (`manual_card 7D {"entered_by": ..., "confirmed_by": ...}`); empty when nobody had to confirm it."""
+    last = raw.rsplit("\n", 1)[-1]
+    if not last.startswith("manual_card "):
+        return {}
+    _, _, rest = last.partition(" ")
+    _, _, names = rest.partition(" ")
+    if not names:
+        return {}
+    try:
+        found = json.loads(names)
+    except ValueError:
+        return {}
+    if not isinstance(found, dict):
+        return {}
+    return {key: str(found[key]) for key in ("entered_by", "confirmed_by") if isinstance(found.get(key), str)}
+
+
 class CardFlowRecord(FlowRecord):
     """What every card game keeps: what the shoe has dealt and the card waiting for its re-scan."""
 
@@ -186,9 +237,15 @@ class CardFlow(GameFlow):
     """
 
     settings: Any
+    #: who decides a hand-entered card: "dealer" or "supervisor" (configuration: `[table]`, set when the
+    #: table is built; not state)
+    manual_card_confirmation: str = "dealer"
+    #: a hand-entered card waiting for a supervisor: lost in a crash, nothing was dealt (module docstring)
+    ephemeral: ClassVar[frozenset[str]] = frozenset({"manual_pending"})
 
     def __init__(self, table_id: str, settings: ShoeSettings, decks: int) -> None:
         super().__init__(table_id, settings)
+        self.manual_pending: PendingManualCard | None = None
         self.composition = ShoeComposition(decks)
         # A card came out unread: nothing advances until its re-scan (or a hand-entered card) arrives.
         self.unread_ref: str | None = None
@@ -449,7 +506,8 @@ class CardFlow(GameFlow):
 
     def _manual_card(self, payload: dict[str, Any], now: float) -> FlowOutput:
         """Input `manual_card`: the card the reader could not read, typed in. It settles the pending unread
-        card and nothing else: a card the shoe can read is never chosen by hand."""
+        card and nothing else: a card the shoe can read is never chosen by hand. With a supervisor's
+        confirmation required, it is only held for it (`card.manual_pending`)."""
         code = payload.get("card")
         if not isinstance(code, str):
             raise InputRejected('manual_card needs the card code, e.g. {"card": "TD"}')
@@ -460,20 +518,134 @@ class CardFlow(GameFlow):
             # "KC already came out" would say where the face-down KC is: no reason then, whatever the card
             secret = self._holds_secret() or self._names_secret(code.strip().upper())
             raise InputRejected(SECRET_SAFE_REFUSAL if secret else checked)
+        if self.manual_card_confirmation != "supervisor":
+            return self._deal_manual(checked, now, f"manual_card {checked.code}")
+        if self.manual_pending is not None:
+            raise InputRejected(
+                "a card entered by hand already waits for a supervisor: it must be confirmed or refused first"
+            )
+        by = str(payload.get("by", ""))
+        secret = self._holds_secret()
+        pending = PendingManualCard(card=checked, entered_by=by, ref=self.unread_ref, secret=secret)
+        self.manual_pending = pending
+        self.prompt = self._confirmation_prompt(pending)
         out = FlowOutput()
-        raw = "\n".join(part for part in (self.unread_raw, f"manual_card {checked.code}") if part)
+        announced = ManualCardPending(
+            round_id=self.rounds.round_id,
+            ref=pending.ref,
+            card=None if secret else checked.code,
+            entered_by=by,
+            prompt=self.prompt,
+        )
+        out.emit("card.manual_pending", announced, now)
+        return out
+
+    @staticmethod
+    def _confirmation_prompt(pending: PendingManualCard) -> str:
+        what = "the card entered by hand" if pending.secret else pending.card.code
+        return f"{PROMPT_CONFIRMATION} {what}"
+
+    def _deal_manual(self, card: Card, now: float, line: str, **identities: str) -> FlowOutput:
+        """Deal a hand-entered card (checked: an unread card waits, the shoe can hold it). `line` is the hand
+        entry's device text; `identities`, who entered and confirmed it (only when a supervisor did)."""
+        out = FlowOutput()
+        raw = "\n".join(part for part in (self.unread_raw, line) if part)
         self._clear_unread()
         # listed before `_deal`, which may finish the round: its result names the card
-        self.manual_cards.append(checked)
-        self._deal(checked, now, out, raw=raw, rescan=False)
+        self.manual_cards.append(card)
+        self._deal(card, now, out, raw=raw, rescan=False)
         # the one card.dealt `_deal` emitted is this card's: it says it was entered by hand
         # (only that one: a face-down card revealed in the same step was read by the shoe)
         for i, event in enumerate(out.events):
             if event.type == "card.dealt" and event.data["raw"] == raw:
-                dealt = CardDealt.model_validate({**event.data, "manual": True})
+                dealt = CardDealt.model_validate({**event.data, "manual": True, **identities})
                 out.events[i] = make_event(event.type, dealt, event.time, event.subject)
                 break
         return out
+
+    def on_input(self, name: str, payload: dict[str, Any], now: float) -> FlowOutput:
+        # A supervisor's decision on a hand-entered card is every card game's (only registered as commands:
+        # an input of that name is unknown before it gets here).
+        if name == "confirm_manual_card":
+            out = self._confirm_manual_card(payload, now)
+        elif name == "refuse_manual_card":
+            out = self._refuse_manual_card(payload, now)
+        else:
+            return super().on_input(name, payload, now)
+        self._manual_card_decided(out)
+        return out
+
+    def _manual_card_decided(self, out: FlowOutput) -> None:
+        """Hook: a supervisor confirmed or refused a hand-entered card (e.g. set the shoe's gate)."""
+
+    def _pending_for_supervisor(self, payload: dict[str, Any], verb: str) -> tuple[PendingManualCard, str]:
+        by = str(payload.get("by", ""))
+        if by == PANEL_IDENTITY or by.startswith(DEALER_PREFIX):
+            raise InputRejected(f"only a supervisor can {verb} a card entered by hand, not the panel")
+        pending = self.manual_pending
+        if pending is None:
+            raise InputRejected("no card entered by hand waits for a supervisor")
+        return pending, by
+
+    def _confirm_manual_card(self, payload: dict[str, Any], now: float) -> FlowOutput:
+        """Command `confirm_manual_card`: deal the pending hand-entered card, if `card` names it."""
+        pending, by = self._pending_for_supervisor(payload, "confirm")
+        if by == pending.entered_by:
+            raise InputRejected("the card must be confirmed by someone other than whoever entered it")
+        if pending.wrong >= MAX_WRONG_CONFIRMATIONS:
+            raise InputRejected(
+                f"{pending.wrong} confirmations named another card: refuse this entry (refuse_manual_card) "
+                "and have the dealer enter the card again"
+            )
+        if payload.get("card") != pending.card.code:
+            # counted on the pending entry, not journaled: a refused command changes nothing on record
+            self.manual_pending = PendingManualCard(
+                pending.card, pending.entered_by, pending.ref, pending.secret, pending.wrong + 1
+            )
+            raise InputRejected("that is not the card entered by hand: nothing was dealt")
+        self.manual_pending = None
+        identities = {"entered_by": pending.entered_by, "confirmed_by": by}
+        line = f"manual_card {pending.card.code} {json.dumps(identities, sort_keys=True)}"
+        return self._deal_manual(pending.card, now, line, **identities)
+
+    def _refuse_manual_card(self, payload: dict[str, Any], now: float) -> FlowOutput:
+        """Command `refuse_manual_card`: drop the pending hand-entered card; the unread card still waits."""
+        pending, by = self._pending_for_supervisor(payload, "refuse")
+        card = payload.get("card")
+        if card is not None and card != pending.card.code:
+            raise InputRejected("that is not the card entered by hand: nothing was refused")
+        self.manual_pending = None
+        what = "The card entered by hand" if pending.secret else f"Card {pending.card.code}"
+        self.prompt = f"{what} was refused by the supervisor — re-scan the card or enter it again"
+        out = FlowOutput()
+        refused = ManualCardRefused(
+            round_id=self.rounds.round_id,
+            ref=pending.ref,
+            card=None if pending.secret else pending.card.code,
+            entered_by=pending.entered_by,
+            by=by,
+            reason=str(payload.get("reason", "refused by the supervisor")),
+        )
+        out.emit("card.manual_refused", refused, now)
+        return out
+
+    def manual_card_pending(self) -> dict[str, Any] | None:
+        """The hand-entered card waiting for a supervisor, as the retained state shows it (None: none)."""
+        pending = self.manual_pending
+        if pending is None:
+            return None
+        return {
+            "card": None if pending.secret else pending.card.code,
+            "entered_by": pending.entered_by,
+            "ref": pending.ref,
+        }
+
+    def restore_state(self, data: dict[str, Any]) -> None:
+        super().restore_state(data)
+        # the pending entry is not journaled: after a restart the unread card waits for a new entry
+        self.manual_pending = None
+        if self.prompt.startswith(PROMPT_CONFIRMATION):
+            self.prompt = PROMPT_RESCAN
 
     # -- the shuffler ---------------------------------------------------------------------------------------
 
@@ -648,6 +820,8 @@ class CardFlow(GameFlow):
     def _clear_unread(self) -> None:
         self.unread_ref = None
         self.unread_raw = ""
+        # a hand entry waiting for a supervisor was for this card: a re-scan, a set-aside or a void settled it
+        self.manual_pending = None
 
     def _reject(self, out: FlowOutput, now: float, code: str | None, raw: str, reason: str) -> None:
         if self._names_secret(code):

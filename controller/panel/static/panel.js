@@ -421,9 +421,12 @@
     const live = !state.paused;
     // A card is entered by hand only for the one the scanner could not read (the table refuses any other):
     // the picker is offered exactly while that card waits for its re-scan.
+    // Once entered, a card a supervisor must confirm is no longer the dealer's to enter: the prompt says
+    // what the table waits for ("Waiting for a supervisor to confirm 7D").
     const manual = $("btn-manual");
-    show(manual, !!positions && live && !!game.awaiting_rescan);
-    manual.classList.toggle("urgent", !!game.awaiting_rescan);
+    const entering = !!game.awaiting_rescan && !state.manual_card_pending;
+    show(manual, !!positions && live && entering);
+    manual.classList.toggle("urgent", entering);
     // what the state offers: betting that is open (andar bahar's opens with the game card), and a new
     // shoe only for a game whose shoe can finish (baccarat's `shoe_finished`)
     show($("btn-close-betting"), live && state.round_phase === "betting_open");
