@@ -76,7 +76,7 @@ def test_a_supervisor_confirms_the_dealers_hand_entry_and_both_are_on_record(tmp
     core = core_for(tmp_path, "supervisor")
     now = T0 + 2
     unread(core, "1", now)
-    step, _ = core.on_command(command("manual_card", {"card": "7D"}, "dealer:ana"), now)
+    step, _ = core.on_command(command("manual_card", {"card": "7D"}, "dealer:d1"), now)
     # held, not dealt: announced, and the prompt says what the table waits for
     assert types(step) == ["card.manual_pending"]
     pending = step.events[0].data
@@ -84,17 +84,17 @@ def test_a_supervisor_confirms_the_dealers_hand_entry_and_both_are_on_record(tmp
         "round_id": core.flow.rounds.round_id,
         "ref": "1",
         "card": "7D",
-        "entered_by": "dealer:ana",
+        "entered_by": "dealer:d1",
         "prompt": "Waiting for a supervisor to confirm 7D",
     }
     state = core.state()
     assert state["prompt"] == "Waiting for a supervisor to confirm 7D"
-    assert state["manual_card_pending"] == {"card": "7D", "entered_by": "dealer:ana", "ref": "1"}
+    assert state["manual_card_pending"] == {"card": "7D", "entered_by": "dealer:d1", "ref": "1"}
     assert state["game_state"]["player"] == []
     # the dealer cannot enter another card over it, nor confirm it, from the panel or anywhere
     with pytest.raises(CommandError, match="already waits for a supervisor"):
-        core.on_command(command("manual_card", {"card": "8C"}, "dealer:ana"), now)
-    for identity in ("dealer:ana", "dealer:bo", "panel"):
+        core.on_command(command("manual_card", {"card": "8C"}, "dealer:d1"), now)
+    for identity in ("dealer:d1", "dealer:d2", "panel"):
         with pytest.raises(InputRejected, match="only a supervisor"):
             core.flow.on_input("confirm_manual_card", {"card": "7D", "by": identity}, now)
     with pytest.raises(CommandError, match="unknown input 'confirm_manual_card'"):
@@ -109,7 +109,7 @@ def test_a_supervisor_confirms_the_dealers_hand_entry_and_both_are_on_record(tmp
     step, _ = core.on_command(command("confirm_manual_card", {"card": "7D"}, "desk-2"), now + 1)
     (card,) = dealt(step)
     assert card["card"] == "7D" and card["manual"] is True
-    assert (card["entered_by"], card["confirmed_by"]) == ("dealer:ana", "desk-2")
+    assert (card["entered_by"], card["confirmed_by"]) == ("dealer:d1", "desk-2")
     assert core.state()["game_state"]["player"] == ["7D"]
     assert "manual_card_pending" not in core.state()
     assert core.flow.manual_cards[-1].code == "7D"  # listed in the round's result as entered by hand
@@ -121,7 +121,7 @@ def test_a_supervisor_refuses_and_the_dealer_enters_again(tmp_path: Path) -> Non
     core = core_for(tmp_path, "supervisor")
     now = T0 + 2
     unread(core, "1", now)
-    core.on_command(command("manual_card", {"card": "7D"}, "dealer:ana"), now)
+    core.on_command(command("manual_card", {"card": "7D"}, "dealer:d1"), now)
     with pytest.raises(CommandError, match="nothing was refused"):
         core.on_command(command("refuse_manual_card", {"card": "9S"}, "desk-2"), now)
     step, _ = core.on_command(command("refuse_manual_card", {"reason": "it is the 7H"}, "desk-2"), now)
@@ -130,13 +130,13 @@ def test_a_supervisor_refuses_and_the_dealer_enters_again(tmp_path: Path) -> Non
         "round_id": None,
         "ref": "1",
         "card": "7D",
-        "entered_by": "dealer:ana",
+        "entered_by": "dealer:d1",
         "by": "desk-2",
         "reason": "it is the 7H",
     }
     assert "refused by the supervisor" in core.state()["prompt"]
     assert core.state()["game_state"]["awaiting_rescan"] is True  # the card still waits
-    step, _ = core.on_command(command("manual_card", {"card": "7H"}, "dealer:ana"), now + 1)
+    step, _ = core.on_command(command("manual_card", {"card": "7H"}, "dealer:d1"), now + 1)
     assert types(step) == ["card.manual_pending"]
     # whoever entered it cannot confirm it (a supervisor who entered a card needs another one)
     core.on_command(command("refuse_manual_card", {}, "desk-2"), now + 1)
@@ -153,7 +153,7 @@ def test_wrong_confirmations_are_capped_and_a_rescan_settles_the_entry(tmp_path:
     core = core_for(tmp_path, "supervisor")
     now = T0 + 2
     unread(core, "1", now)
-    core.on_command(command("manual_card", {"card": "7D"}, "dealer:ana"), now)
+    core.on_command(command("manual_card", {"card": "7D"}, "dealer:d1"), now)
     for code in ["2C", "3C", "4C"][:MAX_WRONG_CONFIRMATIONS]:
         with pytest.raises(CommandError, match="not the card"):
             core.on_command(command("confirm_manual_card", {"card": code}, "desk-2"), now)
@@ -161,7 +161,7 @@ def test_wrong_confirmations_are_capped_and_a_rescan_settles_the_entry(tmp_path:
     with pytest.raises(CommandError, match="refuse this entry"):
         core.on_command(command("confirm_manual_card", {"card": "7D"}, "desk-2"), now)
     core.on_command(command("refuse_manual_card", {}, "desk-2"), now)
-    core.on_command(command("manual_card", {"card": "7D"}, "dealer:ana"), now)
+    core.on_command(command("manual_card", {"card": "7D"}, "dealer:d1"), now)
     # the re-scan reads the card after all: it is dealt as read, the hand entry is void
     step = core.on_reading(CardSeen(device="shoe", time=now, code="7D", raw="7D", rescan_of="1"), now)
     assert [(d["card"], d["manual"], "entered_by" in d) for d in dealt(step)] == [("7D", False, False)]
@@ -175,7 +175,7 @@ def test_the_pending_entry_is_not_journaled_and_a_restart_asks_for_it_again(tmp_
     now = T0 + 2
     unread(core, "1", now)
     before = core.export_state_json()
-    core.on_command(command("manual_card", {"card": "7D"}, "dealer:ana"), now)
+    core.on_command(command("manual_card", {"card": "7D"}, "dealer:d1"), now)
     restarted = build_core(config_from_dict(raw_config(tmp_path, "supervisor"), environ={}))
     restarted.restore_state(core.export_state())
     assert core.export_state()["flow"]["unread_ref"] == "1"  # the state row: the card still waits, as before
@@ -193,7 +193,7 @@ def test_the_default_deals_a_hand_entry_at_once_as_before(tmp_path: Path) -> Non
     core = core_for(tmp_path, None)
     now = T0 + 2
     unread(core, "1", now)
-    step, _ = core.on_command(command("manual_card", {"card": "7D"}, "dealer:ana"), now)
+    step, _ = core.on_command(command("manual_card", {"card": "7D"}, "dealer:d1"), now)
     (card,) = dealt(step)
     # exactly the card.dealt of before: no identities, not even null ones
     assert card == {
@@ -252,7 +252,7 @@ async def test_a_supervisor_confirms_over_mqtt_and_card_dealt_names_both(
                 await wait_until(shoe.draw, timeout=15, what="betting to close and the gate to open")
                 await desk.wait_for_message(f"{ROOT}/events/card.unreadable", lambda m: True)
                 # the dealer enters it on the panel (the panel's own identity, not an MQTT sender)
-                entry = parse_command("commands", "manual_card", {"card": "9S"}, by="dealer:ana")
+                entry = parse_command("commands", "manual_card", {"card": "9S"}, by="dealer:d1")
                 await service.handle_command(entry)
                 pending = await desk.wait_for_message(f"{ROOT}/events/card.manual_pending", lambda m: True)
                 assert pending.json()["data"]["card"] == "9S"
@@ -277,7 +277,7 @@ async def test_a_supervisor_confirms_over_mqtt_and_card_dealt_names_both(
                 card = await desk.wait_for_message(f"{ROOT}/events/card.dealt", lambda m: True)
                 data = card.json()["data"]
                 assert (data["card"], data["manual"]) == ("9S", True)
-                assert (data["entered_by"], data["confirmed_by"]) == ("dealer:ana", "desk-2")
+                assert (data["entered_by"], data["confirmed_by"]) == ("dealer:d1", "desk-2")
                 assert len(desk.on(f"{ROOT}/events/card.dealt")) == 1  # the wrong confirmation dealt nothing
             assert service.bus.stats.rejected_commands >= 1  # the refusal was counted
     finally:
@@ -292,7 +292,7 @@ def test_a_face_down_card_entered_by_hand_is_named_nowhere_and_its_reveal_names_
     table.open_round()
     table.deal("9S", "7H", "5D")  # the next card is the dealer's, face down
     table.noread("n1")
-    entry = table.flow.on_input("manual_card", {"card": "KC", "by": "dealer:ana"}, table.now)
+    entry = table.flow.on_input("manual_card", {"card": "KC", "by": "dealer:d1"}, table.now)
     (pending,) = [e.data for e in entry.events if e.type == "card.manual_pending"]
     assert pending["card"] is None and "KC" not in json.dumps(pending)
     assert table.flow.manual_card_pending()["card"] is None
@@ -305,4 +305,4 @@ def test_a_face_down_card_entered_by_hand_is_named_nowhere_and_its_reveal_names_
     revealed = table.send("stand", seat=1)
     (hole,) = [e.data for e in revealed.events if e.type == "card.dealt" and e.data["card"] == "KC"]
     assert hole["manual"] is True
-    assert (hole["entered_by"], hole["confirmed_by"]) == ("dealer:ana", "desk-2")
+    assert (hole["entered_by"], hole["confirmed_by"]) == ("dealer:d1", "desk-2")

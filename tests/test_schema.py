@@ -210,8 +210,8 @@ SAMPLES: dict[str, list[EventData]] = {
             position="banker",
             index=1,
             manual=True,
-            raw='NOREAD 4\nmanual_card 7D {"confirmed_by": "desk-2", "entered_by": "dealer:ana"}',
-            entered_by="dealer:ana",
+            raw='NOREAD 4\nmanual_card 7D {"confirmed_by": "desk-2", "entered_by": "dealer:d1"}',
+            entered_by="dealer:d1",
             confirmed_by="desk-2",
         ),
     ],
@@ -220,7 +220,7 @@ SAMPLES: dict[str, list[EventData]] = {
             round_id="t7-0000001",
             ref="4",
             card="7D",
-            entered_by="dealer:ana",
+            entered_by="dealer:d1",
             prompt="Waiting for a supervisor to confirm 7D",
         )
     ],
@@ -229,7 +229,7 @@ SAMPLES: dict[str, list[EventData]] = {
             round_id="t7-0000001",
             ref="4",
             card=None,
-            entered_by="dealer:ana",
+            entered_by="dealer:d1",
             by="desk-2",
             reason="not the card on the felt",
         )
