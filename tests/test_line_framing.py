@@ -92,6 +92,9 @@ def test_common_messages() -> None:
     assert parse_common("HB x") == ParseFailure("malformed fields")
     assert parse_common("HELLO only-two 1.0") == ParseFailure("malformed fields")
     assert parse_common("HB  12") == ParseFailure("malformed fields")
+    # More digits than int() converts (4,300): a malformed line, whatever the framer's length limit
+    assert parse_common("HB " + "9" * 5000) == ParseFailure("malformed fields")
+    assert parse_common("HB 12345678901") == ParseFailure("malformed fields")
     assert parse_common("CARD 0001 AS") is None
     assert Hello("M", "F", "S").encode() == encode_line("HELLO M F S")
 

@@ -273,6 +273,8 @@ def test_calibration_lines(line: str, message: object) -> None:
         ("*T", "malformed *T reply"),
         ("*C OK : Completed 1, 2", "malformed *C reply"),
         ("*C WHAT", "malformed *C reply"),
+        # a sensor number past int()'s 4,300 digits: refused (parse_line itself, whatever the framer's limit)
+        ("*C FAIL : Sensor(s) " + "1" * 5000 + " Broken", "malformed *C reply"),
         ("*K", "malformed *K reply"),
         ("*", REASON_UNRECOGNISED),
         ("*;X", REASON_UNRECOGNISED),

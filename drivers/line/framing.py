@@ -10,10 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import ClassVar
 
-from drivers.line.fields import parse_seq, seq_text, split_fields
+from drivers.line.fields import parse_number, parse_seq, seq_text, split_fields
 
 #: A real message is a few dozen bytes; anything this long without a line end is garbage, not a message.
 MAX_LINE_BYTES = 256
+#: `HB <uptime_s>`: ten digits are over 300 years of uptime. Bounded here, not only by MAX_LINE_BYTES: a
+#: longer field is a malformed line, never an int() that Python refuses past 4,300 digits (a ValueError).
+MAX_UPTIME_DIGITS = 10
 
 _PRINTABLE = frozenset(range(0x20, 0x7F))
 _HEX_UPPER = frozenset(b"0123456789ABCDEF")
@@ -190,9 +193,10 @@ def parse_common(body: str) -> Hello | Heartbeat | ParseFailure | None:
             return MALFORMED_FIELDS
         return Hello(*args)
     if name == "HB":
-        if len(args) != 1 or not args[0].isascii() or not args[0].isdigit():
+        uptime = parse_number(args[0], MAX_UPTIME_DIGITS) if len(args) == 1 else None
+        if uptime is None:
             return MALFORMED_FIELDS
-        return Heartbeat(int(args[0]))
+        return Heartbeat(uptime)
     return None
 
 

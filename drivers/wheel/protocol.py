@@ -329,6 +329,9 @@ def _malformed(command: str) -> str:
 
 _STATUS = re.compile(r"\*X;([1-7]);([0-9]{3});([ 0-9]{2,4});([0-9A-Fa-f]);([0-9]{3});([01])")
 _NUMBERS = re.compile(r"[0-9]+")
+#: a sensor's number in `*C FAIL` (the wheel has three). A longer run of digits is a damaged line: refused
+#: here rather than handed to int(), which raises past 4,300 digits whatever the line-length limit is.
+MAX_SENSOR_DIGITS = 3
 
 
 def _parse_status(line: str) -> WheelStatus | ParseError:
@@ -363,7 +366,10 @@ def _parse_calibration(rest: str, line: str) -> WheelMessage | ParseError:
     if head == "FAIL":
         sensors: tuple[int, ...] = ()
         if "sensor" in text.lower():
-            sensors = tuple(int(n) for n in _NUMBERS.findall(text))
+            numbers = _NUMBERS.findall(text)
+            if any(len(n) > MAX_SENSOR_DIGITS for n in numbers):
+                return ParseError(_malformed("C"), line)
+            sensors = tuple(int(n) for n in numbers)
         return CalibrationFailed(broken_sensors=sensors, text=text, raw=line)
     if head == "OK":
         if text.startswith("Completed"):
