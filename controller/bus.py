@@ -56,7 +56,7 @@ from controller.commands import (
     check_remote_identity,
     parse_command,
 )
-from controller.config import BrokerSettings
+from controller.config import BrokerSettings, redact_url
 from controller.events import Envelope, iso_ms
 from controller.journal import Journal, PendingEvent
 from drivers.waiting import wait_event, with_timeout
@@ -248,6 +248,8 @@ class TableBus:
         self._handle_command = handle_command
         self._client_id = client_id or settings.client_id or "tablectl-" + self._root.replace("/", "-")
         self.stats = BusStats()
+        # what the logs name: the settings refuse a URL with credentials, and this never shows any either
+        self._shown_url = redact_url(settings.url)
 
         self._state: bytes | None = None
         self._state_source: Callable[[], dict[str, Any]] | None = None
@@ -341,7 +343,7 @@ class TableBus:
                     await self._attempt_connection()
                 except* aiomqtt.MqttError as group:
                     logger.warning(
-                        "MQTT broker %s: %s", self._settings.url, "; ".join(str(e) for e in group.exceptions)
+                        "MQTT broker %s: %s", self._shown_url, "; ".join(str(e) for e in group.exceptions)
                     )
                 except* Exception as group:
                     # A bug of ours must not stop the table from reporting: log it and connect afresh.
@@ -451,7 +453,7 @@ class TableBus:
             self._since = iso_ms(self._journal.clock())
             self._connected = True
             self.stats.connects += 1
-            logger.info("connected to MQTT broker %s as %s", self._settings.url, self._client_id)
+            logger.info("connected to MQTT broker %s as %s", self._shown_url, self._client_id)
             if self._settings.protocol != "5" and self.stats.connects == 1:
                 logger.warning(
                     "MQTT 3.1.1: a publish the broker refuses (e.g. denied by its ACL) is acknowledged like "

@@ -269,13 +269,49 @@ class MetricsSettings(Strict):
     )
 
 
+def _authority_and_rest(url: str) -> tuple[str, str, str]:
+    """(scheme, authority, everything after the authority), split as RFC 3986 does: the authority ends at
+    the first `/`, `?` or `#`. So `mqtt://u:1/pw@host` is host `u`, port 1 and the path `/pw@host`, which a
+    broker URL has no use for."""
+    scheme, sep, after = url.partition("://")
+    if not sep:
+        return "", "", url
+    cut = min((i for i in (after.find(c) for c in "/?#") if i >= 0), default=len(after))
+    return scheme, after[:cut], after[cut:]
+
+
+def url_has_credentials(url: str) -> bool:
+    """Whether `url` holds user info (`user:secret@host`), or an `@` past its authority: a password holding
+    `/`, `?` or `#` ends the authority early (`mqtt://u:1/pw@host`) and must be caught as well."""
+    _scheme, authority, rest = _authority_and_rest(url)
+    parts = urlsplit(url)
+    return "@" in authority or "@" in rest or parts.username is not None or parts.password is not None
+
+
 def redact_url(url: str) -> str:
-    """`url` without the credentials it may hold (`mqtt://user:secret@host` -> `mqtt://***@host`)."""
-    scheme, sep, rest = url.partition("://")
-    netloc, slash, path = rest.partition("/")
-    if sep and "@" in netloc:
-        return f"{scheme}://***@{netloc.rpartition('@')[2]}{slash}{path}"
-    return url
+    """`url` as it may be shown and logged: scheme, host and port only (`mqtt://user:secret@host` ->
+    `mqtt://***@host`). Anything after the authority is replaced by `/***` (a broker URL has none), and so is
+    a port that is not a number (`mqtt://user:secret` reads as host `user`, port `secret`)."""
+    scheme, authority, rest = _authority_and_rest(url)
+    if not scheme or "://" not in url:
+        return "***"
+    _userinfo, at, hostport = authority.rpartition("@")
+    if "@" in rest:
+        # user info spilled past the authority (a password holding `/`, `?` or `#`): the host the sender
+        # meant follows the last `@`
+        at = "@"
+        tail = url.rpartition("@")[2]
+        cut = min((i for i in (tail.find(c) for c in "/?#") if i >= 0), default=len(tail))
+        hostport, rest = tail[:cut], tail[cut:]
+    host, colon, port = ("", "", "") if hostport.endswith("]") else hostport.rpartition(":")
+    if not colon:
+        host, port = hostport, ""
+    shown = f"{scheme}://{'***@' if at else ''}{host}"
+    if colon:
+        shown += f":{port}" if port.isascii() and port.isdigit() else ":***"
+    if rest not in ("", "/"):
+        shown += "/***"
+    return shown
 
 
 def is_loopback(host: str) -> bool:
@@ -305,7 +341,8 @@ def plain_password_warning(broker: BrokerSettings) -> str | None:
 class BrokerSettings(pydantic.BaseModel):
     """How to reach the broker. Embedded in the controller's config file."""
 
-    model_config = pydantic.ConfigDict(extra="forbid")
+    # hide_input_in_errors: a refused URL may hold a password, and a ValidationError would repeat it
+    model_config = pydantic.ConfigDict(extra="forbid", hide_input_in_errors=True)
 
     url: str = pydantic.Field(
         default="mqtt://127.0.0.1:1883", description="mqtt://host:port, or mqtts:// for TLS"
@@ -346,15 +383,30 @@ class BrokerSettings(pydantic.BaseModel):
     @pydantic.field_validator("url")
     @classmethod
     def _check_url(cls, url: str) -> str:
+        # Every message names the URL redacted: it may hold a password (refused here, never echoed).
+        shown = redact_url(url)
         parts = urlsplit(url)
         if parts.scheme not in ("mqtt", "mqtts"):
-            raise ValueError(f"broker url must start with mqtt:// or mqtts://, not {url!r}")
+            raise ValueError(f"broker url must start with mqtt:// or mqtts://, not {shown}")
+        if not url.isprintable() or any(c.isspace() for c in url):
+            # urlsplit drops tabs and line ends silently: what it parsed is not what was written
+            raise ValueError("broker url must be printable, without spaces")
+        if url_has_credentials(url):
+            raise ValueError(
+                f"broker url {shown}: credentials do not go in the URL; set username, and the password in "
+                "the environment"
+            )
+        _scheme, _authority, rest = _authority_and_rest(url)
+        if rest not in ("", "/"):
+            raise ValueError(
+                f"broker url {shown}: a broker URL is mqtt[s]://host[:port], with nothing after it"
+            )
         if not parts.hostname:
-            raise ValueError(f"broker url {url!r} names no host")
+            raise ValueError(f"broker url {shown} names no host")
         try:
             parts.port  # noqa: B018 - urlsplit checks the port lazily, on access
-        except ValueError as exc:
-            raise ValueError(f"broker url {url!r}: {exc}") from None
+        except ValueError:
+            raise ValueError(f"broker url {shown}: the port must be a number from 0 to 65535") from None
         return url
 
     @pydantic.model_validator(mode="after")
@@ -394,7 +446,7 @@ class BrokerConfigFile(Strict):
         # Refused rather than used: a URL is printed and logged in many places, a password must not be.
         broker = data.get("broker") if isinstance(data, dict) else None
         url = broker.get("url") if isinstance(broker, dict) else None
-        if isinstance(url, str) and redact_url(url) != url:
+        if isinstance(url, str) and url_has_credentials(url):
             raise ValueError(
                 f"broker.url {redact_url(url)}: credentials do not go in the URL; set broker.username, and "
                 "the password in the environment (TABLECTL__BROKER__PASSWORD=...)"

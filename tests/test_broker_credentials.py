@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import pydantic
 import pytest
 
 from controller.bus import BrokerSettings
@@ -74,10 +75,57 @@ def test_check_config_and_run_refuse_them_from_the_file_or_the_environment(tmp_p
     assert from_env.returncode == 1 and SECRET not in from_env.stdout + from_env.stderr
 
 
-def test_redact_url_keeps_everything_but_the_credentials() -> None:
-    assert redact_url("mqtt://u:p@host:1883/path") == "mqtt://***@host:1883/path"
+@pytest.mark.parametrize(
+    "url",
+    [
+        # a password holding `/`, `?` or `#` ends the URL's authority early: parsed, the `@` is past it
+        f"mqtt://u:1/{SECRET}@broker",
+        f"mqtt://u:pa/{SECRET}@broker:1883",
+        f"mqtts://u:{SECRET}?x@broker",
+        f"mqtt://u:{SECRET}#x@broker",
+        f"mqtt://u:{SECRET}@",
+    ],
+)
+def test_credentials_hidden_past_the_authority_are_refused_too(url: str) -> None:
+    with pytest.raises(ConfigError) as refused:
+        config_from_dict({**BASE, "broker": {"url": url}}, environ={})
+    message = str(refused.value)
+    assert SECRET not in message and "credentials do not go in the URL" in message, message
+    # and BrokerSettings itself (the console's, a bench's) refuses them without repeating them
+    with pytest.raises(pydantic.ValidationError) as invalid:
+        BrokerSettings(url=url)
+    assert SECRET not in str(invalid.value)
+    assert SECRET not in redact_url(url)
+
+
+@pytest.mark.parametrize(
+    ("url", "problem"),
+    [
+        ("mqtt://broker/some/path", "nothing after it"),
+        ("mqtt://broker?x=1", "nothing after it"),
+        (f"mqtt://broker:{SECRET}", "the port must be a number"),
+        (f"mqtt://user:{SECRET}", "the port must be a number"),
+        (f"mqtt://u:{SECRET}\t@broker", "printable, without spaces"),
+        (f"http://u:{SECRET}@broker", "must start with mqtt:// or mqtts://"),
+    ],
+)
+def test_a_broker_url_is_scheme_host_and_port_only(url: str, problem: str) -> None:
+    with pytest.raises(pydantic.ValidationError) as invalid:
+        BrokerSettings(url=url)
+    assert problem in str(invalid.value) and SECRET not in str(invalid.value)
+
+
+def test_redact_url_keeps_only_scheme_host_and_port() -> None:
+    assert redact_url("mqtt://u:p@host:1883/path") == "mqtt://***@host:1883/***"
     assert redact_url("mqtt://host:1883") == "mqtt://host:1883"
-    assert redact_url("mqtt://host/a@b") == "mqtt://host/a@b"
+    assert redact_url("mqtt://host:1883/") == "mqtt://host:1883"
+    # an `@` past the authority is taken for spilled user info: what precedes it is never shown
+    assert redact_url("mqtt://host/a@b") == "mqtt://***@b"
+    assert redact_url("mqtt://[::1]:1883") == "mqtt://[::1]:1883"
+    assert redact_url("mqtt://[::1]") == "mqtt://[::1]"
+    assert redact_url(f"mqtt://u:1/{SECRET}@broker:1883/x") == "mqtt://***@broker:1883/***"
+    assert redact_url(f"mqtt://u:{SECRET}") == "mqtt://u:***"
+    assert BrokerSettings(url="mqtt://[::1]:1883").port == 1883
 
 
 def test_a_clear_text_password_to_another_host_is_warned_of() -> None:

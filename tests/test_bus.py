@@ -134,7 +134,7 @@ def test_settings_read_host_port_and_tls_from_the_url() -> None:
     [
         ({"url": "http://broker:1883"}, "mqtt:// or mqtts://"),
         ({"url": "mqtt://"}, "names no host"),
-        ({"url": "mqtt://broker:99999"}, "Port out of range"),
+        ({"url": "mqtt://broker:99999"}, "the port must be a number from 0 to 65535"),
         ({"url": "mqtt://broker", "tls_ca_file": "ca.pem"}, "need an mqtts://"),
         ({"url": "mqtts://broker", "tls_cert_file": "c.pem"}, "both tls_cert_file and tls_key_file"),
         ({"reconnect_min_seconds": 5, "reconnect_max_seconds": 1}, "reconnect_max_seconds"),
