@@ -56,7 +56,7 @@ from controller.commands import (
     check_remote_identity,
     parse_command,
 )
-from controller.config import BrokerSettings, redact_url
+from controller.config import BrokerSettings, redact_url, tls_insecure_warning
 from controller.events import Envelope, iso_ms
 from controller.journal import Journal, PendingEvent
 from drivers.waiting import wait_event, with_timeout
@@ -241,8 +241,12 @@ class TableBus:
         journal: Journal,
         handle_command: CommandHandler,
         client_id: str | None = None,
+        broker_may_refuse: bool = True,
     ) -> None:
+        """`broker_may_refuse=False` only for a broker that refuses no publish (the demo's own, without an
+        ACL): MQTT 3.1.1's undetectable refusals are then not warned of."""
         self._settings = settings
+        self._broker_may_refuse = broker_may_refuse
         self._root = root.rstrip("/")
         self._journal = journal
         self._handle_command = handle_command
@@ -335,6 +339,10 @@ class TableBus:
             raise RuntimeError("TableBus.run() is already running")
         self._running = True
         self._finished.clear()
+        # On every start, not once per install: an insecure setting left on must keep showing in the logs.
+        insecure = tls_insecure_warning(self._settings)
+        if insecure is not None:
+            logger.warning("%s", insecure)
         delay = self._settings.reconnect_min_seconds
         try:
             while not self._stop_requested.is_set():
@@ -454,7 +462,7 @@ class TableBus:
             self._connected = True
             self.stats.connects += 1
             logger.info("connected to MQTT broker %s as %s", self._shown_url, self._client_id)
-            if self._settings.protocol != "5" and self.stats.connects == 1:
+            if self._settings.protocol != "5" and self.stats.connects == 1 and self._broker_may_refuse:
                 logger.warning(
                     "MQTT 3.1.1: a publish the broker refuses (e.g. denied by its ACL) is acknowledged like "
                     "a delivered one and cannot be detected; use protocol 5 to keep refused events queued"

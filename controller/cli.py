@@ -239,7 +239,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 async def _run_console(args: argparse.Namespace) -> int:
-    from controller.config import ConfigError, plain_password_warning
+    from controller.config import ConfigError, plain_password_warning, tls_insecure_warning
     from controller.console.app import Console, ConsoleError, serve_console
     from controller.console.settings import console_config_from_dict, load_console_config
 
@@ -270,6 +270,9 @@ async def _run_console(args: argparse.Namespace) -> int:
     warning = plain_password_warning(config.broker)
     if warning is not None:
         logging.getLogger("controller").warning("%s (the supervisors' passwords too)", warning)
+    insecure = tls_insecure_warning(config.broker)
+    if insecure is not None:
+        logging.getLogger("controller").warning("%s", insecure)
     settings = config.console
     console = Console(config)
     started = asyncio.Event()

@@ -338,6 +338,17 @@ def plain_password_warning(broker: BrokerSettings) -> str | None:
     )
 
 
+def tls_insecure_warning(broker: BrokerSettings) -> str | None:
+    """A warning while the broker's certificate is not checked against its host name (`tls_insecure`)."""
+    if not (broker.tls and broker.tls_insecure):
+        return None
+    return (
+        f"broker.tls_insecure is on: the certificate of {broker.host}:{broker.port} is not checked against "
+        "its host name, so any host with a certificate from the CA can pose as the broker (and read the "
+        "password); for testing only, turn it off in production"
+    )
+
+
 class BrokerSettings(pydantic.BaseModel):
     """How to reach the broker. Embedded in the controller's config file."""
 

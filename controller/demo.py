@@ -386,7 +386,9 @@ async def run_demo(
             environ={},
             source="demo",
         )
-        service = TableService(config)
+        # The embedded broker has no ACL: it refuses nothing, so MQTT 3.1.1's silent refusals cannot happen
+        # (a broker given with --mqtt-url may refuse, and is spoken to over MQTT 5).
+        service = TableService(config, broker_may_refuse=broker is None)
         attach_dice_scene(service, simulator, seed)
         dealer = VirtualDealer(service, simulator, seed, shuffler)
         overseer = VirtualSupervisor(service) if supervisor else None

@@ -92,7 +92,9 @@ class TableService:
         clock: Callable[[], float] = time.time,
         journal_path: Path | None = None,
         discard_state: bool = False,
+        broker_may_refuse: bool = True,
     ) -> None:
+        """`broker_may_refuse=False`: the broker refuses no publish (the demo's own, without an ACL)."""
         self.config = config
         self.clock = clock
         data_dir = config.table.data_dir
@@ -121,6 +123,7 @@ class TableService:
             journal=self.journal,
             handle_command=self.handle_command,
             client_id=config.broker.client_id or f"tablectl-{config.table.studio_id}-{config.table.table_id}",
+            broker_may_refuse=broker_may_refuse,
         )
         self.runners: dict[str, DeviceRunner] = {}
         #: camera devices (frames, not bytes): their health goes the same way as every device's

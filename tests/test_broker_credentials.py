@@ -170,3 +170,32 @@ def test_tablectl_run_warns_at_start_and_never_logs_the_password(tmp_path: Path)
     text = log.read_text()
     assert "WARNING" in text and "the MQTT password is sent in clear text to 192.0.2.1:1883" in text, text
     assert SECRET not in text
+
+
+def test_tablectl_run_warns_of_tls_insecure_on_every_start(tmp_path: Path) -> None:
+    config = tmp_path / "table.toml"
+    # nobody listens on the broker's port: the warning must not wait for a connection
+    config.write_text(
+        f'[table]\ntable_id = "t1"\ngame = "roulette"\ndata_dir = "{tmp_path / "data"}"\n'
+        f'[broker]\nurl = "mqtts://127.0.0.1:{free_port()}"\ntls_insecure = true\n'
+        f'[devices.wheel]\nprotocol = "cammegh-ss2"\nport = "socket://127.0.0.1:{free_port()}"\n'
+    )
+    for start in range(2):
+        log = tmp_path / f"service-{start}.log"
+        with log.open("wb") as out:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "controller.cli", "run", "--config", str(config)],
+                cwd=ROOT,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
+        try:
+            deadline = time.monotonic() + 20
+            while "tls_insecure" not in log.read_text() and time.monotonic() < deadline:
+                time.sleep(0.05)
+        finally:
+            process.send_signal(signal.SIGTERM)
+            process.wait(15)
+        text = log.read_text()
+        assert "WARNING" in text and "broker.tls_insecure is on" in text, text
+        assert "not checked against its host name" in text

@@ -981,6 +981,36 @@ async def test_refused_events_stay_in_the_outbox_until_the_broker_takes_them(
     assert any("takes events again" in r.getMessage() for r in caplog.records)
 
 
+@pytest.mark.parametrize(
+    ("protocol", "may_refuse", "warned"), [("3.1.1", True, True), ("3.1.1", False, False), ("5", True, False)]
+)
+async def test_mqtt311_refusals_are_warned_of_only_where_a_broker_can_refuse(
+    mosquitto: MosquittoBroker,
+    journal: Journal,
+    caplog: pytest.LogCaptureFixture,
+    protocol: str,
+    may_refuse: bool,
+    warned: bool,
+) -> None:
+    caplog.set_level("INFO", logger="controller.bus")
+    bus = TableBus(
+        settings_for(mosquitto, protocol=protocol),
+        root=ROOT,
+        journal=journal,
+        handle_command=RecordingHandler(),
+        broker_may_refuse=may_refuse,
+    )
+    task = asyncio.create_task(bus.run())
+    try:
+        await wait_until(lambda: bus.connected, what="the bus to connect")
+    finally:
+        await asyncio.wait_for(bus.close(), 10)
+        await asyncio.wait_for(task, 10)
+    warnings = [r for r in caplog.records if "MQTT 3.1.1" in r.getMessage()]
+    assert len(warnings) == int(warned), [r.getMessage() for r in caplog.records]
+    assert all(r.levelname == "WARNING" for r in warnings)
+
+
 # --- a command delivered twice (QoS 1) is applied once -------------------------------------------------
 
 
