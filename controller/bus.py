@@ -18,9 +18,15 @@ What it guarantees (see the MQTT contract):
   level is the sender's identity, which the broker's ACL confines to the publisher's user name. A payload
   never names its sender.
 - Every inbound command/input gets exactly one reply; a malformed, oversized or deeply nested one changes
-  nothing and never stops the bus. Replies go to `<root>/replies/<name>`, or to an MQTT 5 response topic if
-  (and only if) that lies under `<root>/replies/`.
+  nothing and never stops the bus, nor does one that fails inside the table ("internal error", counted).
+  A reply is never larger than `max_payload_bytes` (a broker's `max_packet_size` disconnects a client that
+  publishes more): an error lists a few problems and counts the rest, and quotes what the sender sent only
+  as a short excerpt. Log lines about a message are bounded the same way. Replies go to
+  `<root>/replies/<name>`, or to an MQTT 5 response topic if (and only if) that lies under `<root>/replies/`.
 - `replay_events` is served by its own task at a bounded rate, so other commands are answered meanwhile.
+- A broker that closes the table's session because another client connected with its client id (MQTT 5
+  DISCONNECT 0x8E, "session taken over"; Mosquitto sends it from 2.0.15 on) is logged as that, loudly when
+  it repeats, and counted apart from lost connections (`BusStats.sessions_taken_over`).
 
 Unlike a fire-and-forget publish, nothing here is dropped while disconnected: events wait in the journal, the
 retained topics are republished from the latest values on the next connection.
@@ -34,6 +40,7 @@ import logging
 import random
 import sqlite3
 import time
+import traceback
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -49,11 +56,13 @@ from paho.mqtt.reasoncodes import ReasonCode
 
 from controller.commands import (
     BUS_COMMANDS,
+    MAX_NAME_LENGTH,
     MAX_TRANSACTION_LENGTH,
     Command,
     CommandError,
     ReplayEvents,
     check_remote_identity,
+    excerpt,
     parse_command,
 )
 from controller.config import BrokerSettings, redact_url, tls_insecure_warning
@@ -88,6 +97,14 @@ REPLAY_MAX_EVENTS = 10_000
 REPLAY_EVENTS_PER_SECOND = 500.0
 #: replay_events waiting for the replay task; more are refused ("busy") rather than queued without bound
 REPLAY_QUEUE = 4
+#: MQTT 5 DISCONNECT reason code "Session taken over": another client connected with the table's client id
+SESSION_TAKEN_OVER = 0x8E
+#: takeovers within this many seconds of each other are repeated: logged as an error, not a warning
+TAKEOVER_WINDOW_SECONDS = 600.0
+#: the longest error message a reply carries (and a log line quotes); longer ones are cut, with `...`
+MAX_ERROR_CHARS = 500
+#: what a log line quotes of an inbound topic (a topic may be 64 KiB long; its user level is the sender's)
+MAX_TOPIC_EXCERPT = 160
 
 
 def _stop_if_cancelled() -> None:
@@ -110,6 +127,7 @@ class BusStats:
     refused_response_topics: int = 0  # MQTT 5 response topics outside <root>/replies/, not honoured
     connects: int = 0
     reconnects: int = 0  # connection attempts that failed or connections that were lost
+    sessions_taken_over: int = 0  # connections the broker closed for another client with the table's id
     inflight_peak: int = 0  # the most events published and not yet acknowledged at once
 
 
@@ -139,6 +157,10 @@ class _Client(aiomqtt.Client):
         self._ack_callbacks: dict[int, Callable[[ReasonCode], None]] = {}
         #: the broker's Receive Maximum (MQTT 5 CONNACK): how many QoS 1 publishes it takes in flight
         self.receive_maximum: int | None = None
+        #: the broker closed this connection because another client connected with the same client id
+        #: (MQTT 5 DISCONNECT 0x8E). aiomqtt only raises "Disconnected during message iteration" and the like,
+        #: with the code on an exception's __cause__ at best; paho hands it to on_disconnect.
+        self.taken_over = False
 
     def _on_connect(
         self,
@@ -152,6 +174,19 @@ class _Client(aiomqtt.Client):
         if isinstance(maximum, int) and maximum > 0:
             self.receive_maximum = maximum
         super()._on_connect(client, userdata, flags, reason_code, properties)
+
+    def _on_disconnect(
+        self,
+        client: paho.Client,
+        userdata: Any,
+        flags: Any,
+        reason_code: ReasonCode,
+        properties: Properties | None = None,
+    ) -> None:
+        from_server = getattr(flags, "is_disconnect_packet_from_server", False)
+        if from_server and _code_value(reason_code) == SESSION_TAKEN_OVER:
+            self.taken_over = True
+        super()._on_disconnect(client, userdata, flags, reason_code, properties)
 
     def _on_publish(
         self,
@@ -271,6 +306,8 @@ class TableBus:
         self._refusal: _Refusal | None = None  # the broker is refusing events (MQTT 5 PUBACK >= 0x80)
         self._disk: dict[str, Any] | None = None  # free space, in the status (`set_disk`)
         self._status_dirty = False
+        self._client: _Client | None = None  # the current (or last) connection's client
+        self._takeovers: deque[float] = deque(maxlen=64)  # when the broker said "session taken over"
 
     # --- public API --------------------------------------------------------------------------------
 
@@ -347,15 +384,19 @@ class TableBus:
         try:
             while not self._stop_requested.is_set():
                 connects_before = self.stats.connects
+                self._client = None
                 try:
                     await self._attempt_connection()
                 except* aiomqtt.MqttError as group:
-                    logger.warning(
-                        "MQTT broker %s: %s", self._shown_url, "; ".join(str(e) for e in group.exceptions)
-                    )
+                    if not self._was_taken_over():
+                        logger.warning(
+                            "MQTT broker %s: %s", self._shown_url, "; ".join(str(e) for e in group.exceptions)
+                        )
                 except* Exception as group:
                     # A bug of ours must not stop the table from reporting: log it and connect afresh.
                     logger.error("MQTT bus failed, reconnecting", exc_info=group)
+                if self._was_taken_over():
+                    self._session_taken_over()
                 if self._stop_requested.is_set():
                     break
                 if self.stats.connects > connects_before:
@@ -370,6 +411,36 @@ class TableBus:
             self._running = False
             self._connected = False
             self._finished.set()
+
+    def _was_taken_over(self) -> bool:
+        return self._client is not None and self._client.taken_over
+
+    def _session_taken_over(self) -> None:
+        """Another client connected with this table's client id and the broker closed the table's session.
+
+        Not a broker outage: someone holds the table's identity (a second controller started for the same
+        table, or a client that knows the id, on a broker that does not tie client ids to users). Each one is
+        counted and logged; repeated ones are logged as errors."""
+        self._client = None
+        self.stats.sessions_taken_over += 1
+        now = time.monotonic()
+        self._takeovers.append(now)
+        recent = sum(1 for when in self._takeovers if now - when <= TAKEOVER_WINDOW_SECONDS)
+        if recent > 1:
+            logger.error(
+                "the MQTT broker closed this table's session again (%d times in %d s): another client "
+                "keeps connecting with its client id %r. Stop the other controller of this table, or make "
+                "the broker tie client ids to users (Mosquitto: use_username_as_clientid true)",
+                recent,
+                TAKEOVER_WINDOW_SECONDS,
+                self._client_id,
+            )
+        else:
+            logger.warning(
+                "the MQTT broker closed this table's session: another client connected with its client id %r "
+                "(session taken over, MQTT 5 reason 0x8E); reconnecting",
+                self._client_id,
+            )
 
     async def close(self) -> None:
         """Say `offline` (retained, same boot) and disconnect. A closed bus stays closed."""
@@ -456,7 +527,8 @@ class TableBus:
             attempt.result()  # re-raise what ended the connection
 
     async def _serve_one_connection(self) -> None:
-        async with self._new_client() as client:
+        client = self._client = self._new_client()
+        async with client:
             # Taken after CONNACK: events recorded before this moment waited through an outage.
             self._since = iso_ms(self._journal.clock())
             self._connected = True
@@ -652,8 +724,9 @@ class TableBus:
                 await self._handle_message(client, message, replays)
             except aiomqtt.MqttError:
                 raise
-            except Exception:
-                logger.exception("could not handle a message on %s", message.topic.value)
+            except Exception as exc:
+                _log_internal_error(f"could not handle a message on {_topic_excerpt(message)}", exc)
+                self.stats.internal_errors += 1
 
     async def _handle_message(
         self,
@@ -666,18 +739,19 @@ class TableBus:
         if message.retain:
             # A retained command would run again on every reconnect: never act on one.
             logger.warning(
-                "ignored a retained message on %s: commands must not be retained", message.topic.value
+                "ignored a retained message on %s: commands must not be retained", _topic_excerpt(message)
             )
             self.stats.rejected_commands += 1
             return
-        reply = _Reply(client, message, self._root, name or "unknown", self.stats)
+        reply = _Reply(client, message, self._root, name, self.stats, self._settings.max_payload_bytes)
         transaction: str | int | None = None
         try:
             payload = _decode_payload(message.payload, self._settings.max_payload_bytes)
             transaction = _echoable_transaction(payload)
             if len(levels) != 3:
+                shown = excerpt(name) if name else "<name>"
                 raise CommandError(
-                    f"send {kind} to {self._topic(kind, name or '<name>', '<user>')}: the last level is the "
+                    f"send {kind} to {self._topic(kind, shown, '<user>')}: the last level is the "
                     "sender's user name, which the broker authenticated"
                 )
             command = parse_command(kind, name, payload, by=check_remote_identity(levels[2]))
@@ -696,18 +770,18 @@ class TableBus:
             else:
                 # Shielded: losing the broker must not cancel the table half-way through a command.
                 data = await asyncio.shield(self._handle_command(command))
-            body = _to_json({"transaction": command.transaction, "status": "ok", "data": data or {}})
         except CommandError as exc:
             await reply.error(transaction, str(exc))
             return
         except aiomqtt.MqttError:
             raise
-        except Exception:
-            logger.exception("command %s failed", message.topic.value)
+        except Exception as exc:
+            # One request's failure is answered and counted; it never ends the connection.
+            _log_internal_error(f"command {_topic_excerpt(message)} failed", exc)
             self.stats.internal_errors += 1
             await reply.error(transaction, "internal error")
             return
-        await reply.send(body)
+        await reply.ok(command.transaction, data or {})
 
     async def _serve_replays(
         self, client: _Client, replays: asyncio.Queue[tuple[ReplayEvents, _Reply]]
@@ -720,8 +794,16 @@ class TableBus:
                 data = await self._replay(client, command)
             except CommandError as exc:
                 await reply.error(command.transaction, str(exc))
+            except aiomqtt.MqttError:
+                raise  # the link is gone: the connection is rebuilt
+            except Exception as exc:
+                # A bug or a journal error answers this request; it must not end the connection (and with
+                # it every other request and the events' delivery).
+                _log_internal_error(f"replay_events {reply.topic} failed", exc)
+                self.stats.internal_errors += 1
+                await reply.error(command.transaction, "internal error")
             else:
-                await reply.send(_to_json({"transaction": command.transaction, "status": "ok", "data": data}))
+                await reply.ok(command.transaction, data)
 
     async def _replay(self, client: _Client, command: ReplayEvents) -> dict[str, Any]:
         """Re-send journaled events as historical, at most REPLAY_EVENTS_PER_SECOND, REPLAY_MAX_EVENTS."""
@@ -908,14 +990,26 @@ def _historical(envelope: str) -> str:
 
 
 class _Reply:
-    """Where and how to answer one inbound message."""
+    """Where and how to answer one inbound message. Every reply fits in the table's own payload limit
+    (`max_payload_bytes`), whatever the sender sent: a reply the broker refuses as too large would make it
+    disconnect the table (Mosquitto's `max_packet_size`)."""
 
     def __init__(
-        self, client: aiomqtt.Client, message: aiomqtt.Message, root: str, name: str, stats: BusStats
+        self,
+        client: aiomqtt.Client,
+        message: aiomqtt.Message,
+        root: str,
+        name: str,
+        stats: BusStats,
+        limit: int,
     ) -> None:
         self._client = client
         self._stats = stats
-        self._topic = f"{root}/replies/{name}"
+        self._limit = limit
+        # The name is the sender's topic level: a long one is no command, and is not repeated in a topic.
+        if not name or len(name) > MAX_NAME_LENGTH:
+            name = "unknown"
+        self.topic = f"{root}/replies/{name}"
         self._properties: Properties | None = None
         # MQTT 5 request/response: answer on the requester's response topic, echoing its correlation data,
         # but only under the table's replies/: a response topic must not make the table publish on its own
@@ -923,16 +1017,16 @@ class _Reply:
         response_topic = getattr(message.properties, "ResponseTopic", None)
         if isinstance(response_topic, str) and response_topic:
             if response_topic.startswith(f"{root}/replies/") and not any(c in response_topic for c in "+#"):
-                self._topic = response_topic
+                self.topic = response_topic
             else:
                 stats.refused_response_topics += 1
                 logger.warning(
-                    "refused the response topic %r of a message on %s: response topics must lie under "
+                    "refused the response topic '%s' of a message on %s: response topics must lie under "
                     "%s/replies/; replying on %s",
-                    response_topic[:200],
-                    message.topic.value,
+                    excerpt(response_topic, MAX_TOPIC_EXCERPT),
+                    _topic_excerpt(message),
                     root,
-                    self._topic,
+                    self.topic,
                 )
         correlation = getattr(message.properties, "CorrelationData", None)
         if correlation is not None:
@@ -941,13 +1035,48 @@ class _Reply:
 
     async def error(self, transaction: str | int | None, error: str) -> None:
         self._stats.rejected_commands += 1
-        logger.info("rejected %s: %s", self._topic, error)
-        await self.send(_to_json({"transaction": transaction, "status": "error", "error": error}))
+        if len(error) > MAX_ERROR_CHARS:
+            error = error[:MAX_ERROR_CHARS] + "..."
+        body = _to_json({"transaction": transaction, "status": "error", "error": error})
+        while len(body) > self._limit and len(error) > 8:
+            # Only a limit near its minimum with a long non-ASCII message gets here: cut it until it fits.
+            error = error[: len(error) // 2] + "..."
+            body = _to_json({"transaction": transaction, "status": "error", "error": error})
+        logger.info("rejected %s: %s", excerpt(self.topic, MAX_TOPIC_EXCERPT), error)
+        await self.send(body)
+
+    async def ok(self, transaction: str | int | None, data: dict[str, Any]) -> None:
+        body = _to_json({"transaction": transaction, "status": "ok", "data": data})
+        if len(body) > self._limit:
+            # Not sent as it is: the broker may refuse (and disconnect the table for) a packet that large.
+            logger.error(
+                "the reply on %s would be %d bytes, over the payload limit of %d; an error is sent instead",
+                self.topic,
+                len(body),
+                self._limit,
+            )
+            self._stats.internal_errors += 1
+            await self.error(
+                transaction, f"the reply would be {len(body)} bytes, over the table's limit of {self._limit}"
+            )
+            return
+        await self.send(body)
 
     async def send(self, body: bytes) -> None:
-        await self._client.publish(self._topic, body, qos=1, properties=self._properties)
+        await self._client.publish(self.topic, body, qos=1, properties=self._properties)
         self._stats.replies += 1
         _stop_if_cancelled()
+
+
+def _topic_excerpt(message: aiomqtt.Message) -> str:
+    return excerpt(message.topic.value, MAX_TOPIC_EXCERPT)
+
+
+def _log_internal_error(what: str, exc: BaseException) -> None:
+    """A bug's traceback (its frames: code, bounded) and an excerpt of its message, which may quote what a
+    sender sent."""
+    frames = "".join(traceback.format_tb(exc.__traceback__, limit=-8))
+    logger.error("%s: %s: %s\n%s", what, type(exc).__name__, excerpt(str(exc), 200), frames.rstrip())
 
 
 def _decode_payload(payload: Any, limit: int) -> Any:

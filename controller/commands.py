@@ -20,6 +20,15 @@ from pydantic.json_schema import SkipJsonSchema
 MAX_TRANSACTION_LENGTH = 64
 #: the longest identity (MQTT user name, `dealer:<id>`)
 MAX_IDENTITY_LENGTH = 64
+#: the longest command or input name a reply names (the topic's level; a longer one is unknown anyway)
+MAX_NAME_LENGTH = 64
+#: what an error message quotes of what the sender sent (a key, a name): an excerpt, never all of it
+MAX_EXCERPT = 40
+#: the validation problems an error message lists; the rest are counted ("and 8614 more"). A payload of many
+#: unknown keys would otherwise make a reply (and a log line) several times the payload's size.
+MAX_PROBLEMS = 3
+#: the largest journal sequence (SQLite's INTEGER is a signed 64-bit number)
+MAX_SEQUENCE = 2**63 - 1
 #: identities the controller records for itself: nobody may send a command as one of them
 RESERVED_IDENTITIES = frozenset({"system", "device", "replay"})
 #: the dealer's panel records its commands as `dealer:<id>`; such an identity never comes from MQTT
@@ -118,8 +127,9 @@ class Rebirth(Command):
 
 
 class ReplayEvents(Command):
-    from_sequence: int = Field(ge=1)
-    to_sequence: int | None = Field(None, ge=1)
+    # Bounded as the journal's sequences are: a larger number is no sequence (and SQLite cannot bind it).
+    from_sequence: int = Field(ge=1, le=MAX_SEQUENCE)
+    to_sequence: int | None = Field(None, ge=1, le=MAX_SEQUENCE)
 
 
 class CloseBetting(Command):
@@ -216,7 +226,7 @@ def parse_command(kind: str, name: str, payload: Any, *, by: str) -> Command:
         raise CommandError(f"unknown kind {kind!r}")
     model = table.get(name)
     if model is None:
-        raise CommandError(f"unknown {kind[:-1]} {name!r}; known: {', '.join(sorted(table))}")
+        raise CommandError(f"unknown {kind[:-1]} '{excerpt(name)}'; known: {', '.join(sorted(table))}")
     if not isinstance(payload, dict):
         raise CommandError("payload must be a JSON object")
     if "by" in payload:
@@ -228,10 +238,29 @@ def parse_command(kind: str, name: str, payload: Any, *, by: str) -> Command:
     try:
         return model.model_validate({**_json_numbers(payload), "by": by})
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or 'payload'}: {err['msg']}" for err in exc.errors()
-        )
-        raise CommandError(f"invalid {name}: {problems}") from None
+        raise CommandError(f"invalid {name}: {describe_problems(exc)}") from None
+
+
+def excerpt(text: str, limit: int = MAX_EXCERPT) -> str:
+    """At most `limit` characters of sender-supplied text, printable (escaped as Python would), with `...`
+    if cut: safe to put in a reply or a log line whatever the sender sent."""
+    cut = text[:limit]
+    shown = cut if cut.isprintable() else cut.encode("unicode_escape").decode("ascii")
+    return shown + ("..." if len(text) > limit else "")
+
+
+def describe_problems(exc: ValidationError) -> str:
+    """The first MAX_PROBLEMS validation problems, each field named by an excerpt, and how many more."""
+    errors = exc.errors(include_url=False, include_input=False)
+    shown = [
+        f"{'.'.join(excerpt(str(part)) for part in err['loc']) or 'payload'}: {excerpt(err['msg'], 120)}"
+        for err in errors[:MAX_PROBLEMS]
+    ]
+    more = len(errors) - len(shown)
+    text = "; ".join(shown)
+    if more:
+        text = f"{len(errors)} problems: {text}; and {more} more"
+    return text
 
 
 def command_name(command: Command) -> str:

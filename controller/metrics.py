@@ -235,7 +235,18 @@ class TableMetrics(Collector):
             bus.stats.rejected_commands,
         )
         yield counter(
+            "tablectl_command_internal_errors",
+            "Commands and inputs that failed inside the table (answered 'internal error'): a bug",
+            bus.stats.internal_errors,
+        )
+        yield counter(
             "tablectl_broker_reconnects", "Broker connections lost or not made", bus.stats.reconnects
+        )
+        yield counter(
+            "tablectl_broker_session_taken_over",
+            "Connections the broker closed because another client connected with the table's client id "
+            "(MQTT 5 reason 0x8E): a second controller, or someone using the table's identity",
+            bus.stats.sessions_taken_over,
         )
         yield gauge("tablectl_broker_connected", "1 while connected to the broker", int(bus.connected))
         yield gauge(

@@ -8,6 +8,7 @@ restart in production), `kill()` crashes it, `start()` brings it back on the sam
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import getpass
 import json
 import os
@@ -157,6 +158,177 @@ def secured_broker(
     passwords = write_password_file(workdir / "passwd", users)
     config = f"allow_anonymous false\npassword_file {passwords}\nacl_file {acl}\n{extra_config}"
     return MosquittoBroker(require_mosquitto(), workdir / "broker", extra_config=config)
+
+
+def make_test_pki(directory: Path) -> dict[str, Path]:
+    """A throwaway CA, a server certificate for 127.0.0.1 and a client certificate (openssl CLI)."""
+    openssl = require_binary("openssl", "/usr/bin")
+    directory.mkdir()
+    files = {name: directory / name for name in ("ca.key", "ca.crt", "server.key", "server.crt",
+                                                  "client.key", "client.crt")}  # fmt: skip
+
+    def run(*args: str) -> None:
+        subprocess.run([openssl, *args], check=True, capture_output=True, cwd=directory)
+
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    run("req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.crt", "-days", "2", "-subj", "/CN=test CA")
+    (directory / "server.ext").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+    (directory / "client.ext").write_text("extendedKeyUsage=clientAuth\n")
+    for role in ("server", "client"):
+        run("req", *ec, "-keyout", f"{role}.key", "-out", f"{role}.csr", "-subj", f"/CN={role}")
+        run("x509", "-req", "-in", f"{role}.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
+            "-out", f"{role}.crt", "-days", "2", "-extfile", f"{role}.ext")  # fmt: skip
+    return files
+
+
+#: the broker config and ACL a studio is given (examples/mosquitto/)
+EXAMPLE_DIR = Path(__file__).resolve().parent.parent / "examples" / "mosquitto"
+
+
+class ExampleBroker(MosquittoBroker):
+    """Mosquitto running the shipped example config (`examples/mosquitto/mosquitto.conf`) as it is, but for
+    what ties it to a studio host: its paths (password file, ACL, certificates, persistence) and ports, the
+    plain listener on `port` and the TLS one on `tls_port`, and the log to this test's file. Every other line
+    is used verbatim; a line that names a host path not rewritten here fails the test rather than being
+    skipped."""
+
+    def __init__(self, workdir: Path, users: dict[str, str], *, acl: Path | None = None) -> None:
+        super().__init__(require_mosquitto(), workdir / "broker")
+        workdir.mkdir(parents=True, exist_ok=True)
+        self.passwords = write_password_file(workdir / "passwd", users)
+        self.acl = acl or EXAMPLE_DIR / "acl"
+        self.pki = make_test_pki(workdir / "pki")
+        self.tls_port = free_port()
+
+    def _write_config(self) -> None:
+        certs = {"ca.crt": "ca.crt", "broker.crt": "server.crt", "broker.key": "server.key"}
+        lines = []
+        for line in (EXAMPLE_DIR / "mosquitto.conf").read_text().splitlines():
+            key, _, value = line.partition(" ")
+            if key == "persistence_location":
+                line = f"persistence_location {self.workdir}/"
+            elif key == "log_dest":
+                line = "log_dest stdout"
+            elif key == "password_file":
+                line = f"password_file {self.passwords}"
+            elif key == "acl_file":
+                line = f"acl_file {self.acl}"
+            elif key in ("cafile", "certfile", "keyfile"):
+                line = f"{key} {self.pki[certs[Path(value).name]]}"
+            elif line == "listener 8883":
+                line = f"listener {self.tls_port} {HOST}"
+            elif line == "listener 1883 127.0.0.1":
+                line = f"listener {self.port} {HOST}"
+            elif not line.startswith("#") and ("/" in value or key == "listener"):
+                raise AssertionError(f"the example broker config has a line this test does not adapt: {line}")
+            lines.append(line)
+        if os.geteuid() == 0:
+            # As root mosquitto drops to the `mosquitto` user, who cannot read our private temp directory.
+            lines.insert(0, f"user {getpass.getuser()}")
+        self.config_path.write_text("\n".join(lines) + "\n")
+
+
+class TakeoverRelay:
+    """A TCP relay in front of a real broker that adds what Mosquitto sends from 2.0.15 on and the 2.0.11 of
+    Debian 12 does not: when the broker closes a client's connection because another client connected with
+    the same client id, the MQTT 5 DISCONNECT with reason code 0x8E (Session taken over) first. The relay
+    cannot see why the broker closed a connection: the test says a takeover is coming (`expect_takeover`);
+    any other close (a broker restart) is passed on as it is, a bare close."""
+
+    #: DISCONNECT, remaining length 2, reason 0x8E, no properties (MQTT 5.0 section 3.14)
+    SESSION_TAKEN_OVER = b"\xe0\x02\x8e\x00"
+
+    def __init__(self, broker: MosquittoBroker) -> None:
+        self.broker = broker
+        self.port = free_port()
+        self.takeover_expected = False
+        self._server: asyncio.Server | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    @property
+    def url(self) -> str:
+        return f"mqtt://{HOST}:{self.port}"
+
+    def expect_takeover(self) -> None:
+        self.takeover_expected = True
+
+    async def __aenter__(self) -> TakeoverRelay:
+        self._server = await asyncio.start_server(self._relay, HOST, self.port)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._server is not None
+        self._server.close()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    async def _relay(self, client_in: asyncio.StreamReader, client_out: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks.add(task)
+        try:
+            broker_in, broker_out = await asyncio.open_connection(HOST, self.broker.port)
+        except OSError:
+            client_out.close()
+            self._tasks.discard(task)
+            return
+        upstream = asyncio.create_task(self._pump(client_in, broker_out))
+        try:
+            await self._pump(broker_in, client_out)  # until the broker closes the connection
+            if self.takeover_expected:
+                self.takeover_expected = False
+                client_out.write(self.SESSION_TAKEN_OVER)
+                await client_out.drain()
+        except OSError:
+            pass
+        finally:
+            upstream.cancel()
+            client_out.close()
+            broker_out.close()
+            self._tasks.discard(task)
+
+    @staticmethod
+    async def _pump(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(OSError):
+            while data := await source.read(65536):
+                sink.write(data)
+                await sink.drain()
+
+
+def _mqtt_string(text: str) -> bytes:
+    data = text.encode()
+    return len(data).to_bytes(2, "big") + data
+
+
+def _remaining_length(length: int) -> bytes:
+    out = bytearray()
+    while True:
+        length, digit = divmod(length, 128)
+        out.append(digit | (0x80 if length else 0))
+        if not length:
+            return bytes(out)
+
+
+async def mqtt5_connect(
+    port: int, client_id: str, *, username: str | None = None, password: str | None = None
+) -> tuple[int, asyncio.StreamWriter]:
+    """Connect once with MQTT 5 and this client id, and stay connected: (CONNACK reason code, the connection
+    to close). Unlike a client library it never reconnects by itself, so a test decides how often it
+    connects."""
+    flags = 0x02 | (0x80 if username is not None else 0) | (0x40 if password is not None else 0)
+    body = _mqtt_string("MQTT") + bytes([5, flags]) + (60).to_bytes(2, "big") + b"\x00"
+    body += _mqtt_string(client_id)
+    if username is not None:
+        body += _mqtt_string(username)
+    if password is not None:
+        body += _mqtt_string(password)
+    reader, writer = await asyncio.open_connection(HOST, port)
+    writer.write(b"\x10" + _remaining_length(len(body)) + body)
+    await writer.drain()
+    connack = await asyncio.wait_for(reader.readexactly(4), 5)  # 0x20, length, flags, reason code
+    assert connack[0] == 0x20, connack
+    return connack[3], writer
 
 
 @dataclass(frozen=True)

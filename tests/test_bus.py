@@ -31,6 +31,7 @@ from tests.mosquitto import (
     MqttRecorder,
     Received,
     free_port,
+    make_test_pki,
     require_binary,
     require_mosquitto,
     secured_broker,
@@ -688,27 +689,6 @@ async def test_example_acl_lets_each_identity_do_only_its_job(tmp_path: Path) ->
     finally:
         journal.close()
         broker.kill()
-
-
-def make_test_pki(directory: Path) -> dict[str, Path]:
-    """A throwaway CA, a server certificate for 127.0.0.1 and a client certificate (openssl CLI)."""
-    openssl = require_binary("openssl", "/usr/bin")
-    directory.mkdir()
-    files = {name: directory / name for name in ("ca.key", "ca.crt", "server.key", "server.crt",
-                                                  "client.key", "client.crt")}  # fmt: skip
-
-    def run(*args: str) -> None:
-        subprocess.run([openssl, *args], check=True, capture_output=True, cwd=directory)
-
-    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
-    run("req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.crt", "-days", "2", "-subj", "/CN=test CA")
-    (directory / "server.ext").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
-    (directory / "client.ext").write_text("extendedKeyUsage=clientAuth\n")
-    for role in ("server", "client"):
-        run("req", *ec, "-keyout", f"{role}.key", "-out", f"{role}.csr", "-subj", f"/CN={role}")
-        run("x509", "-req", "-in", f"{role}.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
-            "-out", f"{role}.crt", "-days", "2", "-extfile", f"{role}.ext")  # fmt: skip
-    return files
 
 
 async def test_tls_with_a_client_certificate(tmp_path: Path) -> None:
