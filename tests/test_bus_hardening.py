@@ -309,3 +309,47 @@ async def test_a_session_taken_over_is_logged_counted_and_told_from_an_outage(
     labels = f'studio="{EXAMPLE.table.studio_id}",table="{EXAMPLE.table.table_id}"'
     assert f"tablectl_broker_session_taken_over_total{{{labels}}} 3.0" in exposition
     assert f"tablectl_broker_reconnects_total{{{labels}}} 4.0" in exposition
+
+
+# --- the security officer's script ------------------------------------------------------------------------
+
+
+async def test_the_attack_script_holds_on_the_example_broker_and_reports_a_takeover_elsewhere(
+    example_broker: ExampleBroker,
+    mosquitto: MosquittoBroker,
+    journal: Journal,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from bench import attacks_bus
+
+    monkeypatch.setattr(attacks_bus, "SETTLE_SECONDS", 0.5)  # the test table reconnects within 0.2 s
+    table = ["--studio", EXAMPLE.table.studio_id, "--table", EXAMPLE.table.table_id, "--timeout", "2"]
+    rules = ["--username", "rules-engine", "--password", PASSWORDS["rules-engine"]]
+    async with running_table(table_settings(example_broker), journal) as bus:
+        held = await attacks_bus.run_attacks(
+            attacks_bus.parse_args(["--broker", example_broker.url, *rules, *table])
+        )
+        assert (bus.stats.connects, bus.stats.reconnects) == (1, 0)
+    assert [(name.split(",")[0], ok) for name, ok, _ in held] == [
+        ("attack 1", True),
+        ("attack 5", True),
+        ("attack 2", True),
+    ], held
+    assert "8617 problems" in held[0][2]
+    assert "ACL keeps this principal from sending commands" in held[1][2]
+
+    # A broker that does not tie client ids to users, nor confine commands (the test fixture's): the
+    # replay reaches the table and is refused, the takeover knocks the table off, and the script says so.
+    other = Journal(tmp_path / "other.sqlite", ROOT)
+    try:
+        plain = BrokerSettings(url=mosquitto.url, reconnect_min_seconds=0.05, reconnect_max_seconds=0.2)
+        async with running_table(plain, other):
+            found = await attacks_bus.run_attacks(attacks_bus.parse_args(["--broker", mosquitto.url, *table]))
+    finally:
+        other.close()
+    assert [ok for _, ok, _ in found] == [True, True, False], found
+    assert found[1][2].startswith("refused: invalid replay_events: from_sequence")
+    assert "the table reconnected" in found[2][2]
+    # the table has stopped (its status is `offline`): nothing to attack, exit code 2
+    assert await asyncio.to_thread(attacks_bus.main, ["--broker", mosquitto.url, *table]) == 2
