@@ -225,6 +225,23 @@ class _Client(aiomqtt.Client):
 
         self._loop.add_writer(sock.fileno(), write)
 
+    async def while_connected(self, work: Awaitable[Any]) -> Any:
+        """`work`'s result, or MqttError as soon as the connection is lost. aiomqtt's subscribe and publish
+        wait for their acknowledgement until their timeout even when the broker has already closed the
+        connection (a session taken over, say): the table would sit on a dead link for that long."""
+        task = asyncio.ensure_future(work)
+        try:
+            await asyncio.wait((task, self._disconnected), return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            task.cancel()
+            raise
+        if task.done():
+            return task.result()
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        lost = self._disconnected.exception()
+        raise aiomqtt.MqttError("the connection was lost") from lost
+
     def publish_nowait(self, topic: str, payload: str, on_ack: Callable[[ReasonCode], None]) -> None:
         """Publish at QoS 1, not retained, without waiting: `on_ack` gets the PUBACK's reason code (on this
         loop). The bytes go out on `flush()` or on the loop's next turn."""
@@ -549,6 +566,19 @@ class TableBus:
                 self._connected = False
 
     async def _serve(self, client: _Client) -> None:
+        await client.while_connected(self._announce(client))
+        replays: asyncio.Queue[tuple[ReplayEvents, _Reply]] = asyncio.Queue(REPLAY_QUEUE)
+        try:
+            async with asyncio.TaskGroup() as tasks:
+                tasks.create_task(self._serve_inbound(client, replays))
+                tasks.create_task(self._serve_replays(client, replays))
+                tasks.create_task(self._drain_outbox(client, self._since))
+                tasks.create_task(self._publish_retained_changes(client))
+                tasks.create_task(self._raise_when_stop_requested())
+        except* _StopRequested:
+            await self._say_offline(client)
+
+    async def _announce(self, client: _Client) -> None:
         # Subscribe before announcing `online`, so a command sent on seeing it is not lost. The last level is
         # the sender; `<kind>/<name>` without it only gets an error reply saying where to send instead.
         topics = [self._topic(kind, "+", "+") for kind in ("commands", "inputs")]
@@ -562,16 +592,6 @@ class TableBus:
                 [str(code) for code in codes],
             )
         await self._publish_birth(client)
-        replays: asyncio.Queue[tuple[ReplayEvents, _Reply]] = asyncio.Queue(REPLAY_QUEUE)
-        try:
-            async with asyncio.TaskGroup() as tasks:
-                tasks.create_task(self._serve_inbound(client, replays))
-                tasks.create_task(self._serve_replays(client, replays))
-                tasks.create_task(self._drain_outbox(client, self._since))
-                tasks.create_task(self._publish_retained_changes(client))
-                tasks.create_task(self._raise_when_stop_requested())
-        except* _StopRequested:
-            await self._say_offline(client)
 
     async def _raise_when_stop_requested(self) -> None:
         await self._stop_requested.wait()

@@ -276,10 +276,16 @@ class TakeoverRelay:
         upstream = asyncio.create_task(self._pump(client_in, broker_out))
         try:
             await self._pump(broker_in, client_out)  # until the broker closes the connection
+            upstream.cancel()
+            await asyncio.gather(upstream, return_exceptions=True)  # one reader of client_in at a time
             if self.takeover_expected:
                 self.takeover_expected = False
                 client_out.write(self.SESSION_TAKEN_OVER)
                 await client_out.drain()
+                # Read on until the client closes: closing with its bytes unread would reset the connection,
+                # and the reset may reach it before the DISCONNECT does.
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._discard(client_in), 2.0)
         except OSError:
             pass
         finally:
@@ -287,6 +293,12 @@ class TakeoverRelay:
             client_out.close()
             broker_out.close()
             self._tasks.discard(task)
+
+    @staticmethod
+    async def _discard(source: asyncio.StreamReader) -> None:
+        with contextlib.suppress(OSError):
+            while await source.read(65536):
+                pass
 
     @staticmethod
     async def _pump(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:

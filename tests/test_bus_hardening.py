@@ -353,3 +353,27 @@ async def test_the_attack_script_holds_on_the_example_broker_and_reports_a_takeo
     assert "the table reconnected" in found[2][2]
     # the table has stopped (its status is `offline`): nothing to attack, exit code 2
     assert await asyncio.to_thread(attacks_bus.main, ["--broker", mosquitto.url, *table]) == 2
+
+
+async def test_the_supervisors_console_works_on_the_example_broker(
+    example_broker: ExampleBroker, journal: Journal
+) -> None:
+    # use_username_as_clientid replaces the console's own client id (tablectl-console-<user>-<random>) with
+    # its user name: nothing of the console depends on the id it sent.
+    from controller.console.link import StudioLink
+    from controller.console.model import StudioModel
+
+    link = StudioLink(
+        BrokerSettings(url=example_broker.url),
+        StudioModel(EXAMPLE.table.studio_id),
+        username="supervisor-desk-1",
+        password=PASSWORDS["supervisor-desk-1"],
+    )
+    async with running_table(table_settings(example_broker), journal) as bus:
+        await link.start()
+        try:
+            reply = await link.send(EXAMPLE.table.table_id, "pause", {"reason": "console check"})
+        finally:
+            await link.close()
+        assert bus.stats.connects == 1
+    assert reply["status"] == "ok", reply
