@@ -22,7 +22,7 @@ import pytest
 from controller.console.app import EXTRA_CONNECTIONS, ConsoleSession
 from controller.http_server import REJECTIONS
 from tests.console_helpers import running_console
-from tests.mosquitto import HOST, MosquittoBroker, free_port, secured_broker, wait_until
+from tests.mosquitto import HOST, ExampleBroker, MosquittoBroker, free_port, secured_broker, wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 STUDIO = "s1"
@@ -115,7 +115,7 @@ async def test_a_users_sessions_are_capped_and_a_new_one_ends_the_oldest_and_its
     broker: MosquittoBroker,
 ) -> None:
     async with (
-        running_console(broker.url, STUDIO, max_sessions=3) as running,  # 2 per user by default
+        running_console(broker.url, STUDIO, max_sessions=3, max_sessions_per_user=2) as running,
         page_client(running.url) as first,
         page_client(running.url) as second,
         page_client(running.url) as third,
@@ -263,3 +263,32 @@ async def test_the_console_toml_settings_allow_it_too(
     # a broker on the loopback, or over mqtts://, or a fixed user: nothing to refuse
     async with running_console(broker.url, STUDIO):
         pass
+
+
+async def test_on_the_example_broker_a_second_sign_in_of_a_user_replaces_the_first_without_flapping(
+    tmp_path: Path,
+) -> None:
+    # The example broker ties client ids to user names (so nobody takes over a table's session): a user holds
+    # one broker connection at a time. Two sessions of one user would push each other off the broker for as
+    # long as both lived; by default a new sign-in ends the user's oldest session instead.
+    example = ExampleBroker(tmp_path / "example", {"supervisor-desk-1": "desk-pw"})
+    example.start()
+    try:
+        async with (
+            running_console(example.url, "lisbon-1") as running,
+            page_client(running.url) as first,
+            page_client(running.url) as second,
+        ):
+            assert (await sign_in(first, "supervisor-desk-1", "desk-pw")).status_code == 200
+            (old,) = running.console.sessions.values()
+            await wait_until(lambda: old.link.connected, timeout=10, what="the first session connected")
+            assert (await sign_in(second, "supervisor-desk-1", "desk-pw")).status_code == 200
+            (new,) = running.console.sessions.values()
+            assert new is not old and old.closed.is_set()
+            await wait_until(lambda: new.link.connected, timeout=10, what="the second session connected")
+            connects = example.log().count("New client connected")
+            await asyncio.sleep(3.0)  # a pushed-off session would have reconnected meanwhile (backoff < 1 s)
+            assert new.link.connected
+            assert example.log().count("New client connected") == connects
+    finally:
+        example.kill()

@@ -72,8 +72,11 @@ class ConsoleSettings(Strict):
         "refused before the broker is asked: the console is for supervisors, not for the tables' or the "
         "rules engine's users",
     )
+    # One by default: a broker that ties client ids to users (the example's `use_username_as_clientid`, which
+    # stops anyone taking over a table's session) lets each user hold one connection at a time, so a second
+    # session of the same user would push the first off the broker, and back, for as long as both lived.
     max_sessions_per_user: int = Field(
-        default=2,
+        default=1,
         ge=1,
         le=64,
         description="sign-ins of one user at once; one more ends that user's oldest (its broker connection)",
