@@ -55,7 +55,7 @@ SETTLE_SECONDS = 1.5
 MAX_PACKET = 262_144
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -69,7 +69,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--tls-ca", help="CA bundle for an mqtts:// broker (default: the system's)")
     parser.add_argument("--table-client-id", help="default: tablectl-<studio>-<table>, as the table uses")
     parser.add_argument("--timeout", type=float, default=5.0, help="how long to wait for a reply (s)")
-    return parser.parse_args(argv)
+    return parser
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    return build_parser().parse_args(argv)
 
 
 class _Session:

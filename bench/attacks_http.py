@@ -358,7 +358,7 @@ async def run_attacks(args: argparse.Namespace) -> list[Outcome]:
             "second_address": None,
             "console_user": None,
             "console_password": None,
-            "sessions_per_user": 2,
+            "sessions_per_user": 1,
         }
         for key, value in defaults.items():
             if not hasattr(args, key):
@@ -367,7 +367,7 @@ async def run_attacks(args: argparse.Namespace) -> list[Outcome]:
     return outcomes
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--panel", help="the dealer panel, http://host:port")
     parser.add_argument("--console", help="the supervisors' console, http(s)://host:port")
@@ -377,8 +377,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--console-user", help="a staging supervisor's broker user (optional)")
     parser.add_argument("--console-password", help="that user's password (optional)")
     parser.add_argument(
-        "--sessions-per-user", type=int, default=2, help="the console's max_sessions_per_user"
+        "--sessions-per-user", type=int, default=1, help="the console's max_sessions_per_user"
     )
+    return parser
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = build_parser()
     args = parser.parse_args(argv)
     if not (args.panel or args.console or args.metrics):
         parser.error("name at least one of --panel, --console, --metrics")

@@ -56,7 +56,7 @@ _JOURNAL = re.compile(r"^.+-journal\.sqlite3(?:-wal|-shm)?$")
 SLACK_SECONDS = DAY_SECONDS
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data-dir", type=Path, required=True, help="the table's data directory")
     parser.add_argument("--config", type=Path, help="the table's config (its [retention]); default: defaults")
@@ -64,7 +64,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--broker", help="also read the tables' retained status here, e.g. mqtt://127.0.0.1:1883"
     )
     parser.add_argument("--now", type=float, help=argparse.SUPPRESS)  # tests: the time to judge ages at
-    return parser.parse_args(argv)
+    return parser
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    return build_parser().parse_args(argv)
 
 
 def _size(path: Path) -> int:
