@@ -54,10 +54,10 @@ from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 from paho.mqtt.reasoncodes import ReasonCode
 
+from controller.command_base import MAX_TRANSACTION_LENGTH
 from controller.commands import (
     BUS_COMMANDS,
     MAX_NAME_LENGTH,
-    MAX_TRANSACTION_LENGTH,
     Command,
     CommandError,
     ReplayEvents,

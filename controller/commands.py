@@ -11,15 +11,13 @@ which the broker's ACL confines to the publisher's own user name; the dealer's p
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from pydantic.json_schema import SkipJsonSchema
+from pydantic import Field, ValidationError
 
-#: the longest `transaction` a sender may use (it is echoed in the reply and keys the stored replies)
-MAX_TRANSACTION_LENGTH = 64
-#: the longest identity (MQTT user name, `dealer:<id>`)
-MAX_IDENTITY_LENGTH = 64
+from controller.command_base import DEALER_PREFIX, MAX_IDENTITY_LENGTH, PANEL_IDENTITY, Command
+from controller.games import GAME_COMMANDS, GAME_INPUTS
+
 #: the longest command or input name a reply names (the topic's level; a longer one is unknown anyway)
 MAX_NAME_LENGTH = 64
 #: what an error message quotes of what the sender sent (a key, a name): an excerpt, never all of it
@@ -31,36 +29,10 @@ MAX_PROBLEMS = 3
 MAX_SEQUENCE = 2**63 - 1
 #: identities the controller records for itself: nobody may send a command as one of them
 RESERVED_IDENTITIES = frozenset({"system", "device", "replay"})
-#: the dealer's panel records its commands as `dealer:<id>`; such an identity never comes from MQTT
-DEALER_PREFIX = "dealer:"
-#: the panel's own identity (until it passes `dealer:<id>`): not for MQTT senders either
-PANEL_IDENTITY = "panel"
-
-Transaction = (
-    Annotated[str, Field(min_length=1, max_length=MAX_TRANSACTION_LENGTH)]
-    | Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
-    | None
-)
 
 
 class CommandError(ValueError):
     """Rejected command: the message goes back to the sender in the error reply."""
-
-
-class Command(BaseModel):
-    # strict: a payload that follows the published JSON Schema is accepted, and nothing else ("5" is not 5)
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-    #: echoed in the reply so a sender can match it (Zigbee2MQTT style); a state-changing command repeated
-    #: with the same transaction by the same sender gets the first reply again instead of being applied twice
-    transaction: Transaction = Field(
-        default=None,
-        description=f"echoed in the reply; at most {MAX_TRANSACTION_LENGTH} characters. A command repeated "
-        "with the same transaction by the same sender is applied once: the repeat gets the first reply again",
-    )
-    #: who sent it, for the audit trail: set by `parse_command` from the authenticated identity, never from
-    #: the payload (hidden from the published schema, refused in a payload)
-    by: SkipJsonSchema[str] = Field("supervisor", min_length=1, max_length=MAX_IDENTITY_LENGTH)
 
 
 class Pause(Command):
@@ -140,8 +112,8 @@ class PlayersDone(Command):
     """Every player has decided (5 Card Stud: bet or fold): the dealer's remaining cards may be dealt."""
 
 
-# name -> model. `table` commands go to the runtime; `bus` commands are served by the MQTT bus itself.
-TABLE_COMMANDS: dict[str, type[Command]] = {
+#: commands any table takes. `table` commands go to the runtime; `bus` commands are served by the MQTT bus
+COMMON_COMMANDS: dict[str, type[Command]] = {
     "pause": Pause,
     "resume": Resume,
     "void_round": VoidRound,
@@ -156,26 +128,26 @@ BUS_COMMANDS: dict[str, type[Command]] = {
     "rebirth": Rebirth,
     "replay_events": ReplayEvents,
 }
-#: inputs any game may take; a game registers its own with its spec (`controller.games`), via `register_input`
-INPUTS: dict[str, type[Command]] = {
+#: inputs any game may take
+COMMON_INPUTS: dict[str, type[Command]] = {
     "close_betting": CloseBetting,
     "players_done": PlayersDone,
 }
 
 
-def register_input(name: str, model: type[Command]) -> None:
-    known = INPUTS.get(name)
-    if known is not None and known is not model:
-        raise ValueError(f"input {name!r} is already {known.__name__}")
-    INPUTS[name] = model
+def _beside(
+    own: dict[str, type[Command]], games: dict[str, type[Command]], what: str
+) -> dict[str, type[Command]]:
+    taken = sorted(name for name in games if name in own or name in BUS_COMMANDS)
+    if taken:
+        raise ValueError(f"a game's {what} {', '.join(taken)} would take the name of the table's own")
+    return {**own, **games}
 
 
-def register_command(name: str, model: type[Command]) -> None:
-    """A game's own supervisor command (e.g. sic bo's `manual_dice`): a table command the flow handles."""
-    known = TABLE_COMMANDS.get(name) or BUS_COMMANDS.get(name)
-    if known is not None and known is not model:
-        raise ValueError(f"command {name!r} is already {known.__name__}")
-    TABLE_COMMANDS[name] = model
+# The contract's tables, name -> model: what `parse_command` knows. A game's own supervisor commands (sic
+# bo's `manual_dice`) are table commands its flow handles; its inputs join those any game may take.
+TABLE_COMMANDS: dict[str, type[Command]] = _beside(COMMON_COMMANDS, GAME_COMMANDS, "command")
+INPUTS: dict[str, type[Command]] = _beside(COMMON_INPUTS, GAME_INPUTS, "input")
 
 
 Kind = Literal["commands", "inputs"]

@@ -26,19 +26,13 @@ import aiomqtt
 from controller.commands import CommandError, Resume
 from controller.config import TableConfig, config_from_dict
 from controller.events import Envelope
-from controller.games import GAMES, DemoPlayers, game_spec
+from controller.games import GAMES, game_spec
+from controller.games.spec import DemoPlayers
 from controller.service import TableService
 from drivers.registry import simulator_class
 
 log = logging.getLogger(__name__)
 
-DEMO_GAME_SETTINGS: dict[str, dict[str, Any]] = {
-    "baccarat": {"betting_seconds": 2.0, "round_gap_seconds": 1.0},
-    "roulette": {"betting_seconds": 2.0, "round_gap_seconds": 1.0},
-    "andar_bahar": {"betting_seconds": 2.0, "round_gap_seconds": 1.0},
-    "stud": {"hands": 3, "betting_seconds": 2.0, "decision_seconds": 2.0, "round_gap_seconds": 1.0},
-    "sicbo": {"betting_seconds": 2.0, "round_gap_seconds": 1.0},
-}
 #: the demo's camera: a synthetic source drawing the dice the simulated shaker rolled, read with the
 #: calibration fitted to that drawing; it skips a frame after AT_REST (one exposed before it is not the rest)
 DEMO_CAMERA_OPTIONS: dict[str, Any] = {"fps": 15, "grab_skip_frames": 1}
@@ -107,8 +101,8 @@ def make_simulator(game: str, seed: int, faults: bool) -> Any:
             else ShoeFaults()
         )
         # a pack that is replaced every round has no cut card
-        cut_position = None if spec.fresh_deck_each_round else spec.demo_cut_position or DEFAULT_CUT_POSITION
-        return cls(decks=spec.demo_decks, seed=seed, faults=shoe_faults, cut_position=cut_position)
+        cut_position = None if spec.fresh_deck_each_round else spec.demo.cut_position or DEFAULT_CUT_POSITION
+        return cls(decks=spec.demo.decks, seed=seed, faults=shoe_faults, cut_position=cut_position)
     if protocol == "cammegh-ss2":
         return cls(seed=seed, speed=8.0)
     if protocol == "shaker-line":
@@ -171,7 +165,7 @@ class VirtualDealer:
         self.spec = game_spec(service.config.table.game)
         if shuffler is not None:
             # the first deck goes through the shuffler too: the table counts every deck it deals
-            shuffler.load_decks(self.spec.demo_decks)
+            shuffler.load_decks(self.spec.demo.decks)
             service.listeners.append(self._through_the_shuffler)
         elif self.spec.fresh_deck_each_round:
             service.listeners.append(self._fresh_deck_after_round)
@@ -187,22 +181,22 @@ class VirtualDealer:
         """With a shuffler: the used cards go into it as the round ends (before the table asks for the
         shuffle, after the round gap), and the shuffled deck goes from its output tray into the shoe."""
         if envelope.type in ("round.closed", "round.voided"):
-            self.shuffler.load_decks(self.spec.demo_decks)
+            self.shuffler.load_decks(self.spec.demo.decks)
         elif envelope.type == "shuffle.done":
             self.shuffler.take_output()
             self._load_the_shoe()
 
     def _load_the_shoe(self) -> None:
-        self.simulator.load_new_deck(self.rng.randrange(2**32), decks=self.spec.demo_decks)
+        self.simulator.load_new_deck(self.rng.randrange(2**32), decks=self.spec.demo.decks)
 
     def _new_shoe_after_the_last_round(self, envelope: Envelope) -> None:
         """A shoe game: after the cut-card round the decks are reshuffled into a new shoe."""
         if envelope.type == "round.result" and envelope.data.get("last_round_of_shoe"):
             from drivers.shoe.simulator import DEFAULT_CUT_POSITION
 
-            cut = self.spec.demo_cut_position or DEFAULT_CUT_POSITION
+            cut = self.spec.demo.cut_position or DEFAULT_CUT_POSITION
             self.simulator.load_new_deck(
-                self.rng.randrange(2**32), decks=self.spec.demo_decks, cut_position=cut
+                self.rng.randrange(2**32), decks=self.spec.demo.decks, cut_position=cut
             )
 
     async def run(self) -> None:
@@ -369,7 +363,7 @@ async def run_demo(
             device_name: {"protocol": spec.devices[device_name][0], "port": port_path},
             **demo_cameras(game, Path(tmp)),
         }
-        game_settings = {**DEMO_GAME_SETTINGS.get(game, {}), **spec.demo_settings}
+        game_settings = dict(spec.demo.settings)
         shuffler = None
         if demo_uses_shuffler(game):
             shuffler = make_shuffler()

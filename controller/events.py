@@ -1,15 +1,16 @@
 """Event models: the single source of the MQTT contract.
 
 Flows and the runtime build events from these models; the journal stores them; the bus publishes them;
-`tablectl schema` generates the JSON Schemas and the AsyncAPI document from them. A game's result model is
-registered with the game (`controller.games.GAMES`), which calls `register_result_model`.
+`tablectl schema` generates the JSON Schemas and the AsyncAPI document from them. Here are the envelope and
+the events every game shares; a game's `round.result` model (a `RoundResult`) and its own events (each a
+`GameEvent`) live in its package under `controller.games`, whose registry lays them beside these.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal, Union
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -23,6 +24,18 @@ def iso_ms(epoch_seconds: float) -> str:
 
 class EventData(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class RoundResult(EventData):
+    """The base of every game's `round.result` data model. Each has `game: Literal["<game>"]`: the contract
+    publishes the union of them all (`controller.games.RESULT_MODELS`), discriminated on `game`."""
+
+
+class GameEvent(EventData):
+    """An event that only one game (or one family of games) publishes: its model names its type. The game's
+    spec lists it (`GameSpec.events`) for the contract."""
+
+    TYPE: ClassVar[str]
 
 
 # --- round lifecycle --------------------------------------------------------------------------------
@@ -153,307 +166,6 @@ class ShuffleFailure(EventData):
     raw: str = ""
 
 
-class BaccaratHand(EventData):
-    cards: list[str]
-    total: int
-
-
-class BaccaratResult(EventData):
-    game: Literal["baccarat"] = "baccarat"
-    round_id: str
-    player: BaccaratHand
-    banker: BaccaratHand
-    winner: Literal["player", "banker", "tie"]
-    player_pair: bool
-    banker_pair: bool
-    natural: bool = Field(description="either hand has a two-card 8 or 9")
-    player_natural: bool
-    banker_natural: bool
-    round_number_in_shoe: int
-    last_round_of_shoe: bool
-    manual_cards: list[str] = Field(
-        default_factory=list,
-        description="cards of this round entered by hand after a no-read (see card.dealt)",
-    )
-
-
-class RouletteResult(EventData):
-    game: Literal["roulette"] = "roulette"
-    round_id: str
-    number: int = Field(ge=0, le=36)
-    color: Literal["red", "black", "green"]
-    parity: Literal["odd", "even"] | None = Field(description="null for zero")
-    range: Literal["low", "high"] | None = Field(description="low 1-18, high 19-36; null for zero")
-    dozen: int | None = Field(description="1, 2 or 3; null for zero")
-    column: int | None = Field(description="1, 2 or 3; null for zero")
-    spin: int = Field(description="the wheel's own spin number (not unique)")
-    rotor_rpm: float
-    direction: Literal["clockwise", "anticlockwise"]
-    raw: str = Field("", description="the wheel lines that produced the result")
-
-
-AndarBaharBucket = Literal[
-    "1-5", "6-10", "11-15", "16-20", "21-25", "26-30", "31-35", "36-40", "41-45", "46-49"
-]
-
-
-class AndarBaharResult(EventData):
-    game: Literal["andar_bahar"] = "andar_bahar"
-    round_id: str
-    game_card: str = Field(description="the card drawn before betting; its rank is the one to match")
-    andar: list[str] = Field(description="Andar's cards in dealing order (Andar gets the 1st, 3rd, ...)")
-    bahar: list[str] = Field(description="Bahar's cards in dealing order (Bahar gets the 2nd, 4th, ...)")
-    winner: Literal["andar", "bahar"] = Field(description="the side that received the matching card")
-    cards_dealt: int = Field(ge=1, le=49, description="Andar and Bahar cards together, game card excluded")
-    bucket: AndarBaharBucket = Field(description="the 'number of cards dealt' bet range cards_dealt is in")
-    first_andar_match: bool = Field(description="the first Andar card has the game card's rank")
-    first_bahar_match: bool = Field(description="the first Bahar card has the game card's rank")
-    first_three: Literal["straight_flush", "straight", "flush"] | None = Field(
-        description="game card + first Andar + first Bahar; ace high (Q-K-A) or low (A-2-3), no wrap "
-        "(K-A-2); null when no pattern or fewer than 3 cards"
-    )
-    manual_cards: list[str] = Field(
-        default_factory=list,
-        description="cards of this round entered by hand after a no-read (see card.dealt)",
-    )
-
-
-PokerCategory = Literal[
-    "high_card",
-    "one_pair",
-    "two_pair",
-    "three_of_a_kind",
-    "straight",
-    "flush",
-    "full_house",
-    "four_of_a_kind",
-    "straight_flush",
-    "royal_flush",
-]
-
-
-class StudHand(EventData):
-    cards: list[str] = Field(description="in dealing order")
-    category: PokerCategory
-    ranks: list[int] = Field(
-        description="tie-break ranks, most significant first (2..14, ace 14): the groups by size then rank, "
-        "then the kickers; a straight gives its top card only (5 for A-2-3-4-5)"
-    )
-
-
-class StudResult(EventData):
-    game: Literal["stud"] = "stud"
-    round_id: str
-    hands: list[StudHand] = Field(description="the player hands in seat order (one: the common hand)")
-    dealer: StudHand
-    dealer_qualifies: bool = Field(description="the dealer has ace-king or better")
-    outcomes: list[Literal["win", "lose", "tie"]] = Field(
-        description="each player hand against the dealer's, qualified or not (payouts are the rules engine's)"
-    )
-    manual_cards: list[str] = Field(
-        default_factory=list,
-        description="cards of this round entered by hand after a no-read (see card.dealt)",
-    )
-
-
-# --- blackjack (Live, Infinite, Single-deck) ----------------------------------------------------------
-
-BlackjackOutcome = Literal["blackjack", "win", "push", "lose", "surrender"]
-
-
-class BlackjackDealer(EventData):
-    cards: list[str] = Field(description="in dealing order; a face-down card only once it was revealed")
-    total: int = Field(description="best total: an ace counts 11 unless that busts")
-    soft: bool = Field(description="an ace still counts 11 in `total`")
-    blackjack: bool = Field(description="21 in the first two cards")
-    bust: bool
-
-
-class BlackjackHand(EventData):
-    seat: int = Field(ge=1, description="the box, 1 = the dealer's left")
-    hand: int = Field(ge=1, le=2, description="1; 2 for the second hand of a split box")
-    cards: list[str] = Field(description="in dealing order")
-    total: int
-    soft: bool
-    blackjack: bool = Field(description="21 in two cards, not after a split")
-    bust: bool
-    doubled: bool
-    split: bool = Field(description="the hand was made by splitting a pair")
-    surrendered: bool
-    insured: bool = Field(description="the box took insurance (both hands of a split box say so)")
-    outcome: BlackjackOutcome = Field(description="against the dealer's hand; payouts are the rules engine's")
-
-
-class BoxedBlackjackResult(EventData):
-    """What Live and Single-deck Blackjack report: every box's hands against the dealer's."""
-
-    round_id: str
-    dealer: BlackjackDealer
-    hands: list[BlackjackHand] = Field(description="by seat, then hand; Bet Behind settles as its box")
-    round_in_shoe: int = Field(ge=1)
-    last_round_of_shoe: bool
-
-
-class BlackjackResult(BoxedBlackjackResult):
-    game: Literal["blackjack"] = "blackjack"
-
-
-class SingleDeckBlackjackResult(BoxedBlackjackResult):
-    """One box; a fresh deck every round, so `round_in_shoe` is always 1."""
-
-    game: Literal["single_deck_blackjack"] = "single_deck_blackjack"
-
-
-class InfiniteBlackjackResult(EventData):
-    game: Literal["infinite_blackjack"] = "infinite_blackjack"
-    round_id: str
-    shoe_id: str
-    initial: list[str] = Field(description="the two common initial player cards")
-    sequence: list[str] = Field(description="the common further player cards, in dealing order")
-    dealer_up: str
-    hole_card: str = Field(description="the dealer's face-down card, revealed")
-    dealer: BlackjackDealer = Field(description="cards include the revealed hole card")
-    dealer_bust_cards: int | None = Field(description="cards in the dealer's bust hand; null if no bust")
-    round_in_shoe: int = Field(ge=1, description="for side bets available up to a round of the shoe")
-    last_round_of_shoe: bool
-
-
-class CardFaceDown(EventData):
-    """A card was dealt face down (the dealer's hole card): its place only, never its identity. The same
-    card's `card.dealt` (same position and index) follows when it is revealed."""
-
-    round_id: str
-    position: str
-    index: int
-    rescan: bool = False
-
-
-class DealerPeek(EventData):
-    """The dealer checked the face-down card under an ace or a ten-valued up card."""
-
-    round_id: str
-    up_card: str
-    blackjack: bool = Field(description="the dealer has blackjack: the round ends")
-
-
-BlackjackAction = Literal[
-    "hit", "stand", "double", "split", "surrender", "insurance", "no_insurance", "deal_card", "players_done"
-]
-
-
-class BlackjackDecisionMade(EventData):
-    round_id: str
-    seat: int | None = Field(description="the box; null for Infinite's common hand")
-    hand: int | None
-    action: BlackjackAction
-    by: Literal["player", "policy"] = Field(
-        description="player: the rules engine's input; policy: no decision in time, the variant's "
-        "disconnect policy decided"
-    )
-    total: int | None = Field(None, description="the hand's total when it was decided")
-
-
-class BlackjackHandSettled(EventData):
-    """A hand whose outcome is certain before the dealer plays: bust, surrender, or a blackjack the dealer
-    cannot match."""
-
-    round_id: str
-    seat: int
-    hand: int
-    outcome: BlackjackOutcome
-    reason: str
-
-
-class ShoeBurn(EventData):
-    """Infinite Blackjack's burn after a shuffle: the shown card and the count of cards burned face down
-    (never their identity)."""
-
-    shoe_id: str
-    shown: str | None = Field(description="the card shown; its value is the number of cards to burn")
-    to_burn: int | None
-    burned: int
-    done: bool = Field(description="the burn is complete and its count right: play may begin")
-
-
-DieValue = Annotated[int, Field(ge=1, le=6)]
-
-
-class SicBoResult(EventData):
-    """Three dice. Every sic bo bet settles from these fields alone (tests/test_sicbo_settlement.py)."""
-
-    game: Literal["sicbo"] = "sicbo"
-    round_id: str
-    dice: list[DieValue] = Field(min_length=3, max_length=3, description="the three values, ascending")
-    total: int = Field(ge=3, le=18)
-    size: Literal["small", "big"] | None = Field(
-        description="small 4-10, big 11-17; null on a triple (a triple loses both)"
-    )
-    parity: Literal["odd", "even"] = Field(
-        description="of the total; an Odd/Even bet that loses on a triple also reads `triple`"
-    )
-    triple: DieValue | None = Field(description="the value all three dice show, or null")
-    double: DieValue | None = Field(
-        description="the value at least two dice show (a triple's value too), or null"
-    )
-    reshakes: int = Field(
-        ge=0,
-        description="times the dice were shaken again in this round (after a refused reading, a shaker that "
-        "did not answer, or an interruption)",
-    )
-    frame: str = Field(
-        description="the camera frame the values were read from (or, entered by hand, decided on): its file "
-        "relative to the camera capture's JSON Lines file; empty if no frame could be kept"
-    )
-    frame_sha256: str = Field(description="sha256 of that frame file; empty with no frame")
-    source: Literal["camera", "manual"] = Field(description="read by the camera, or entered by a supervisor")
-    entered_by: str | None = Field(None, description="who entered the dice by hand (source manual)")
-    cycle_id: str = Field(description="the shaker's cycle the dice came to rest in")
-    dice_in_frame: list[DieValue] = Field(
-        description="the values as read, left to right in the frame (as entered, when by hand)"
-    )
-    raw: str = Field("", description="the shaker's AT_REST line the reading followed")
-
-
-class DiceReading(EventData):
-    """The camera read the dice of one shake (or refused to): every reading is published, refusals too."""
-
-    round_id: str | None
-    cycle_id: str
-    attempt: int = Field(ge=1, description="the shake of this round the reading belongs to (1 = first)")
-    values: list[DieValue] | None = Field(description="left to right in the frame; null: refused")
-    reason: str = Field("", description="why the reading was refused")
-    frame: str = ""
-    frame_sha256: str = ""
-    dice: list[dict[str, Any]] = Field(
-        default_factory=list,
-        description="the reader's evidence per die found: value (or null), confidence, box [x, y, w, h], "
-        "reason",
-    )
-
-
-#: game -> its `round.result` data model (each has `game: Literal["<game>"]`, the union's discriminator)
-RESULT_MODELS: dict[str, type[EventData]] = {}
-
-
-def register_result_model(model: type[EventData]) -> None:
-    game = model.model_fields["game"].default
-    known = RESULT_MODELS.get(game)
-    if known is not None and known is not model:
-        raise ValueError(f"game {game!r} already has the result model {known.__name__}")
-    RESULT_MODELS[game] = model
-
-
-class RoundResult(EventData):
-    """Stands for the union of the registered result models (`result_union()`), discriminated on `game`."""
-
-
-def result_union() -> Any:
-    models = tuple(RESULT_MODELS.values())
-    if len(models) == 1:
-        return models[0]
-    return Annotated[Union[models], Field(discriminator="game")]  # noqa: UP007 - a union built at run time
-
-
 class RoundClosed(EventData):
     round_id: str
 
@@ -528,8 +240,9 @@ class ReadingHeld(EventData):
     held: int = Field(description="readings held so far in this pause")
 
 
-# event type -> data model. The bus publishes on events/<type>; the schema command documents each.
-EVENT_MODELS: dict[str, Any] = {
+# event type -> data model, of the events every game shares (each game adds its own: `controller.games`). The
+# bus publishes on events/<type>; the schema command documents each.
+EVENT_MODELS: dict[str, type[EventData]] = {
     "round.opened": RoundOpened,
     "round.betting_closed": BettingClosed,
     "card.dealt": CardDealt,
@@ -539,11 +252,6 @@ EVENT_MODELS: dict[str, Any] = {
     "card.manual_refused": ManualCardRefused,
     "shoe.started": ShoeStarted,
     "shoe.cut_card": CutCardSeen,
-    "shoe.burn": ShoeBurn,
-    "card.face_down": CardFaceDown,
-    "dealer.peek": DealerPeek,
-    "blackjack.decision": BlackjackDecisionMade,
-    "blackjack.hand_settled": BlackjackHandSettled,
     "shuffle.started": ShuffleStarted,
     "shuffle.done": ShuffleCompleted,
     "shuffle.failed": ShuffleFailure,
@@ -558,7 +266,6 @@ EVENT_MODELS: dict[str, Any] = {
     "device.fault": DeviceChanged,
     "reading.rejected": RawRejected,
     "reading.held": ReadingHeld,
-    "dice.read": DiceReading,
 }
 
 
@@ -575,10 +282,12 @@ class Event:
 def make_event(type_: str, data: EventData, time: float, subject: str | None = None) -> Event:
     """Build an event, checking its data model is the one the contract names for `type_`."""
     model = EVENT_MODELS.get(type_)
+    if model is None and isinstance(data, GameEvent) and type_ == data.TYPE:
+        model = type(data)
     if model is None:
         raise KeyError(f"unknown event type {type_!r}")
     if model is RoundResult:
-        if type(data) not in RESULT_MODELS.values():
+        if not isinstance(data, RoundResult) or type(data) is RoundResult:
             raise TypeError(f"{type_} takes a result model, not {type(data).__name__}")
     elif not isinstance(data, model):
         raise TypeError(f"{type_} takes {model.__name__}, not {type(data).__name__}")

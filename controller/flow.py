@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
+from controller.events import RoundResult
 from controller.flow_output import DeviceRequest, FlowOutput, PauseRequest
 from controller.lifecycle import BETTING, NEXT_ROUND, Move, Phase, Refused, RoundBook
 from drivers.readings import Reading
@@ -69,9 +70,11 @@ class InputRejected(ValueError):
 
 
 class GameFlow(ABC):
-    """A game's procedure. Subclasses live in `controller.games`, one module per game."""
+    """A game's procedure. Subclasses live in `controller.games`, in each game's package."""
 
     game: ClassVar[str]
+    #: the game's `round.result` data model
+    result_model: ClassVar[type[RoundResult]]
     #: the typed record of everything this flow keeps between steps
     record_model: ClassVar[type[FlowRecord]]
     #: input name -> method name, besides the lifecycle's own `close_betting`

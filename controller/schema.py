@@ -27,9 +27,11 @@ from typing import Any, Literal, cast
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
-from controller.commands import BUS_COMMANDS, INPUTS, TABLE_COMMANDS, Command, Transaction
-from controller.events import EVENT_MODELS, Envelope, RoundResult, result_union
+from controller.command_base import Command, Transaction
+from controller.commands import BUS_COMMANDS, INPUTS, TABLE_COMMANDS
+from controller.events import Envelope, RoundResult
 from controller.flow import Phase
+from controller.games import EVENT_MODELS, result_union
 
 JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 ASYNCAPI_VERSION = "3.0.0"
@@ -184,8 +186,6 @@ def envelope_model(event_type: str) -> type[Envelope]:
     """The Envelope narrowed to one event type: `type` is that literal, `data` that type's data model."""
     data_model = EVENT_MODELS.get(event_type)
     if data_model is RoundResult:
-        import controller.games  # noqa: F401 - the games register their result models
-
         data_model = result_union()
     if data_model is None:
         raise KeyError(f"unknown event type {event_type!r}; known: {', '.join(sorted(EVENT_MODELS))}")

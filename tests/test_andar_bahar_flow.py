@@ -16,15 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from controller.cards import Card
-from controller.events import AndarBaharResult
 from controller.flow import DeviceRequest, FlowOutput, InputRejected, Phase
-from controller.games.andar_bahar import (
-    AndarBaharFlow,
-    AndarBaharSettings,
-    bucket_of,
-    first_three,
-    is_three_card_straight,
-)
+from controller.games.andar_bahar import AndarBaharFlow, AndarBaharResult, AndarBaharSettings
+from controller.games.andar_bahar.flow import bucket_of, first_three, is_three_card_straight
 from drivers.readings import CardSeen, CutCardSeen, DeviceStatus
 from drivers.session import DeviceCommand
 from tests import card_table

@@ -16,9 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from controller.events import BaccaratResult
 from controller.flow import FlowOutput, InputRejected, Phase
-from controller.games.baccarat import BaccaratFlow, BaccaratSettings
+from controller.games.baccarat import BaccaratFlow, BaccaratResult, BaccaratSettings
 from drivers.readings import CardSeen, CutCardSeen, DeviceFault, DeviceStatus
 from tests import card_table
 from tests.baccarat_reference import CARDS_PER_ROUND_MAX, ExpectedRound, expected_rounds

@@ -14,9 +14,10 @@ import pytest
 from controller.commands import TABLE_COMMANDS, CommandError, parse_command
 from controller.flow import FlowOutput, InputRejected, secret_fields
 from controller.games import game_spec, make_flow
-from controller.games.blackjack import LiveBlackjackFlow, SingleDeckBlackjackFlow
+from controller.games.blackjack import LiveBlackjackFlow
 from controller.games.blackjack_rules import Allowed, basic_strategy_h17, hand_total
 from controller.games.infinite_blackjack import InfiniteBlackjackFlow
+from controller.games.single_deck_blackjack import SingleDeckBlackjackFlow
 from controller.runtime import TableCore
 from drivers.readings import CardSeen, CutCardSeen, DeviceOnline
 from drivers.shoe.simulator import shuffled_shoe

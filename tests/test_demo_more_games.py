@@ -9,7 +9,8 @@ from typing import Any
 import jsonschema
 import pytest
 
-from controller.events import AndarBaharResult, StudResult
+from controller.games.andar_bahar import AndarBaharResult
+from controller.games.stud import StudResult
 from controller.schema import event_schema
 from drivers.shoe.simulator import ShoeDevice, shuffled_shoe
 from tests.demo_process import demo_command as demo_command_of

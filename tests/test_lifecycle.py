@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-import controller.games  # noqa: F401 - the games register their result models
-from controller.events import RouletteResult
 from controller.flow import FlowOutput
+from controller.games.roulette import RouletteResult
 from controller.lifecycle import BETTING, NEXT_ROUND, REFUSALS, TRANSITIONS, Move, Phase, Refused, RoundBook
 
 

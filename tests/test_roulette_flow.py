@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from controller.events import RawRejected, RouletteResult, RoundVoided
+from controller.events import RawRejected, RoundVoided
 from controller.flow import DeviceRequest, FlowOutput, InputRejected, Phase
-from controller.games.roulette import RouletteFlow, RouletteSettings, pocket
+from controller.games.roulette import RouletteFlow, RouletteResult, RouletteSettings, pocket
 from drivers.readings import (
     CardSeen,
     Reading,

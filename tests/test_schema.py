@@ -18,54 +18,55 @@ from pydantic import TypeAdapter, ValidationError
 from controller import schema
 from controller.commands import BUS_COMMANDS, INPUTS, TABLE_COMMANDS, Command, CommandError, parse_command
 from controller.events import (
-    EVENT_MODELS,
-    RESULT_MODELS,
-    AndarBaharResult,
-    BaccaratHand,
-    BaccaratResult,
     BettingClosed,
-    BlackjackDealer,
-    BlackjackDecisionMade,
-    BlackjackHand,
-    BlackjackHandSettled,
-    BlackjackResult,
     CardDealt,
-    CardFaceDown,
     CardRejected,
     CardSetAside,
     CardUnreadable,
     CutCardSeen,
-    DealerPeek,
     DeviceChanged,
-    DiceReading,
     Envelope,
     Event,
     EventData,
-    InfiniteBlackjackResult,
     ManualCardPending,
     ManualCardRefused,
     RawRejected,
     ReadingHeld,
-    RouletteResult,
     RoundClosed,
     RoundOpened,
     RoundPaused,
     RoundResult,
     RoundResumed,
     RoundVoided,
-    ShoeBurn,
     ShoeStarted,
     ShuffleCompleted,
     ShuffleFailure,
     ShuffleStarted,
-    SicBoResult,
-    SingleDeckBlackjackResult,
-    StudHand,
-    StudResult,
     format_sequence,
     iso_ms,
     make_event,
 )
+from controller.games import EVENT_MODELS, RESULT_MODELS
+from controller.games.andar_bahar import AndarBaharResult
+from controller.games.baccarat import BaccaratResult
+from controller.games.baccarat.events import BaccaratHand
+from controller.games.blackjack import BlackjackResult
+from controller.games.blackjack.events import (
+    BlackjackDealer,
+    BlackjackDecisionMade,
+    BlackjackHand,
+    BlackjackHandSettled,
+    CardFaceDown,
+    DealerPeek,
+)
+from controller.games.infinite_blackjack import InfiniteBlackjackResult
+from controller.games.infinite_blackjack.events import ShoeBurn
+from controller.games.roulette import RouletteResult
+from controller.games.sicbo import SicBoResult
+from controller.games.sicbo.events import DiceReading
+from controller.games.single_deck_blackjack import SingleDeckBlackjackResult
+from controller.games.stud import StudResult
+from controller.games.stud.events import StudHand
 
 SOURCE = "studio/s1/table/t7"
 T0 = 1_700_000_000.0

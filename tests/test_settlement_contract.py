@@ -43,10 +43,10 @@ import pytest
 from controller.cards import Card
 from controller.events import EventData, make_event
 from controller.games import GAMES
-from controller.games.andar_bahar import andar_bahar_result
+from controller.games.andar_bahar.flow import andar_bahar_result
 from controller.games.baccarat import BaccaratFlow, BaccaratSettings
 from controller.games.card_flow import CardFlow
-from controller.games.stud import stud_result
+from controller.games.stud.flow import stud_result
 from tests.blackjack_reference import settle as bj_outcome
 from tests.blackjack_reference import total as bj_total
 from tests.blackjack_reference import value as bj_value

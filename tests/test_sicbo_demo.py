@@ -10,7 +10,7 @@ from typing import Any
 
 import jsonschema
 
-from controller.events import SicBoResult
+from controller.games.sicbo import SicBoResult
 from controller.panel.app import _camera_frame
 from controller.schema import event_schema
 from tests.demo_process import run_demo

@@ -13,7 +13,8 @@ from controller.commands import CommandError, Resume, VoidRound, parse_command
 from controller.events import Event
 from controller.flow import DeviceRequest
 from controller.games import make_flow
-from controller.games.sicbo import ManualDice, SicBoFlow, SicBoSettings, describe_result, dice_facts
+from controller.games.sicbo import ManualDice, SicBoFlow, SicBoSettings, dice_facts
+from controller.games.sicbo.game import describe_result
 from controller.runtime import Step, TableCore
 from drivers.readings import DeviceFault, DeviceFaultCleared, DeviceOnline, DiceAtRest, DiceRead
 from drivers.session import DeviceCommand

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from controller.events import SicBoResult
+from controller.games.sicbo import SicBoResult
 from tests.test_settlement_contract import Bet
 from tests.test_settlement_contract import settle as settle_bet
 from tests.test_sicbo_flow import Table

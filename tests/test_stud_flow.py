@@ -20,17 +20,10 @@ from hypothesis import strategies as st
 
 from controller.cards import Card
 from controller.commands import CommandError, parse_command
-from controller.events import StudResult
 from controller.flow import FlowOutput, InputRejected
 from controller.games import make_flow
-from controller.games.stud import (
-    CATEGORIES,
-    StudFlow,
-    StudSettings,
-    compare,
-    dealer_qualifies,
-    evaluate,
-)
+from controller.games.stud import StudFlow, StudResult, StudSettings
+from controller.games.stud.flow import CATEGORIES, compare, dealer_qualifies, evaluate
 from controller.runtime import TableCore
 from drivers.readings import CardSeen, CutCardSeen, DeviceOnline
 from tests import card_table

@@ -58,7 +58,7 @@ from typing import Any, ClassVar, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from controller.cards import Card, CardCode, InvalidCard, ShoeComposition, ShoeExhausted
-from controller.commands import DEALER_PREFIX, PANEL_IDENTITY
+from controller.command_base import DEALER_PREFIX, PANEL_IDENTITY
 from controller.events import (
     CardDealt,
     CardRejected,

@@ -26,10 +26,10 @@ from typing import Any, ClassVar, Literal, get_args
 from pydantic import Field
 
 from controller.cards import Card, CardCode
-from controller.events import PokerCategory, StudHand, StudResult, iso_ms
+from controller.events import iso_ms
 from controller.flow import FlowOutput, FlowRecord, InputRejected, Phase
-from controller.games.card_flow import PROMPT_RESCAN as PROMPT_RESCAN  # re-exported: it used to live here
 from controller.games.card_flow import CardFlow, CardFlowRecord, CardGameSettings, position_view
+from controller.games.stud.events import PokerCategory, StudHand, StudResult
 from drivers.readings import CutCardSeen
 
 Outcome = Literal["win", "lose", "tie"]
@@ -171,17 +171,6 @@ def hand_position(index: int) -> str:
 DECISIONS = "decisions"
 
 
-def describe_result(data: dict[str, Any]) -> str:
-    """One line for the demo."""
-    hands = "; ".join(
-        f"{' '.join(hand['cards'])} {hand['category']} {outcome}"
-        for hand, outcome in zip(data["hands"], data["outcomes"], strict=True)
-    )
-    dealer = data["dealer"]
-    qualifies = "qualifies" if data["dealer_qualifies"] else "does not qualify"
-    return f"Dealer {' '.join(dealer['cards'])} {dealer['category']} ({qualifies}) | {hands}"
-
-
 class StudRecord(CardFlowRecord):
     hands: list[list[CardCode]]
     dealer: list[CardCode] = Field(default_factory=list)
@@ -193,6 +182,7 @@ class StudFlow(CardFlow):
     stud procedure: when a card may come out and where it goes."""
 
     game = "stud"
+    result_model = StudResult
     record_model: ClassVar[type[FlowRecord]] = StudRecord
     inputs: ClassVar[dict[str, str]] = {
         "manual_card": "_manual_card",

@@ -1,15 +1,15 @@
-"""Blackjack at a table with boxes: Live Blackjack (docs/games/blackjack.md) and Single-deck Blackjack
-(docs/games/single_deck_blackjack.md).
+"""Blackjack at a table with boxes: Live Blackjack (docs/games/blackjack.md), and the procedure it shares
+with Single-deck Blackjack (docs/games/single_deck_blackjack.md, `controller.games.single_deck_blackjack`).
 
 `BlackjackTable` is what every blackjack variant's flow shares (Infinite Blackjack's too, in
-`infinite_blackjack.py`): the shoe (a shoe of many rounds with a cut card, `ShoeFlow`, or a fresh deck every
-round), the round's procedure (betting, the initial deal in the variant's order, insurance and the peek, the
-dealer's cue, the result, a void), the dealer's hand, the hole card kept secret until it is revealed, and the
-shoe's gate, open exactly while a card is expected. A variant says only where its cards go after the initial
-deal, what its players decide and what its result holds. `BoxedBlackjackFlow` is the procedure of a table
-with boxes, parameterised by `HouseRules`; `LiveBlackjackFlow` and `SingleDeckBlackjackFlow` are its two rule
-sets. The rules themselves (totals, the
-dealer's rule, the disconnect policies, outcomes) are `blackjack_rules`.
+`controller.games.infinite_blackjack`): the shoe (a shoe of many rounds with a cut card, `ShoeFlow`, or a
+fresh deck every round), the round's procedure (betting, the initial deal in the variant's order, insurance
+and the peek, the dealer's cue, the result, a void), the dealer's hand, the hole card kept secret until it is
+revealed, and the shoe's gate, open exactly while a card is expected. A variant says only where its cards go
+after the initial deal, what its players decide and what its result holds. `BoxedBlackjackFlow` is the
+procedure of a table with boxes, parameterised by `HouseRules`; `LiveBlackjackFlow` and
+`SingleDeckBlackjackFlow` are its two rule sets. The rules themselves (totals, the dealer's rule, the
+disconnect policies, outcomes) are `blackjack_rules`.
 
 Procedure (docs/games/blackjack.md, docs/games/single_deck_blackjack.md):
 - Live: the first card face up to every box from the dealer's left, one to the dealer, the second card to
@@ -38,7 +38,6 @@ Time only comes in as `now`.
 
 from __future__ import annotations
 
-import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal
@@ -46,23 +45,19 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from controller.cards import Card, CardCode
-from controller.commands import Command
-from controller.events import (
+from controller.command_base import Command
+from controller.events import CardDealt, CardRejected, iso_ms
+from controller.flow import SECRET, FlowOutput, FlowRecord, InputRejected, Phase
+from controller.games.blackjack.events import (
     BlackjackDealer,
     BlackjackDecisionMade,
     BlackjackHand,
     BlackjackHandSettled,
     BlackjackResult,
     BoxedBlackjackResult,
-    CardDealt,
     CardFaceDown,
-    CardRejected,
     DealerPeek,
-    SingleDeckBlackjackResult,
-    iso_ms,
 )
-from controller.flow import SECRET, FlowOutput, FlowRecord, InputRejected, Phase
-from controller.games import DemoInput
 from controller.games.blackjack_rules import (
     Action,
     Allowed,
@@ -128,6 +123,12 @@ class Insurance(Command):
     take: bool = Field(True, description="true: the box takes insurance; false: it declines")
 
 
+#: a player's decisions at a table with boxes (Live and Single-deck), each input named as its model
+BOXED_INPUTS: dict[str, type[Command]] = {
+    model.__name__.lower(): model for model in (Hit, Stand, Double, Split, Surrender, Insurance)
+}
+
+
 class Seated(Command):
     """The boxes that hold a bet in this round (Live Blackjack), sent by the rules engine while betting is
     open: only they are dealt. Without it every configured seat is dealt."""
@@ -135,14 +136,6 @@ class Seated(Command):
     seats: list[Annotated[int, Field(ge=1, le=9)]] = Field(
         min_length=1, max_length=9, description="the seated boxes, 1 = the dealer's left"
     )
-
-
-class BurnDone(Command):
-    """The dealer says the burn after a shuffle is complete (Infinite Blackjack)."""
-
-
-class DealCard(Command):
-    """Some player hand still wants a card: the dealer deals one more common card (Infinite Blackjack)."""
 
 
 # --- the shared flow ------------------------------------------------------------------------------------
@@ -672,10 +665,6 @@ class LiveBlackjackSettings(ShoeOfRoundsSettings):
     )
 
 
-class SingleDeckBlackjackSettings(BlackjackSettings):
-    decks: int = Field(default=1, ge=1, le=1, description="one deck, replaced by a shuffled one every round")
-
-
 class BoxedBlackjackRecord(BlackjackTableRecord):
     hands: list[BoxHand] = Field(default_factory=list)
     insured: list[int] = Field(default_factory=list)
@@ -1159,7 +1148,7 @@ class BoxedBlackjackFlow(BlackjackTable):
         }
 
 
-# --- the two rule sets -------------------------------------------------------------------------------------
+# --- Live Blackjack's rule set ----------------------------------------------------------------------------
 
 
 class LiveBlackjackFlow(BoxedBlackjackFlow):
@@ -1199,68 +1188,3 @@ class LiveBlackjackFlow(BoxedBlackjackFlow):
         self.hands = [BoxHand(seat=seat) for seat in seats]
         self.prompt = self._prompt()
         return FlowOutput()
-
-
-class SingleDeckBlackjackFlow(BoxedBlackjackFlow):
-    """Single-deck Blackjack (docs/games/single_deck_blackjack.md): one box, a fresh deck every round, hole
-    card and peek, H17."""
-
-    game = "single_deck_blackjack"
-    result_model = SingleDeckBlackjackResult
-    fresh_deck_each_round = True
-    rules = HouseRules(
-        hole_card=True,
-        split_same_value=True,
-        double_totals=frozenset({9, 10, 11}),
-        insurance_with_blackjack=False,
-        policy="hit_to_twelve",
-    )
-    settings: SingleDeckBlackjackSettings
-
-    def __init__(self, table_id: str, settings: SingleDeckBlackjackSettings) -> None:
-        super().__init__(table_id, settings)
-
-
-def describe_result(data: dict[str, Any]) -> str:
-    """One line for the demo."""
-    dealer = data["dealer"]
-    said = dealer_words(dealer)
-    hands = "; ".join(
-        f"box{hand['seat']}{'' if hand['hand'] == 1 else '-2'} {' '.join(hand['cards'])} ({hand['total']})"
-        f" {hand['outcome']}"
-        for hand in data["hands"]
-    )
-    return f"Dealer {' '.join(dealer['cards'])} ({said}) | {hands}"
-
-
-def demo_players(table: dict[str, Any], rng: random.Random) -> list[DemoInput]:
-    """What the demo's stand-in for the rules engine says now, from the table's public state (Live and
-    Single-deck Blackjack): which boxes hold a bet while betting is open (Live's `seated`), an answer to
-    insurance, and a plain player's decision for the hand whose turn it is (stand on 17 or more, double 10
-    or 11, split a pair half the time, hit 11 or less, else hit or stand at random). The demo sends each
-    key once; the table refuses what the rules do not allow, as it would from a real rules engine."""
-    game, round_id = table["game_state"], table["round_id"]
-    if round_id is None or table["paused"]:
-        return []
-    said: list[DemoInput] = []
-    if game["game"] == "blackjack" and table["round_phase"] == Phase.BETTING_OPEN:
-        seats = [box["seat"] for box in game["boxes"]]
-        seated = sorted(rng.sample(seats, rng.randint(1, len(seats))))
-        said.append((f"{round_id} seated", "seated", {"seats": seated}))
-    for seat in game["insurance_offered_to"]:
-        said.append((f"{round_id} insurance {seat}", "insurance", {"seat": seat, "take": rng.random() < 0.2}))
-    turn = game["turn"]
-    if turn is not None and turn["allowed"]:
-        box = next(b for b in game["boxes"] if (b["seat"], b["hand"]) == (turn["seat"], turn["hand"]))
-        allowed, total = turn["allowed"], turn["total"]
-        if "split" in allowed and rng.random() < 0.5:
-            action = "split"
-        elif total >= 17:
-            action = "stand"
-        elif total in (10, 11) and "double" in allowed:
-            action = "double"
-        else:
-            action = "hit" if total <= 11 else rng.choice(("hit", "stand"))
-        key = f"{round_id} {turn['seat']}-{turn['hand']} after {len(box['cards'])} cards"
-        said.append((key, action, {"seat": turn["seat"], "hand": turn["hand"]}))
-    return said

@@ -24,16 +24,14 @@ SECRET field of the record until its reveal.
 
 from __future__ import annotations
 
-import random
 from typing import Any, ClassVar
 
 from pydantic import Field
 
 from controller.cards import Card, CardCode
-from controller.events import InfiniteBlackjackResult, ShoeBurn
+from controller.command_base import Command
 from controller.flow import SECRET, FlowOutput, FlowRecord, InputRejected
-from controller.games import DemoInput
-from controller.games.blackjack import (
+from controller.games.blackjack.flow import (
     DECISION,
     INSURANCE,
     BlackjackTable,
@@ -51,6 +49,7 @@ from controller.games.blackjack_rules import (
     is_ace,
 )
 from controller.games.card_flow import position_view
+from controller.games.infinite_blackjack.events import InfiniteBlackjackResult, ShoeBurn
 from controller.lifecycle import NEXT_ROUND
 
 #: the initial deal, in order ("hole": the dealer's card dealt face down)
@@ -75,20 +74,20 @@ class InfiniteBlackjackRecord(BlackjackTableRecord):
     burned_cards: list[CardCode] = Field(default_factory=list, json_schema_extra=SECRET)
 
 
-def describe_result(data: dict[str, Any]) -> str:
-    """One line for the demo."""
-    dealer = data["dealer"]
-    said = dealer_words(dealer)
-    sequence = " ".join(data["sequence"]) or "-"
-    last = " (last of the shoe)" if data["last_round_of_shoe"] else ""
-    return (
-        f"round {data['round_in_shoe']}{last}: player {' '.join(data['initial'])} + {sequence} | "
-        f"dealer {' '.join(dealer['cards'])} ({said})"
-    )
+# --- inputs (MQTT `inputs/<name>/<user>`) -------------------------------------------------------------
+
+
+class BurnDone(Command):
+    """The dealer says the burn after a shuffle is complete (Infinite Blackjack)."""
+
+
+class DealCard(Command):
+    """Some player hand still wants a card: the dealer deals one more common card (Infinite Blackjack)."""
 
 
 class InfiniteBlackjackFlow(BlackjackTable):
     game = "infinite_blackjack"
+    result_model = InfiniteBlackjackResult
     record_model: ClassVar[type[FlowRecord]] = InfiniteBlackjackRecord
     dealer_hits_soft_17: ClassVar[bool] = False
     inputs: ClassVar[dict[str, str]] = {
@@ -407,19 +406,3 @@ class InfiniteBlackjackFlow(BlackjackTable):
             "player_total": hand_total(self.player).total if self.player else None,
             "waiting_for_card": self.awaiting_card,
         }
-
-
-def demo_players(table: dict[str, Any], rng: random.Random) -> list[DemoInput]:
-    """What the demo's stand-in for the rules engine says now (see `blackjack.demo_players`): insurance
-    ends at once (`players_done`), and the common hand takes a card while some player would still hit
-    (always at 11 or less, half the time at 12-16), then `players_done`."""
-    game, round_id = table["game_state"], table["round_id"]
-    if round_id is None or table["paused"] or game["waiting_for_card"]:
-        return []
-    if game["stage"] == "insurance":
-        return [(f"{round_id} insurance", "players_done", {})]
-    if game["stage"] != "decisions" or game["player_total"] is None:
-        return []
-    total, cards = game["player_total"], len(game["initial"]) + len(game["sequence"])
-    more = total <= 11 or (total <= 16 and rng.random() < 0.5)
-    return [(f"{round_id} after {cards} cards", "deal_card" if more else "players_done", {})]

@@ -80,8 +80,9 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from controller.events import RawRejected, RouletteResult
+from controller.events import RawRejected
 from controller.flow import DeviceRequest, FlowOutput, FlowRecord, GameFlow, Phase
+from controller.games.roulette.events import RouletteResult
 from controller.lifecycle import NEXT_ROUND
 from drivers.readings import (
     Reading,
@@ -160,12 +161,6 @@ def pocket(number: int) -> Pocket:
     )
 
 
-def describe_result(data: dict[str, Any]) -> str:
-    """One line for the demo."""
-    wheel = f"spin {data['spin']}, {data['rotor_rpm']} rpm {data['direction']}"
-    return f"{data['number']} {data['color']} ({wheel})"
-
-
 def normalise_direction(text: str) -> Direction | None:
     return _DIRECTIONS.get(text.strip().lower())
 
@@ -213,6 +208,7 @@ class RouletteRecord(FlowRecord):
 
 class RouletteFlow(GameFlow):
     game = "roulette"
+    result_model = RouletteResult
     record_model: ClassVar[type[FlowRecord]] = RouletteRecord
     close_betting_input_reason: ClassVar[str] = "dealer"
     settings: RouletteSettings

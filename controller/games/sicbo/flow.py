@@ -54,9 +54,10 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from controller.commands import Command
-from controller.events import DiceReading, RawRejected, SicBoResult, iso_ms
+from controller.command_base import Command
+from controller.events import RawRejected, iso_ms
 from controller.flow import DeviceRequest, FlowOutput, FlowRecord, GameFlow, InputRejected, Phase
+from controller.games.sicbo.events import DiceReading, SicBoResult
 from controller.lifecycle import Move, Refused
 from drivers.readings import DiceAtRest, DiceRead, Reading
 from drivers.session import DeviceCommand
@@ -89,14 +90,6 @@ def dice_facts(values: list[int] | tuple[int, ...]) -> dict[str, Any]:
         "triple": triple,
         "double": value if most >= 2 else None,
     }
-
-
-def describe_result(data: dict[str, Any]) -> str:
-    """One line for the demo."""
-    size = data["size"] or "triple"
-    how = f", entered by {data['entered_by']}" if data["source"] == "manual" else ""
-    reshakes = f", {data['reshakes']} re-shake(s)" if data["reshakes"] else ""
-    return f"{' '.join(map(str, data['dice']))} = {data['total']} {size}{reshakes}{how}"
 
 
 class SicBoSettings(BaseModel):
@@ -165,6 +158,7 @@ class SicBoRecord(FlowRecord):
 
 class SicBoFlow(GameFlow):
     game = "sicbo"
+    result_model = SicBoResult
     record_model: ClassVar[type[FlowRecord]] = SicBoRecord
     inputs: ClassVar[dict[str, str]] = {"manual_dice": "_manual_dice"}
     commands_while_paused: ClassVar[frozenset[str]] = frozenset({"manual_dice"})

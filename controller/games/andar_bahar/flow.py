@@ -25,9 +25,9 @@ from typing import Any, ClassVar, Literal, get_args
 from pydantic import Field
 
 from controller.cards import Card, CardCode
-from controller.events import AndarBaharBucket, AndarBaharResult, CardDealt
+from controller.events import CardDealt
 from controller.flow import FlowOutput, FlowRecord, InputRejected, Phase
-from controller.games.card_flow import PROMPT_RESCAN as PROMPT_RESCAN  # re-exported: it used to live here
+from controller.games.andar_bahar.events import AndarBaharBucket, AndarBaharResult
 from controller.games.card_flow import CardFlow, CardFlowRecord, CardGameSettings, position_view
 from drivers.readings import CutCardSeen
 
@@ -127,16 +127,6 @@ def andar_bahar_result(
     )
 
 
-def describe_result(data: dict[str, Any]) -> str:
-    """One line for the demo."""
-    first_three = f", first 3 {data['first_three']}" if data.get("first_three") else ""
-    return (
-        f"game card {data['game_card']}: Andar {' '.join(data['andar'])}"
-        f" | Bahar {' '.join(data['bahar'])}"
-        f" -> {data['winner'].upper()} ({data['cards_dealt']} cards, {data['bucket']}{first_three})"
-    )
-
-
 # --- the flow ---------------------------------------------------------------------------------------------
 
 
@@ -152,6 +142,7 @@ class AndarBaharFlow(CardFlow):
     Andar Bahar procedure: when a card may come out and where it goes."""
 
     game = "andar_bahar"
+    result_model = AndarBaharResult
     record_model: ClassVar[type[FlowRecord]] = AndarBaharRecord
     inputs: ClassVar[dict[str, str]] = {"manual_card": "_manual_card", "shuffle": "_shuffle_input"}
     settings: AndarBaharSettings

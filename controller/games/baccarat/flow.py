@@ -17,9 +17,8 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field
 
 from controller.cards import Card, CardCode
-from controller.events import BaccaratHand, BaccaratResult
 from controller.flow import FlowOutput, FlowRecord, Phase
-from controller.games.card_flow import PROMPT_RESCAN as PROMPT_RESCAN  # re-exported: it used to live here
+from controller.games.baccarat.events import BaccaratHand, BaccaratResult
 from controller.games.card_flow import CardGameSettings, position_view
 from controller.games.shoe_flow import ShoeFlow, ShoeRecord
 from drivers.readings import CutCardSeen
@@ -95,16 +94,6 @@ def is_pair(hand: Sequence[Card]) -> bool:
     return len(hand) >= 2 and hand[0].rank == hand[1].rank
 
 
-def describe_result(data: dict[str, Any]) -> str:
-    """One line for the demo."""
-    p, b = data["player"], data["banker"]
-    extras = [k for k in ("player_pair", "banker_pair", "natural") if data.get(k)]
-    return (
-        f"Player {' '.join(p['cards'])} ({p['total']}) vs Banker {' '.join(b['cards'])} ({b['total']})"
-        f" -> {data['winner'].upper()}{' ' + ', '.join(extras) if extras else ''}"
-    )
-
-
 # --- the flow ---------------------------------------------------------------------------------------------
 
 
@@ -119,6 +108,7 @@ class BaccaratFlow(ShoeFlow):
     baccarat procedure: when a card may come out and where it goes."""
 
     game = "baccarat"
+    result_model = BaccaratResult
     record_model: ClassVar[type[FlowRecord]] = BaccaratRecord
     inputs: ClassVar[dict[str, str]] = {
         "manual_card": "_manual_card",

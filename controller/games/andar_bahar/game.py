@@ -1,0 +1,32 @@
+"""Andar Bahar to the rest of the controller (`GAME`), and how its result reads."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from controller.games.andar_bahar.flow import AndarBaharFlow, AndarBaharSettings
+from controller.games.spec import CARD_READERS, SHUFFLER, Demo, GameSpec, View
+
+
+def describe_result(data: dict[str, Any]) -> str:
+    """One line for the demo."""
+    first_three = f", first 3 {data['first_three']}" if data.get("first_three") else ""
+    return (
+        f"game card {data['game_card']}: Andar {' '.join(data['andar'])}"
+        f" | Bahar {' '.join(data['bahar'])}"
+        f" -> {data['winner'].upper()} ({data['cards_dealt']} cards, {data['bucket']}{first_three})"
+    )
+
+
+GAME = GameSpec(
+    flow=AndarBaharFlow,
+    settings=AndarBaharSettings,
+    # the game card: one card, as big as it gets
+    view=View("game-card-and-sides", "Andar Bahar", usual_cards=6, usual_cards_at={"game": 1}),
+    devices={"shoe": CARD_READERS},
+    replay_overrides={"round_gap_seconds": 0.0, "betting_closes_on_first_card": True},
+    optional_devices=SHUFFLER,
+    fresh_deck_each_round=True,
+    describe=describe_result,
+    demo=Demo(settings={"betting_seconds": 2.0, "round_gap_seconds": 1.0}, decks=1),
+)

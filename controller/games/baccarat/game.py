@@ -1,0 +1,30 @@
+"""Baccarat to the rest of the controller (`GAME`), and how its result reads."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from controller.games.baccarat.flow import BaccaratFlow, BaccaratSettings
+from controller.games.spec import CARD_READERS, SHUFFLER, Demo, GameSpec, View
+
+
+def describe_result(data: dict[str, Any]) -> str:
+    """One line for the demo."""
+    p, b = data["player"], data["banker"]
+    extras = [k for k in ("player_pair", "banker_pair", "natural") if data.get(k)]
+    return (
+        f"Player {' '.join(p['cards'])} ({p['total']}) vs Banker {' '.join(b['cards'])} ({b['total']})"
+        f" -> {data['winner'].upper()}{' ' + ', '.join(extras) if extras else ''}"
+    )
+
+
+GAME = GameSpec(
+    flow=BaccaratFlow,
+    settings=BaccaratSettings,
+    view=View("cards-two-hands", "Baccarat", usual_cards=3),
+    devices={"shoe": CARD_READERS},
+    replay_overrides={"round_gap_seconds": 0.0, "betting_closes_on_first_card": True, "auto_new_shoe": True},
+    optional_devices=SHUFFLER,
+    describe=describe_result,
+    demo=Demo(settings={"betting_seconds": 2.0, "round_gap_seconds": 1.0}),
+)
