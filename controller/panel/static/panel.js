@@ -18,8 +18,8 @@
     in_play: "In play",
     paused: "PAUSED",
   };
-  // The game's name and how many cards a place usually holds come with the state (`view`, from the game's
-  // registration): its cards are sized for that many from the first card on, so they do not shrink while the
+  // The game's layout, its name and how many cards a place usually holds come with the state (`view`, from
+  // the game's spec): its cards are sized for that many from the first card on, so they do not shrink while the
   // round is dealt. Only a hint: a place holding more gets smaller cards, any game. A place's own hint (by
   // its name) comes before its game's.
   const DEFAULT_USUAL_CARDS = 3;
@@ -140,11 +140,12 @@
     // Any card game publishes its places as `positions`: the panel draws them without knowing the game.
     const positions = Array.isArray(game.positions) ? game.positions : null;
     show($("cards-view"), !!positions);
-    show($("roulette-view"), !positions && state.game === "roulette");
-    show($("dice-view"), !positions && state.game === "sicbo");
+    const kind = viewKind(state);
+    show($("roulette-view"), !positions && kind === "wheel");
+    show($("dice-view"), !positions && kind === "dice");
     if (positions) renderPositions(game, positions);
-    else if (state.game === "roulette") renderRoulette(game);
-    else if (state.game === "sicbo") renderDice(game);
+    else if (kind === "wheel") renderRoulette(game);
+    else if (kind === "dice") renderDice(game);
 
     renderActions(game);
     guardPicker();
@@ -163,6 +164,12 @@
         return chip;
       }),
     );
+  }
+
+  // How the game is laid out (`view.kind`: cards-two-hands, boxes, game-card-and-sides, wheel, dice): the
+  // panel switches on it, never on a game's name.
+  function viewKind(state) {
+    return (state.view && state.view.kind) || "";
   }
 
   function gameName(state) {
@@ -208,12 +215,12 @@
     const box = $("positions");
     // The panels are built once per layout (a game, its places); after that only their content changes.
     const places = positions.map((position) => `${position.name}:${position.label}`);
-    const layout = [state.game, ...places].join("|");
+    const layout = [viewKind(state), ...places].join("|");
     if (box.dataset.layout !== layout) {
       const compact = positions.length >= COMPACT_FROM;
       cardsResized.disconnect();
       box.dataset.layout = layout;
-      box.dataset.game = state.game || "";
+      box.dataset.view = viewKind(state);
       box.classList.toggle("compact", compact);
       box.style.setProperty("--columns", String(gridColumns(positions.length)));
       box.replaceChildren(...positions.map((position) => positionNode(position, compact)));
