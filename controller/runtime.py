@@ -39,7 +39,6 @@ with every step; `restore_state()` applies one to a core freshly built from the 
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 from dataclasses import dataclass, field
@@ -77,6 +76,7 @@ from drivers.readings import (
     DeviceOnline,
     DeviceStatus,
     Reading,
+    reading_fields,
 )
 from drivers.session import DeviceCommand
 
@@ -144,7 +144,7 @@ class TableRecord(BaseModel):
 
 
 def held_record(reading: Reading) -> HeldRecord:
-    return HeldRecord(type=type(reading).__name__, fields=dataclasses.asdict(reading))
+    return HeldRecord(type=type(reading).__name__, fields=reading_fields(reading))
 
 
 def reading_from_record(record: HeldRecord) -> Reading:

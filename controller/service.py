@@ -281,10 +281,8 @@ class TableService:
         device = readings[0].device if readings else ""
         for reading in readings:
             self._last_step_time = max(self._last_step_time, reading.time)
-            runner = self.runners.get(reading.device)
-            acknowledged = runner is not None and reading.raw and runner.session.acknowledges(reading.raw)
-            if acknowledged and reading.raw not in delivered:
-                delivered.append(reading.raw)
+            if reading.ack and reading.ack not in delivered:
+                delivered.append(reading.ack)
             step.merge(self.core.on_reading(reading, reading.time))
         self._apply(step, delivered=(device, "\n".join(delivered)) if delivered else None)
         if self.failure is not None:

@@ -8,7 +8,7 @@ event can be traced back to the bytes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 
@@ -17,6 +17,17 @@ class Reading:
     device: str
     time: float
     raw: str = ""
+    #: the acknowledgement key of the device message this reading came from ("" when the device does not
+    #: repeat it): how the message is journaled as delivered. Not part of what was read: equality, repr and
+    #: the records kept of readings (held readings, camera captures) leave it out
+    ack: str = field(default="", compare=False, repr=False)
+
+
+def reading_fields(reading: Reading) -> dict[str, Any]:
+    """What was read, as a record keeps it: every field of `reading` but its acknowledgement key."""
+    fields = asdict(reading)
+    del fields["ack"]
+    return fields
 
 
 # --- link and health (any device) -------------------------------------------------------------------

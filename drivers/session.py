@@ -108,10 +108,8 @@ class DeviceSession(ABC):
         raise UnknownDeviceCommand(f"{self.protocol} device {self.name!r} has no command {command.name!r}")
 
     # -- acknowledged messages across a restart ----------------------------------------------------
-    def acknowledges(self, raw: str) -> bool:
-        """Whether `raw` (a reading's device text) is a message the device repeats until the host ACKs it."""
-        return False
-
+    # A reading of a message the device repeats until it is ACKed carries the message's key (`Reading.ack`,
+    # set by the session as it parses): the table journals that key as delivered with the reading's events.
     def delivered_before(self, raw: str) -> None:
         """The table journaled this message's readings before it restarted, but its ACK may not have left:
         the device's repeat of it is a duplicate, not a new message."""

@@ -81,6 +81,21 @@ def test_card_is_acked_and_reported_with_its_raw_line() -> None:
     assert sent_lines(shoe) == ["ACK 0042"]
 
 
+def test_a_reading_of_an_acknowledged_line_carries_the_line_as_its_acknowledgement_key() -> None:
+    shoe = ShoeSession("shoe1")
+    shoe.connection_made(0.0)
+    # the first line after the connection brings the shoe online: both readings come from the card's line
+    online, card = shoe.data_received(line("CARD 0007 9S"), 0.5)
+    assert isinstance(online, DeviceOnline) and isinstance(card, CardSeen)
+    assert online.ack == card.ack == raw("CARD 0007 9S")
+    # a message sent once (no seq) is acknowledged by nobody
+    status, fault = shoe.data_received(line("STATE COVER_OPEN"), 1.0)
+    assert isinstance(status, DeviceStatus) and isinstance(fault, DeviceFault)
+    assert status.ack == fault.ack == ""
+    # the key is not part of what was read
+    assert card == CardSeen(device="shoe1", time=0.5, raw=raw("CARD 0007 9S"), code="9S", ref="0007")
+
+
 def test_duplicates_are_acked_every_time_but_reported_once() -> None:
     shoe = connected_shoe()
     shoe.data_received(line("HB 0"), 0.1)

@@ -29,7 +29,7 @@ import hashlib
 import json
 import os
 import threading
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
@@ -39,7 +39,7 @@ from numpy.typing import NDArray
 
 from drivers.camera.frame import CameraError, FrameSource, SourceEnded
 from drivers.capture import CaptureError, first_record_time, rotated_name, utc_day
-from drivers.readings import Reading
+from drivers.readings import Reading, reading_fields
 
 FRAME_DIR = "frame"
 HEALTH_DIR = "health"
@@ -162,7 +162,7 @@ class CameraCaptureWriter:
 
     def write_health(self, reading: Reading) -> None:
         """Record a health reading (online, offline, fault, fault cleared) with its fields."""
-        fields = {k: v for k, v in asdict(reading).items() if k not in ("device", "time", "raw")}
+        fields = {k: v for k, v in reading_fields(reading).items() if k not in ("device", "time", "raw")}
         with self._lock:
             self._check_open()
             record = {"t": reading.time, "dir": HEALTH_DIR, "kind": type(reading).__name__, **fields}
@@ -173,7 +173,7 @@ class CameraCaptureWriter:
 
     def write_reading(self, reading: Reading) -> None:
         """Record a reading delivered besides health (e.g. `DiceRead`), every field but device and time."""
-        fields = {k: v for k, v in asdict(reading).items() if k not in ("device", "time")}
+        fields = {k: v for k, v in reading_fields(reading).items() if k not in ("device", "time")}
         with self._lock:
             self._check_open()
             if self._due(reading.time, frame=False):

@@ -18,6 +18,7 @@ from __future__ import annotations
 from abc import abstractmethod
 from collections import deque
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from drivers.line.fields import is_token
@@ -250,20 +251,21 @@ class LineDeviceSession(DeviceSession, Generic[MessageT]):
             return readings
 
         seq = self.message_seq(message)
-        if seq is not None:
-            # Every copy is acknowledged: the ACK of an earlier copy may have been lost on the line.
-            self._send(Ack(seq).encode())
-            if self._already_seen(seq, body):
-                self.stats.duplicates += 1
-                return readings
-        if isinstance(message, State):
-            readings += self._state_changed(message.state, raw, now)
+        if seq is None:
+            return readings + self._message_received(message, raw, now)
+        # Every copy is acknowledged: the ACK of an earlier copy may have been lost on the line.
+        self._send(Ack(seq).encode())
+        if not self._already_seen(seq, body):
+            readings += self._message_received(message, raw, now)
         else:
-            readings += self.handle_message(message, raw, now)
-        return readings
+            self.stats.duplicates += 1
+        # what this line gave carries its acknowledgement key: the table journals the line as delivered
+        return [replace(r, ack=raw) if r.raw == raw else r for r in readings]
 
-    def acknowledges(self, raw: str) -> bool:
-        return self._seq_message(raw) is not None
+    def _message_received(self, message: MessageT, raw: str, now: float) -> list[Reading]:
+        if isinstance(message, State):
+            return self._state_changed(message.state, raw, now)
+        return self.handle_message(message, raw, now)
 
     def delivered_before(self, raw: str) -> None:
         key = self._seq_message(raw)
@@ -271,7 +273,7 @@ class LineDeviceSession(DeviceSession, Generic[MessageT]):
             self._already_seen(*key)
 
     def _seq_message(self, raw: str) -> tuple[int, str] | None:
-        """(seq, body) of a line that carries a seq, else None."""
+        """(seq, body) of a journaled line that carries a seq, else None (a restart reads its last lines)."""
         body = parse_frame(raw.encode("ascii", "replace"))
         if isinstance(body, FrameError) or parse_common(body) is not None:
             return None
