@@ -4,8 +4,10 @@ Used by `tablectl replay` (audits, golden files) and by the tests. Time is virtu
 timestamps, so the vendor's timing windows (e.g. the wheel's 3 s and 5 s) behave as they did on the table.
 A raw-bytes capture has no timestamps: its lines are spaced `RAW_LINE_SPACING` seconds apart.
 
-Time jumps: between two records the replay calls the session and the core only at their deadlines
-(`next_deadline()`), in time order, exactly as the live service sleeps until them; nothing is polled.
+The replay drives the table's machine (`controller.machine.TableMachine`), the very objects the live
+service drives: the sessions of the table's devices, the core and the merge of their deadlines. Time jumps:
+between two records the machine is called only at its deadlines (`next_deadline()`), in time order, exactly
+as the live service sleeps until them; nothing is polled.
 
 Two kinds of capture:
 - A table's own capture (`tablectl run` writes a `meta` record first, then `link` and `cmd` records beside
@@ -34,11 +36,11 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from controller.commands import CommandError, Resume, parse_command
+from controller.commands import CommandError, parse_command
 from controller.config import ConfigError, TableConfig, config_from_dict
 from controller.events import Envelope
 from controller.journal import Journal
-from controller.runtime import Step, TableCore
+from controller.machine import MachineStep, TableMachine
 from controller.service import build_core, build_session
 from drivers import readings as reading_types
 from drivers.capture import CaptureError, CaptureRecord, read_capture
@@ -158,61 +160,57 @@ def camera_timeline(
     return timeline
 
 
-class _Replayer:
-    """One replay: the session, the core and an in-memory journal on the capture's clock."""
+class _Replay:
+    """One replay: the table's machine (its core and the sessions of its devices) and an in-memory journal,
+    on the capture's clock. Every input goes to the machine as the live service gives it; the bytes the
+    sessions would send go nowhere (`quiet`)."""
 
     def __init__(self, config: TableConfig, auto_resume: bool) -> None:
-        self.device_name = next(iter(config.devices))
-        device = config.devices[self.device_name]
-        self.session = build_session(self.device_name, device.protocol, device.options)
-        self.core: TableCore = build_core(config)
-        self.now = RAW_EPOCH
-        self.journal = Journal(":memory:", source=config.topic_root, clock=lambda: self.now)
-        self.auto_resume = auto_resume
-        self.pending: list[Envelope] = []
+        sessions = {
+            name: build_session(name, device.protocol, device.options)
+            for name, device in config.devices.items()
+            if not is_camera(device.protocol)
+        }
+        cameras = [name for name, device in config.devices.items() if is_camera(device.protocol)]
+        self.machine = TableMachine(
+            build_core(config),
+            sessions,
+            outside=cameras,
+            quiet=True,
+            resume_by=REPLAY_IDENTITY if auto_resume else None,
+            now=RAW_EPOCH,
+        )
+        self.journal = Journal(":memory:", source=config.topic_root, clock=lambda: self.machine.now)
         self.refused_commands = 0
 
-    def apply(self, step: Step, now: float) -> None:
-        """As the service's `_apply`: journal the events, hand the requests to the session."""
-        if step.events:
-            self.pending.extend(self.journal.append(step.events))
-        for request in step.requests:
-            if request.device == self.device_name:
-                # the session's state follows what the table asked of it; the bytes go nowhere
-                self.feed(self.session.command(request.command, now))
-        if self.auto_resume and self.core.paused and self.core.devices_ready:
-            try:
-                resumed, _ = self.core.on_command(Resume(by=REPLAY_IDENTITY), now)
-            except CommandError:
-                return
-            self.apply(resumed, now)
+    def journaled(self, step: MachineStep | None) -> list[Envelope]:
+        """As the live service: the step's events go into the journal (its requests serve nothing here)."""
+        if step is None or not step.events:
+            return []
+        return self.journal.append(step.events)
 
-    def feed(self, readings: list[Reading]) -> None:
-        for reading in readings:
-            self.apply(self.core.on_reading(reading, reading.time), reading.time)
+    def advance(self, until: float) -> Iterator[Envelope]:
+        """Handle every deadline of the machine up to `until`, earliest first, each at its own time."""
+        while (step := self.machine.tick(until)) is not None:
+            yield from self.journaled(step)
 
-    def advance(self, until: float) -> None:
-        """Handle every session and core deadline up to `until`, earliest first, each at its own time. The
-        session is woken only when its tick may report something: what it would send goes nowhere here."""
-        while True:
-            session_due = self.session.next_reading_deadline()
-            core_due = self.core.next_deadline()
-            due = min((d for d in (session_due, core_due) if d is not None), default=None)
-            if due is None or due > until:
-                return
-            self.now = max(self.now, due)
-            if session_due is not None and session_due <= due:
-                self.feed(self.session.tick(self.now))
-            else:
-                self.apply(self.core.on_tick(self.now), self.now)
-            self.session.data_to_send()  # nobody listens in a replay
+    def record(self, device: str, record: CaptureRecord) -> MachineStep | None:
+        now = self.machine.now
+        if record.direction == "rx":
+            return self.machine.feed(device, record.data, now)
+        if record.direction == "link":
+            info = record.info or {}
+            if info.get("event") == "open":
+                return self.machine.link_opened(device, now)
+            return self.machine.link_lost(device, now, str(info.get("reason", "link lost")))
+        return self.command(record)
 
-    def command(self, record: CaptureRecord) -> None:
+    def command(self, record: CaptureRecord) -> MachineStep | None:
         info = record.info or {}
         try:
             by = str(info.get("by", "supervisor"))
             command = parse_command(str(info.get("kind")), str(info.get("name")), info.get("payload"), by=by)
-            step, _ = self.core.on_command(command, self.now)
+            step, _ = self.machine.command(command, self.machine.now)
         except CommandError as exc:
             # accepted live, refused now: the replay is not telling the same story; say so, never hide it
             self.refused_commands += 1
@@ -220,11 +218,15 @@ class _Replayer:
                 "replay: recorded %s %s refused at %.3f: %s",
                 info.get("kind"),
                 info.get("name"),
-                self.now,
+                self.machine.now,
                 exc,
             )
-            return
-        self.apply(step, self.now)
+            return None
+        return step
+
+
+#: one thing that happened at the table: a record of a device's capture, or a camera's reading with its time
+_Item = tuple[str, CaptureRecord] | tuple[float, Reading]
 
 
 def replay(
@@ -234,59 +236,62 @@ def replay(
     auto_resume: bool = False,
     camera: list[tuple[float, Reading]] | None = None,
 ) -> Iterator[Envelope]:
-    """Yield every envelope the live service would have journaled for this capture, in order.
+    """Yield every envelope the live service would have journaled for this capture of the table's first
+    device, in order. `camera`: the camera's readings with their times (`camera_timeline`), merged in by
+    time."""
+    device = next(iter(config.devices))
+    yield from replay_table(config, {device: records}, auto_resume=auto_resume, camera=camera)
 
-    `camera`: the camera's readings with their times (`camera_timeline`), merged in by time."""
-    replayer = _Replayer(config, auto_resume)
-    expanded: list[CaptureRecord] = []
-    for record in records:
-        expanded.extend(_split_raw(record) if record.t is None else [record])
-    # tx is regenerated by the session; meta was read by replay_config
-    timeline: list[CaptureRecord | tuple[float, Reading]] = [
-        record for record in expanded if record.direction in ("rx", "link", "cmd")
-    ]
-    links_recorded = any(isinstance(r, CaptureRecord) and r.direction == "link" for r in timeline)
+
+def replay_table(
+    config: TableConfig,
+    captures: dict[str, list[CaptureRecord]],
+    *,
+    auto_resume: bool = False,
+    camera: list[tuple[float, Reading]] | None = None,
+) -> Iterator[Envelope]:
+    """Yield every envelope the live service would have journaled for these captures of the table's devices
+    (a shoe's and its shuffler's), in order: all of them go through one machine, merged by time (at equal
+    times in the order given, the cameras' readings last)."""
+    player = _Replay(config, auto_resume)
+    timeline: list[_Item] = []
+    unlinked: list[str] = []
+    for device, records in captures.items():
+        expanded: list[CaptureRecord] = []
+        for record in records:
+            expanded.extend(_split_raw(record) if record.t is None else [record])
+        # tx is regenerated by the session; meta was read by replay_config
+        items: list[_Item] = [(device, r) for r in expanded if r.direction in ("rx", "link", "cmd")]
+        if not any(r.direction == "link" for r in expanded):
+            unlinked.append(device)  # a device-only capture: the link was up when it starts
+        # by time; at equal times what came first first (sorted() is stable)
+        timeline = sorted([*timeline, *items], key=lambda item: _time(item, 0.0)) if timeline else items
     if camera:
-        # by time; at equal times the device bytes first (sorted() is stable)
         timeline = sorted([*timeline, *camera], key=lambda item: _time(item, 0.0))
 
+    machine = player.machine
     started = False
     for item in timeline:
-        t = _time(item, replayer.now + RAW_LINE_SPACING)
+        t = _time(item, machine.now + RAW_LINE_SPACING)
         if not started:
             started = True
-            replayer.now = t
-            if not links_recorded:  # a device-only capture: the link was up when it starts
-                replayer.feed(replayer.session.connection_made(t))
-        replayer.advance(t)
-        replayer.now = max(replayer.now, t)
-        if isinstance(item, tuple):
-            replayer.feed([item[1]])
-            yield from replayer.pending
-            replayer.pending.clear()
-            continue
-        record = item
-        if record.direction == "rx":
-            replayer.feed(replayer.session.data_received(record.data, replayer.now))
-        elif record.direction == "link":
-            info = record.info or {}
-            if info.get("event") == "open":
-                replayer.feed(replayer.session.connection_made(replayer.now))
-            else:
-                reason = str(info.get("reason", "link lost"))
-                replayer.feed(replayer.session.connection_lost(replayer.now, reason=reason))
+            machine.now = t
+            for device in unlinked:
+                yield from player.journaled(machine.link_opened(device, t))
+        yield from player.advance(t)
+        machine.now = max(machine.now, t)
+        if isinstance(item[1], CaptureRecord):
+            device, record = item
+            yield from player.journaled(player.record(str(device), record))
         else:
-            replayer.command(record)
-        replayer.session.data_to_send()  # nobody listens in a replay
-        yield from replayer.pending
-        replayer.pending.clear()
-    replayer.journal.close()
+            yield from player.journaled(machine.deliver([item[1]], machine.now))
+    player.journal.close()
 
 
-def _time(item: CaptureRecord | tuple[float, Reading], default: float) -> float:
-    if isinstance(item, tuple):
-        return item[0]
-    return item.t if item.t is not None else default
+def _time(item: _Item, default: float) -> float:
+    when = item[1].t if isinstance(item[1], CaptureRecord) else item[0]
+    assert not isinstance(when, str)
+    return when if when is not None else default
 
 
 def replay_file(
