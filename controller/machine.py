@@ -101,10 +101,10 @@ class TableMachine:
         """Bytes from `device`."""
         return self._session_step(device, now, lambda session: session.data_received(data, now))
 
-    def deliver(self, readings: list[Reading], now: float) -> MachineStep:
-        """Readings a device made itself (a camera: health, what its frames were read as)."""
+    def deliver(self, readings: list[Reading]) -> MachineStep:
+        """Readings a device made itself (a camera: health, what its frames were read as), at their times."""
         out = MachineStep(device=readings[0].device if readings else "")
-        self.now = max(self.now, now)
+        self.now = max([self.now, *(reading.time for reading in readings)])
         self._readings(out, readings)
         return self._drained(out)
 

@@ -284,7 +284,7 @@ def replay_table(
             device, record = item
             yield from player.journaled(player.record(str(device), record))
         else:
-            yield from player.journaled(machine.deliver([item[1]], machine.now))
+            yield from player.journaled(machine.deliver([item[1]]))
     player.journal.close()
 
 

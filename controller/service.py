@@ -1,14 +1,17 @@
 """The table service: the async shell around the pure core.
 
-device runners --readings--> TableCore --events--> Journal (commit) --> TableBus (MQTT) and local listeners
-commands (MQTT, panel) ----------------> TableCore.on_command (the one validated entry point)
+device links (bytes) ----+
+cameras (readings) ------+--> TableMachine --MachineStep--> Journal (commit) --> TableBus (MQTT), listeners
+commands (MQTT, panel) --+    (core + sessions)              then: bytes to the links, requests to the cameras
 
-Everything runs on one event loop and the core is called synchronously, so there is no interleaving inside it:
-each reading, deadline or command is applied, journaled with the core's state record in the same SQLite
-transaction, and only then published (and only then are the devices' acknowledgements sent: see
-`drivers.runner`).
+Everything runs on one event loop and the machine (`controller.machine`) is called synchronously, so there is
+no interleaving inside it: each input (a device's bytes or link event, a camera's readings, a deadline, a
+command) is one step of the machine, journaled with the core's state record in one SQLite transaction, and
+only then published, and only then are its bytes written to the devices (the acknowledgements among them are
+promises: see `drivers.runner`).
 
-Time is deadline-driven: the service sleeps until the core's next deadline or the next input, never polls.
+Time is deadline-driven: the service sleeps until the machine's next deadline (the core's and every
+session's, merged) or the next input, never polls.
 After a restart the core is built from the configuration and the journaled state record is applied to it
 (`controller.table_state`); a record that does not fit stops the start with one line, never a silent reset.
 """
@@ -29,17 +32,17 @@ from controller.commands import INPUTS, Command, CommandError, command_name
 from controller.config import ConfigError, TableConfig
 from controller.events import Envelope
 from controller.files import private_dir
-from controller.flow import DeviceRequest
 from controller.games import game_spec, make_flow
 from controller.games.card_flow import CardFlow
 from controller.journal import CommandReply, Journal
+from controller.machine import MachineStep, TableMachine
 from controller.retention import Housekeeping, evidence_since
-from controller.runtime import Step, TableCore
+from controller.runtime import TableCore
 from controller.table_state import decode_state
 from drivers.capture import CaptureWriter
 from drivers.readings import Reading
 from drivers.registry import is_camera, link_opener, session_class
-from drivers.runner import DeviceRunner
+from drivers.runner import Link
 from drivers.session import DeviceSession, UnknownDeviceCommand
 from drivers.waiting import wait_event
 
@@ -108,9 +111,6 @@ class TableService:
             self.journal.close()
             raise
         self._stored_state = self.core.export_state_json()
-        # the time of the last step applied: a deadline is handled at its own time, never before an input
-        # the core has already seen
-        self._last_step_time = 0.0
         # set after every step: the core's next deadline may have moved
         self._deadlines_changed = asyncio.Event()
         #: called with each journaled envelope, in order (the demo, the panel)
@@ -125,7 +125,8 @@ class TableService:
             client_id=config.broker.client_id or f"tablectl-{config.table.studio_id}-{config.table.table_id}",
             broker_may_refuse=broker_may_refuse,
         )
-        self.runners: dict[str, DeviceRunner] = {}
+        #: the links to the byte devices (their sessions are the machine's)
+        self.links: dict[str, Link] = {}
         #: camera devices (frames, not bytes): their health goes the same way as every device's
         self.cameras: dict[str, Any] = {}
         #: what serves a camera's device requests (`drivers.dice.station`: grab, keep, read, deliver)
@@ -139,58 +140,80 @@ class TableService:
             # a replay must hold hand-entered cards for the supervisor's commands as the table did (only
             # then: the meta of every other table stays as it was)
             meta["manual_card_confirmation"] = config.table.manual_card_confirmation
+        sessions: dict[str, DeviceSession] = {}
         for name, device in config.devices.items():
             if is_camera(device.protocol):
                 self.cameras[name] = self._build_camera(name, device.port, device.options, device.capture)
                 continue
-            session = build_session(name, device.protocol, device.options)
+            sessions[name] = build_session(name, device.protocol, device.options)
             capture = CaptureWriter(device.capture) if device.capture else None
             if capture is not None:
                 # what table recorded this, so that `tablectl replay` runs it with the same settings
                 capture.story("meta", meta, clock())
-            self.runners[name] = DeviceRunner(
-                session,
+            self.links[name] = Link(
+                name,
                 device.port,
+                _TableLink(self, name),
                 baudrate=device.baudrate or DEFAULT_BAUDRATE.get(device.protocol, 115200),
-                on_readings=self.on_readings,
                 clock=clock,
                 capture=capture,
                 open_link=link_opener(device.protocol),
             )
+        self.machine = TableMachine(self.core, sessions, outside=self.cameras)
+        for name in sessions:
             # A message journaled just before a crash, whose ACK may not have left: its repeat is a duplicate.
-            for last in self.journal.delivered(name):
-                session.delivered_before(last)
-        # Device requests leave through one queue, in order, sent by `_dispatch_loop`. Never sent from inside
-        # `_apply`: a runner delivering readings holds its own lock, and a request sent back to that runner
-        # from there (a shoe fault pausing the table locks that shoe) would wait on that lock forever.
-        self._requests: asyncio.Queue[tuple[DeviceRequest, asyncio.Future[None] | None]] = asyncio.Queue()
+            self.machine.delivered_before(name, self.journal.delivered(name))
         self._stopped = asyncio.Event()
         #: set when the service must stop because it can no longer keep its guarantees (journal unwritable)
         self.failure: str | None = None
         #: the retention task (it also knows what the table's files take: the metrics read it)
         self.housekeeping = self._housekeeping()
 
-    # -- the one path from the core to the world ---------------------------------------------------------
-    # Everything from the core's call to the journal commit and the publish is synchronous: no await, so one
-    # reading, tick or command is applied whole before anything else runs on the loop (no lock needed).
-    def _apply(
-        self,
-        step: Step,
-        *,
-        want_results: bool = False,
-        reply: CommandReply | None = None,
-        delivered: tuple[str, str] | None = None,
-    ) -> list[asyncio.Future[None]]:
-        """Journal, publish and queue the device requests of one step.
+    # -- the one path from the machine to the world -----------------------------------------------------
+    # Everything from the machine's call to the journal commit, the publish and the writes is synchronous: no
+    # await, so one input is applied whole before anything else runs on the loop (no lock needed).
+    def _apply(self, step: MachineStep, *, reply: CommandReply | None = None, command: bool = False) -> bool:
+        """Carry out one step of the machine: commit it, then write its bytes to the devices and hand its
+        requests to the cameras. Returns whether it was committed (False: the service is stopping, and no
+        byte of the step left: the device repeats what it was not told was kept). The requests the devices
+        refused are logged, unless they answer a `command` (its sender is told)."""
+        if not self.commit(step, reply=reply):
+            if step.writes:
+                log.error(
+                    "%s: none of the %d readings of this step was committed (%s); %d bytes for the devices "
+                    "withheld, so they repeat them",
+                    step.device or "table",
+                    len(step.readings),
+                    self.failure,
+                    sum(map(len, step.writes.values())),
+                )
+            return False
+        for name, data in step.writes.items():
+            self.links[name].write(data)
+        for request in step.requests:
+            # a camera's work (sic bo: read the dice) runs in its own task
+            self.dice_stations[request.device].request(request.command)
+        if not command:
+            for request, exc in step.refused:
+                if isinstance(exc, UnknownDeviceCommand):
+                    log.error("%s", exc)
+                else:
+                    log.error("could not send %s to %s: %r", request.command.name, request.device, exc)
+        return True
 
-        With `want_results`, returns one future per request, resolved when the device took it (or failed
-        with UnknownDeviceCommand): a command's sender is told if the device cannot do what was asked.
-        `reply` (a command's) is journaled with the step's events, in the same transaction, and so is
-        `delivered` (device, raw): the device message the step applied (the device repeats it until ACKed).
-        """
+    def commit(self, step: MachineStep, *, reply: CommandReply | None = None) -> bool:
+        """Journal and publish one step of the machine. Its events, the core's state record, a command's
+        `reply` and the step's delivered keys (the device messages it applied, which the device repeats
+        until ACKed) go into ONE transaction: committed together or not at all. Committed one by one, a crash
+        or a full disk between two commits would leave a line marked delivered whose card is recorded
+        nowhere: the device's repeat of it would then be dropped as a duplicate, and the card lost behind an
+        ACK. Returns False if it could not be journaled: the service then fail-stops."""
         if self.failure is not None:
-            return []  # stopping: nothing more may be published that is not journaled
+            return False  # stopping: nothing more may be published that is not journaled
         self._deadlines_changed.set()
+        if not step.applied and reply is None:
+            return True  # the core saw nothing (a heartbeat, a repeat): nothing to journal
+        delivered = (step.device, "\n".join(step.delivered)) if step.delivered else None
         state = self.core.export_state_json()
         state_changed = state != self._stored_state
         if step.events or reply is not None or delivered is not None or state_changed:
@@ -203,7 +226,7 @@ class TableService:
                 self.failure = f"cannot write the journal {self.journal_path}: {exc}"
                 log.critical("%s; stopping", self.failure)
                 self._stopped.set()
-                return []
+                return False
             self._stored_state = state
             if envelopes:
                 self.bus.events_committed()
@@ -216,38 +239,7 @@ class TableService:
             self._publish_state()
         for name in step.devices_changed:
             self.bus.set_device(name, self.core.devices[name].public())
-        futures: list[asyncio.Future[None]] = []
-        for request in step.requests:
-            future = asyncio.get_running_loop().create_future() if want_results else None
-            self._requests.put_nowait((request, future))
-            if future is not None:
-                futures.append(future)
-        return futures
-
-    async def _dispatch_loop(self) -> None:
-        while True:
-            request, future = await self._requests.get()
-            try:
-                runner = self.runners.get(request.device)
-                if request.device in self.cameras:
-                    # a camera's work (sic bo: read the dice) runs in its own task: the queue goes on
-                    self.dice_stations[request.device].request(request.command)
-                    if future is not None:
-                        future.set_result(None)
-                    continue
-                if runner is None:
-                    raise UnknownDeviceCommand(f"the table has no device {request.device!r}")
-                await runner.send(request.command)
-            except Exception as exc:
-                if future is not None:
-                    future.set_exception(exc)
-                elif isinstance(exc, UnknownDeviceCommand):
-                    log.error("%s", exc)
-                else:
-                    log.exception("could not send %s to %s", request.command.name, request.device)
-            else:
-                if future is not None:
-                    future.set_result(None)
+        return True
 
     def _publish_state(self) -> None:
         if not self.state_listeners:
@@ -267,26 +259,10 @@ class TableService:
         return state
 
     async def on_readings(self, readings: list[Reading]) -> None:
-        """Apply and journal what one session step of a device produced (one message: e.g. the device
-        coming online and its first card; or the few lines of one read). Returns only once they are
-        committed: the runner then sends the device its acknowledgement. Raises ServiceFailure if they could
-        not be committed.
-
-        All of them go into ONE journal transaction, with the "delivered" mark of the acknowledged lines
-        among them: committed together or not at all. Committed one by one, a crash or a full disk between
-        two commits would leave a line marked delivered whose card is recorded nowhere: the device's repeat
-        of it would then be dropped as a duplicate, and the card lost behind an ACK."""
-        step = Step()
-        delivered: list[str] = []
-        device = readings[0].device if readings else ""
-        for reading in readings:
-            self._last_step_time = max(self._last_step_time, reading.time)
-            if reading.ack and reading.ack not in delivered:
-                delivered.append(reading.ack)
-            step.merge(self.core.on_reading(reading, reading.time))
-        self._apply(step, delivered=(device, "\n".join(delivered)) if delivered else None)
-        if self.failure is not None:
-            raise ServiceFailure(self.failure)
+        """A camera's readings (health; what its frames were read as): one step of the machine. Returns once
+        they are committed; raises ServiceFailure if they could not be."""
+        if not self._apply(self.machine.deliver(readings)):
+            raise ServiceFailure(self.failure or "stopping")
 
     async def handle_command(self, command: Command) -> dict[str, Any]:
         """The single entry point for validated commands (from MQTT or the panel). CommandError propagates.
@@ -309,21 +285,19 @@ class TableService:
                     return data
                 raise CommandError(str(kept.reply.get("error", "refused")))
         now = self.clock()
-        self._last_step_time = max(self._last_step_time, now)
-        step, reply = self.core.on_command(command, now)
+        step, reply = self.machine.command(command, now)
         record = None
         if transaction is not None:
             record = CommandReply(command.by, transaction, name, {"status": "ok", "data": reply})
-        sent = self._apply(step, want_results=True, reply=record)
+        committed = self._apply(step, reply=record, command=True)
         self._record_command(command, now)
         reply["state"] = self.public_state()
         error: str | None = None
-        for future in sent:  # after the state change is committed: wait for the devices to take it
-            try:
-                await future
-            except UnknownDeviceCommand as exc:
-                error = str(exc)
-                break
+        for _, exc in step.refused if committed else []:  # what the devices could not take
+            if not isinstance(exc, UnknownDeviceCommand):
+                raise exc
+            error = str(exc)
+            break
         if record is not None and self.failure is None:
             # the reply as sent (with the state and the devices' answer) replaces the one kept with the events
             final = {"status": "error", "error": error} if error else {"status": "ok", "data": reply}
@@ -362,8 +336,8 @@ class TableService:
     def _record_command(self, command: Command, now: float) -> None:
         """An accepted command goes into the first device's capture: a replay applies it at its time."""
         primary = next(iter(game_spec(self.config.table.game).devices), None)
-        runner = self.runners.get(primary) if primary is not None else None
-        if runner is None or runner.capture is None:
+        link = self.links.get(primary) if primary is not None else None
+        if link is None or link.capture is None:
             return
         name = command_name(command)
         info = {
@@ -372,28 +346,27 @@ class TableService:
             "payload": command.model_dump(mode="json", exclude={"by"}),
             "by": command.by,
         }
-        runner._record_story("cmd", info, now)
+        link.record_story("cmd", info, now)
 
     async def _deadline_loop(self) -> None:
-        """Sleep until the core's next deadline (or until a step moved it), then handle what is due."""
+        """Sleep until the machine's next deadline (or until a step moved it), then handle what is due: each
+        deadline at its own time (the rule fired then, however late the loop woke up), one step each."""
         while True:
             self._deadlines_changed.clear()
-            deadline = self.core.next_deadline()
-            delay = None if deadline is None else deadline - self.clock()
-            if delay is not None and delay <= 0:
-                assert deadline is not None
-                # handled at its own time: the rule fired then, however late the loop woke up
-                now = max(deadline, self._last_step_time)
-                self._last_step_time = now
-                self._apply(self.core.on_tick(now))
+            deadline = self.machine.next_deadline()
+            now = self.clock()
+            if deadline is not None and deadline <= now:
+                step = self.machine.tick(now)
+                if step is not None:
+                    self._apply(step)
                 await asyncio.sleep(0)  # let readings and commands in between two due deadlines
                 continue
-            await wait_event(self._deadlines_changed, delay)
+            await wait_event(self._deadlines_changed, None if deadline is None else deadline - now)
 
     # -- lifecycle ----------------------------------------------------------------------------------------
     def _housekeeping(self) -> Housekeeping:
         """The retention task, configured from `[retention]`: it rotates the devices' captures."""
-        captures = [runner.capture for runner in self.runners.values() if runner.capture is not None]
+        captures = [link.capture for link in self.links.values() if link.capture is not None]
         cameras = [camera.capture for camera in self.cameras.values() if camera.capture is not None]
         return Housekeeping(
             self.config.retention,
@@ -416,19 +389,18 @@ class TableService:
             ", state restored after a restart" if self.restored else "",
         )
         if self.restored:
-            self._apply(self.core.recovered(self.clock()))
+            self._apply(self.machine.recovered(self.clock()))
         self._publish_state()
         for name in self.core.devices:
             self.bus.set_device(name, self.core.devices[name].public())
         try:
             async with asyncio.TaskGroup() as group:
                 group.create_task(self.bus.run(), name="mqtt-bus")
-                for name, runner in self.runners.items():
-                    group.create_task(runner.run(), name=f"device-{name}")
+                for name, link in self.links.items():
+                    group.create_task(link.run(), name=f"device-{name}")
                 for name, camera in self.cameras.items():
                     group.create_task(camera.run(), name=f"camera-{name}")
                 group.create_task(self._deadline_loop(), name="deadlines")
-                group.create_task(self._dispatch_loop(), name="device-requests")
                 group.create_task(self.housekeeping.run(), name="retention")
                 if ready is not None:
                     result = ready()
@@ -450,6 +422,23 @@ class TableService:
 
     def stop(self) -> None:
         self._stopped.set()
+
+
+class _TableLink:
+    """What the link of the table's device `name` tells goes to the table's machine, one step at a time."""
+
+    def __init__(self, service: TableService, name: str) -> None:
+        self.service = service
+        self.name = name
+
+    async def link_opened(self, now: float) -> None:
+        self.service._apply(self.service.machine.link_opened(self.name, now))
+
+    async def link_lost(self, now: float, reason: str) -> None:
+        self.service._apply(self.service.machine.link_lost(self.name, now, reason))
+
+    async def data_received(self, data: bytes, now: float) -> None:
+        self.service._apply(self.service.machine.feed(self.name, data, now))
 
 
 class ServiceFailure(RuntimeError):

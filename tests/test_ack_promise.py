@@ -170,19 +170,20 @@ async def test_on_a_full_tmpfs_the_service_fail_stops_and_acks_nothing_it_did_no
 
 
 # The service, with the window between the journal's commit and the ACK's write held open: after a card's
-# readings are committed it stops (blocking its event loop) before the runner can write the ACK.
+# step is committed it stops (blocking its event loop) before the step's bytes (the ACK) can be written.
 HOLD_ACK = """
 import os, sys, time
 import controller.service as service
 from drivers.readings import CardSeen
-applied = service.TableService.on_readings
-async def on_readings(self, readings):
-    await applied(self, readings)
-    if any(isinstance(r, CardSeen) for r in readings) and os.path.exists(os.environ["HOLD_ARM"]):
+committed = service.TableService.commit
+def commit(self, step, **kwargs):
+    done = committed(self, step, **kwargs)
+    if any(isinstance(r, CardSeen) for r in step.readings) and os.path.exists(os.environ["HOLD_ARM"]):
         os.unlink(os.environ["HOLD_ARM"])
         open(os.environ["HOLD_HELD"], "w").close()
         time.sleep(60)
-service.TableService.on_readings = on_readings
+    return done
+service.TableService.commit = commit
 from controller.cli import main
 sys.exit(main(sys.argv[1:]))
 """

@@ -24,7 +24,6 @@ from controller.config import config_from_dict
 from controller.journal import Journal
 from controller.service import ServiceFailure, TableService
 from drivers.line.framing import encode_line
-from drivers.shoe.session import ShoeSession
 
 T0 = 1_790_000_000.0
 
@@ -57,16 +56,13 @@ def table(tmp_path: Path, clock: Clock) -> TableService:
 async def feed(service: TableService, clock: Clock, line: str) -> None:
     """One line from the shoe, as the runner delivers it: the session's readings of it, in one call."""
     clock.now += 0.5
-    session: ShoeSession = service.runners["shoe"].session  # type: ignore[assignment]
-    readings = session.data_received(encode_line(line), clock.now)
-    session.data_to_send()
-    if readings:
-        await service.on_readings(readings)
+    service._apply(service.machine.feed("shoe", encode_line(line), clock.now))
 
 
 def tick(service: TableService, clock: Clock, seconds: float) -> None:
     clock.now += seconds
-    service._apply(service.core.on_tick(clock.now))
+    while (step := service.machine.tick(clock.now)) is not None:
+        service._apply(step)
 
 
 def dealt(journal_file: Path) -> list[str]:
@@ -120,7 +116,7 @@ async def test_the_first_line_after_a_restart_is_committed_whole(
 
     # restarted: the table recovers the round paused; the shoe's first line is its repeat of TH
     restarted = table(tmp_path, clock)
-    restarted._apply(restarted.core.recovered(clock.now))
+    restarted._apply(restarted.machine.recovered(clock.now))
     made = failing_after(restarted, commits, failure)
     try:
         await feed(restarted, clock, "CARD 0002 TH")
@@ -133,9 +129,9 @@ async def test_the_first_line_after_a_restart_is_committed_whole(
     # started again: the shoe repeats TH until a table ACKs it (a repeat of a line the journal marks
     # delivered is ACKed and dropped: it must then be in the journal already)
     again = table(tmp_path, clock)
-    again._apply(again.core.recovered(clock.now))
+    again._apply(again.machine.recovered(clock.now))
     await feed(again, clock, "CARD 0002 TH")
-    step, _ = again.core.on_command(Resume(by="supervisor"), clock.now)
+    step, _ = again.machine.command(Resume(by="supervisor"), clock.now)
     again._apply(step)
     for line in ("CARD 0003 3D", "CARD 0004 3C", "CARD 0005 7H", "CARD 0006 4D"):
         await feed(again, clock, line)

@@ -350,9 +350,9 @@ async def test_a_low_disk_shows_in_the_retained_status(mosquitto: MosquittoBroke
             capture = os.path.getsize(tmp_path / "captures" / "shoe.jsonl")
             assert 0 < disk["used_bytes"] <= journal + capture
             assert low.json()["status"] == "online"
-            runner = service.runners["shoe"]
-            assert runner.capture is not None and runner.capture.daily  # the captures rotate
-            assert runner.capture.max_bytes == config.retention.capture_max_bytes
+            link = service.links["shoe"]
+            assert link.capture is not None and link.capture.daily  # the captures rotate
+            assert link.capture.max_bytes == config.retention.capture_max_bytes
             StatusMessage.model_validate(low.json())  # the contract names the field
     finally:
         await shoe.stop()
