@@ -63,17 +63,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from controller.testing.baccarat_reference import ExpectedRound, as_expected, expected_rounds, from_reference
+from controller.testing.mosquitto import MosquittoBroker, MqttRecorder, find_binary, wait_until
+from controller.testing.table_process import BASE, TABLE, ServiceProcess, write_config
+from drivers.line.device import LoggedLine
+from drivers.line.fields import SEQ_MODULO, seq_text
+from drivers.shoe.simulator import ShoeFaults, ShoeSimulator
+
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_ROOT = BENCH_DIR.parent
-if str(REPO_ROOT) not in sys.path:  # `python bench/chaos.py` puts bench/, not the repo root, on the path
-    sys.path.insert(0, str(REPO_ROOT))
-
-from drivers.line.device import LoggedLine  # noqa: E402
-from drivers.line.fields import SEQ_MODULO, seq_text  # noqa: E402
-from drivers.shoe.simulator import ShoeFaults, ShoeSimulator  # noqa: E402
-from tests.baccarat_reference import ExpectedRound, expected_rounds  # noqa: E402
-from tests.mosquitto import MosquittoBroker, MqttRecorder, find_binary, wait_until  # noqa: E402
-from tests.test_service_e2e import BASE, TABLE, Service, write_config  # noqa: E402
 
 log = logging.getLogger("chaos")
 
@@ -101,8 +99,9 @@ STALL_S = 45.0
 # The service process for `kill_at_restart_repeat`: `tablectl run` with the journal's commit wrapped. Right
 # after the first commit that takes a device online (while the arm file exists) it writes what that commit
 # held to the fired file and dies at once, as a kill -9 would leave it: nothing after the commit happens.
+# (`ServiceProcess` runs `tablectl run` after it.)
 RESTART_HOOK = """
-import json, os, sys
+import json, os
 import controller.journal as journal
 append = journal.Journal.append
 def hooked(self, events, *args, **kwargs):
@@ -115,27 +114,7 @@ def hooked(self, events, *args, **kwargs):
         os._exit(137)
     return result
 journal.Journal.append = hooked
-from controller.cli import main
-sys.exit(main(sys.argv[1:]))
 """
-
-
-class HookedService(Service):
-    """`tablectl run` with `RESTART_HOOK`: killed right after its first commit that takes a device online."""
-
-    def __init__(self, config: Path, log: Path, arm: Path, fired: Path) -> None:
-        super().__init__(config, log)
-        self.env = {**os.environ, "CHAOS_ARM": str(arm), "CHAOS_FIRED": str(fired)}
-
-    def start(self) -> None:
-        with self.log.open("ab") as out:
-            self.process = subprocess.Popen(
-                [sys.executable, "-c", RESTART_HOOK, "-v", "run", "--config", str(self.config)],
-                cwd=REPO_ROOT,
-                env=self.env,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-            )
 
 
 def fault_plan(kinds: list[str], faults: int, seed: int) -> list[str]:
@@ -357,7 +336,7 @@ class Campaign:
             "round_gap_seconds = 0.5", f"round_gap_seconds = {self.settings.round_gap_seconds}"
         )
         config.write_text(text)
-        self.service = Service(config, self.workdir / "service.log")
+        self.service = ServiceProcess(config, self.workdir / "service.log")
         self.subscriber = MqttRecorder(
             self.broker, [f"{BASE}/events/#"], client_id="chaos-subscriber", persistent=True
         )
@@ -678,7 +657,12 @@ class Campaign:
         fired.unlink(missing_ok=True)
         arm.touch()
         normal = self.service
-        hooked = HookedService(normal.config, normal.log, arm, fired)
+        hooked = ServiceProcess(
+            normal.config,
+            normal.log,
+            hook=RESTART_HOOK,
+            env={"CHAOS_ARM": str(arm), "CHAOS_FIRED": str(fired)},
+        )
         self.service = hooked
         try:
             hooked.start()
@@ -1032,31 +1016,7 @@ class Campaign:
                 Violation("result", f"{len(results)} results for {len(expected)} rounds dealt")
             )
         for event, want in zip(results, expected, strict=False):
-            data = event["data"]
-            got = (
-                tuple(data["player"]["cards"]),
-                tuple(data["banker"]["cards"]),
-                data["player"]["total"],
-                data["banker"]["total"],
-                data["winner"],
-                data["player_pair"],
-                data["banker_pair"],
-                data["player_natural"],
-                data["banker_natural"],
-                data["last_round_of_shoe"],
-            )
-            ref = (
-                want.player,
-                want.banker,
-                want.player_total,
-                want.banker_total,
-                want.winner,
-                want.player_pair,
-                want.banker_pair,
-                want.player_natural,
-                want.banker_natural,
-                want.last_round_of_shoe,
-            )
+            got, ref = as_expected(event["data"]), from_reference(want)
             if got != ref:
                 self.violations.append(Violation("result", f"{event['subject']}: {got} != reference {ref}"))
 

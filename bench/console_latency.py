@@ -34,18 +34,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+from latency import git_commit, machine_info
+from playwright.async_api import expect
+
+from controller.testing.console import chromium, open_console
+from controller.testing.mosquitto import MosquittoBroker, find_binary, free_port
+from controller.testing.studio_sim import ROUND, SimulatedStudio
+
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_ROOT = BENCH_DIR.parent
-for path in (REPO_ROOT, BENCH_DIR):
-    if str(path) not in sys.path:
-        sys.path.insert(0, str(path))
-
-from latency import git_commit, machine_info  # noqa: E402
-from playwright.async_api import expect  # noqa: E402
-
-from tests.console_helpers import chromium, open_console  # noqa: E402
-from tests.mosquitto import MosquittoBroker, find_binary, free_port  # noqa: E402
-from tests.studio_sim import ROUND, SimulatedStudio  # noqa: E402
 
 OBSERVE_JS = """() => {
   window.__seen = [];

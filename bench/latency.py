@@ -42,18 +42,16 @@ from typing import Any
 
 import paho.mqtt.client as mqtt
 import serial
+from machine import git_commit, machine
 from paho.mqtt.enums import CallbackAPIVersion
+
+from controller.cards import Card, full_deck
+from controller.games.baccarat import next_position
+from controller.testing.mosquitto import MosquittoBroker, find_binary
+from drivers.line.framing import FrameError, encode_line, parse_frame, seq_text
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_ROOT = BENCH_DIR.parent
-if str(REPO_ROOT) not in sys.path:  # `python bench/latency.py` puts bench/, not the repo root, on the path
-    sys.path.insert(0, str(REPO_ROOT))
-
-from bench.machine import git_commit, machine  # noqa: E402
-from controller.cards import Card, full_deck  # noqa: E402
-from controller.games.baccarat import next_position  # noqa: E402
-from drivers.line.framing import FrameError, encode_line, parse_frame, seq_text  # noqa: E402
-from tests.mosquitto import MosquittoBroker, find_binary  # noqa: E402
 
 log = logging.getLogger("bench.latency")
 

@@ -1,30 +1,26 @@
 """The console's screenshots in docs/: `python docs/screenshots.py` (Mosquitto and Chromium, as the tests).
 
-A studio of 23 simulated tables (`tests/studio_sim.py`) and one real `tablectl run` (bac-024, a simulated shoe
-on TCP) share a Mosquitto; one simulated table goes offline (its Last Will), and bac-024's shoe is unplugged
-after two cards, so it pauses; a supervisor tries to resume it while the shoe is still out (the table refuses)
-and the console's page is photographed by headless Chromium: the grid, and the paused table.
+A studio of 23 simulated tables (`controller.testing.studio_sim`) and one real `tablectl run` (bac-024, a
+simulated shoe on TCP) share a Mosquitto; one simulated table goes offline (its Last Will), and bac-024's shoe
+is unplugged after two cards, so it pauses; a supervisor tries to resume it while the shoe is still out (the
+table refuses) and the console's page is photographed by headless Chromium: the grid, and the paused table.
 """
 
 from __future__ import annotations
 
 import asyncio
-import sys
 import tempfile
 from pathlib import Path
 
+from playwright.async_api import expect
+
+from controller.testing.console import chromium, open_console, running_console
+from controller.testing.mosquitto import MosquittoBroker, MqttRecorder, require_mosquitto, wait_until
+from controller.testing.studio_sim import SimulatedStudio
+from controller.testing.table_process import CARDS, TableProcess
+from drivers.shoe.simulator import ShoeSimulator
+
 DOCS = Path(__file__).resolve().parent
-REPO = DOCS.parent
-sys.path.insert(0, str(REPO))
-
-from playwright.async_api import expect  # noqa: E402
-
-from drivers.shoe.simulator import ShoeSimulator  # noqa: E402
-from tests.console_helpers import chromium, open_console, running_console  # noqa: E402
-from tests.mosquitto import MosquittoBroker, MqttRecorder, require_mosquitto, wait_until  # noqa: E402
-from tests.studio_sim import SimulatedStudio  # noqa: E402
-from tests.test_console_e2e import CARDS, TableProcess  # noqa: E402
-
 STUDIO = "lisbon-1"
 ROOT = f"studio/{STUDIO}/table/bac-024"
 
@@ -44,10 +40,7 @@ async def main() -> None:
         studio = SimulatedStudio(broker.port, STUDIO, 23, round_seconds=20.0, prefix="bac")
         shoe = ShoeSimulator(cards=CARDS * 5, cut_position=None)
         # on TCP, as a shoe behind a serial server would be: no local path in what the page shows
-        table = TableProcess(tmp, broker, "bac-024", await shoe.start_tcp())
-        table.config.write_text(
-            table.config.read_text().replace('studio_id = "s1"', f'studio_id = "{STUDIO}"')
-        )
+        table = TableProcess(tmp, broker, "bac-024", await shoe.start_tcp(), studio=STUDIO)
         try:
             studio.start()
             async with (

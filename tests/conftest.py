@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.mosquitto import MosquittoBroker, require_mosquitto
+from controller.testing.mosquitto import MosquittoBroker, require_mosquitto
 
 
 @pytest.fixture

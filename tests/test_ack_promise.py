@@ -11,10 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sqlite3
-import subprocess
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -26,12 +23,21 @@ from controller.events import CardDealt
 from controller.journal import Journal
 from controller.runtime import make_event
 from controller.service import ServiceFailure, TableService
+from controller.testing.mosquitto import MosquittoBroker, MqttRecorder, wait_until
+from controller.testing.table_process import (
+    BASE,
+    CARDS,
+    TABLE,
+    ServiceProcess,
+    draw,
+    events,
+    wait_event,
+    write_config,
+)
 from drivers.line.fields import seq_text
 from drivers.shoe.protocol import Ack, Card, Hello, State
 from drivers.shoe.session import ShoeSession
 from drivers.shoe.simulator import ShoeSimulator
-from tests.mosquitto import MosquittoBroker, MqttRecorder, wait_until
-from tests.test_service_e2e import BASE, CARDS, ROOT, TABLE, Service, draw, events, wait_event, write_config
 
 
 def journal_rows(path: Path, type_: str) -> list[dict]:
@@ -170,9 +176,10 @@ async def test_on_a_full_tmpfs_the_service_fail_stops_and_acks_nothing_it_did_no
 
 
 # The service, with the window between the journal's commit and the ACK's write held open: after a card's
-# step is committed it stops (blocking its event loop) before the step's bytes (the ACK) can be written.
+# step is committed it stops (blocking its event loop) before the step's bytes (the ACK) can be written
+# (then `tablectl run` starts: `ServiceProcess` ends every hook with it).
 HOLD_ACK = """
-import os, sys, time
+import os, time
 import controller.service as service
 from drivers.readings import CardSeen
 committed = service.TableService.commit
@@ -184,25 +191,7 @@ def commit(self, step, **kwargs):
         time.sleep(60)
     return done
 service.TableService.commit = commit
-from controller.cli import main
-sys.exit(main(sys.argv[1:]))
 """
-
-
-class AckHeldService(Service):
-    def __init__(self, config: Path, log: Path, arm: Path, held: Path) -> None:
-        super().__init__(config, log)
-        self.env = {**os.environ, "HOLD_ARM": str(arm), "HOLD_HELD": str(held)}
-
-    def start(self) -> None:
-        with self.log.open("ab") as out:
-            self.process = subprocess.Popen(
-                [sys.executable, "-c", HOLD_ACK, "-v", "run", "--config", str(self.config)],
-                cwd=ROOT,
-                env=self.env,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-            )
 
 
 async def test_a_card_journaled_but_not_yet_acked_at_a_crash_is_dealt_once(
@@ -210,8 +199,10 @@ async def test_a_card_journaled_but_not_yet_acked_at_a_crash_is_dealt_once(
 ) -> None:
     config = write_config(tmp_path, mosquitto, str(tmp_path / "shoe.pty"))
     arm, held = tmp_path / "arm", tmp_path / "held"
-    first = AckHeldService(config, tmp_path / "service.log", arm, held)
-    service = Service(config, tmp_path / "service.log")
+    first = ServiceProcess(
+        config, tmp_path / "service.log", hook=HOLD_ACK, env={"HOLD_ARM": str(arm), "HOLD_HELD": str(held)}
+    )
+    service = ServiceProcess(config, tmp_path / "service.log")
     async with MqttRecorder(mosquitto, [f"{BASE}/#"], client_id="held-watch", persistent=True) as watch:
         first.start()
         try:

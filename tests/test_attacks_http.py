@@ -17,9 +17,9 @@ from controller.metrics import TableMetrics, serve_metrics
 from controller.panel import serve_panel
 from controller.panel.auth import hash_pin
 from controller.service import TableService
+from controller.testing.console import running_console
+from controller.testing.mosquitto import HOST, MosquittoBroker, free_port, secured_broker, wait_until
 from drivers.shoe.simulator import ShoeSimulator
-from tests.console_helpers import running_console
-from tests.mosquitto import HOST, MosquittoBroker, free_port, secured_broker, wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 PASSWORDS = {"table-t1": "table-pw", "supervisor-a": "a-pw"}

@@ -18,10 +18,19 @@ from hypothesis import strategies as st
 
 from controller.flow import FlowOutput, InputRejected, Phase
 from controller.games.baccarat import BaccaratFlow, BaccaratResult, BaccaratSettings
+from controller.testing import card_table
+from controller.testing.baccarat_reference import CARDS_PER_ROUND_MAX, ExpectedRound, expected_rounds
+from controller.testing.card_table import (
+    ALL_CODES,
+    LOCK,
+    UNLOCK,
+    DrivesCardFlow,
+    dealt_positions,
+    event_types,
+    held,
+    only,
+)
 from drivers.readings import CardSeen, CutCardSeen, DeviceFault, DeviceStatus
-from tests import card_table
-from tests.baccarat_reference import CARDS_PER_ROUND_MAX, ExpectedRound, expected_rounds
-from tests.card_table import ALL_CODES, LOCK, UNLOCK, DrivesCardFlow, dealt_positions, event_types, held, only
 
 TABLE = "bac1"
 

@@ -17,10 +17,10 @@ from pathlib import Path
 import httpx
 
 from controller.panel.auth import hash_pin
+from controller.testing.blackjack_reference import names_card
+from controller.testing.mosquitto import MosquittoBroker, MqttRecorder, free_port, wait_until
+from controller.testing.table_process import ServiceProcess
 from drivers.shoe.simulator import ShoeSimulator
-from tests.blackjack_reference import names_card
-from tests.mosquitto import MosquittoBroker, MqttRecorder, free_port, wait_until
-from tests.test_service_e2e import Service
 
 TABLE = "bj-e2e"
 BASE = f"studio/s1/table/{TABLE}"
@@ -99,7 +99,7 @@ async def test_the_hole_card_survives_a_kill_9_and_is_never_shown_before_its_rev
     panel_port = free_port()
     config = write_config(tmp_path, mosquitto, str(tmp_path / "shoe.pty"), panel_port)
     log = tmp_path / "service.log"
-    service = Service(config, log)
+    service = ServiceProcess(config, log)
     streamed = bytearray()
     stop_stream = asyncio.Event()
     stream = asyncio.create_task(watch_stream(panel_port, streamed, stop_stream))

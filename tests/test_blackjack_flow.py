@@ -6,85 +6,22 @@ from __future__ import annotations
 
 import json
 import random
-from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 
-from controller.commands import TABLE_COMMANDS, CommandError, parse_command
+from controller.commands import CommandError, parse_command
 from controller.flow import FlowOutput, InputRejected, secret_fields
-from controller.games import game_spec, make_flow
+from controller.games import game_spec
 from controller.games.blackjack import LiveBlackjackFlow
 from controller.games.blackjack_rules import Allowed, basic_strategy_h17, hand_total
 from controller.games.infinite_blackjack import InfiniteBlackjackFlow
 from controller.games.single_deck_blackjack import SingleDeckBlackjackFlow
 from controller.runtime import TableCore
+from controller.testing.blackjack_reference import names_card, strategy
 from drivers.readings import CardSeen, CutCardSeen, DeviceOnline
 from drivers.shoe.simulator import shuffled_shoe
-from tests.blackjack_reference import names_card, strategy
-from tests.card_table import DrivesCardFlow
-
-T0 = 1_700_000_000.0
-
-
-def types(out: FlowOutput) -> list[str]:
-    return [event.type for event in out.events]
-
-
-def of(out: FlowOutput, kind: str) -> list[dict[str, Any]]:
-    return [event.data for event in out.events if event.type == kind]
-
-
-@dataclass
-class Table(DrivesCardFlow):
-    game: str
-    settings: dict[str, Any] = field(default_factory=dict)
-    now: float = T0
-    seq: int = 0
-    flow: Any = field(init=False)
-    log: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        spec = game_spec(self.game)
-        self.flow = make_flow(self.game, "bj1", spec.settings_class().model_validate(self.settings))
-
-    def keep(self, out: FlowOutput) -> FlowOutput:
-        self.log += [(event.type, event.data) for event in out.events]
-        return out
-
-    def deal(self, *codes: str) -> FlowOutput:
-        out = FlowOutput()
-        for code in codes:
-            out.extend(self.card(code))
-        return self.keep(out)
-
-    def send(self, name: str, **payload: Any) -> FlowOutput:
-        kind = "commands" if name in TABLE_COMMANDS else "inputs"
-        command = parse_command(kind, name, payload, by="rules-engine")
-        data = command.model_dump(exclude={"transaction", "by"})
-        return self.keep(self.flow.on_input(name, data, self.now))
-
-    def refused(self, name: str, match: str, **payload: Any) -> None:
-        before = json.dumps(self.flow.export_state(), sort_keys=True)
-        with pytest.raises(InputRejected, match=match):
-            self.send(name, **payload)
-        assert json.dumps(self.flow.export_state(), sort_keys=True) == before, "a refusal changed the state"
-
-    def open_round(self) -> FlowOutput:
-        out = self.keep(self.tick_to_deadline())
-        assert "round.opened" in types(out), types(out)
-        out.extend(self.keep(self.tick_to_deadline()))  # betting closes by its timer
-        assert "round.betting_closed" in types(out)
-        return out
-
-    def expire(self) -> FlowOutput:
-        """Let the decision (or insurance) window run out: the disconnect policy decides."""
-        return self.keep(self.tick_to_deadline())
-
-    @property
-    def state(self) -> dict[str, Any]:
-        return self.flow.public_state()
-
+from tests.blackjack_table import T0, Table, burn, infinite, live, of, ready_infinite, single, types
 
 # --- the rules ---------------------------------------------------------------------------------------------
 
@@ -137,10 +74,6 @@ def test_the_basic_strategy_chart_agrees_with_the_spoken_rules_everywhere() -> N
 
 
 # --- Live Blackjack --------------------------------------------------------------------------------------
-
-
-def live(**settings: Any) -> Table:
-    return Table("blackjack", {"seats": 3, **settings})
 
 
 def test_live_deals_every_box_then_the_dealer_then_every_box_again_and_no_hole_card() -> None:
@@ -387,10 +320,6 @@ def test_a_round_of_seated_boxes_is_restored_and_a_table_without_one_of_them_ref
 # --- Single-deck Blackjack ------------------------------------------------------------------------------
 
 
-def single() -> Table:
-    return Table("single_deck_blackjack")
-
-
 def test_single_deck_deals_player_dealer_player_and_the_dealer_face_down() -> None:
     table = single()
     out = table.open_round()
@@ -480,15 +409,6 @@ def test_single_deck_no_answer_hits_to_twelve_then_stands() -> None:
 # --- Infinite Blackjack ------------------------------------------------------------------------------------
 
 
-def infinite(**settings: Any) -> Table:
-    return Table("infinite_blackjack", settings)
-
-
-def burn(table: Table, shown: str, count: int) -> FlowOutput:
-    out = table.deal(shown)
-    return out.extend(table.deal(*[f"{'23456789'[i % 8]}C" for i in range(count)]))
-
-
 def core_for(table: Table) -> TableCore:
     core = TableCore(table_id="bj1", game=table.game, flow=table.flow, devices=["shoe"])
     core.on_reading(DeviceOnline(device="shoe", time=table.now), table.now)
@@ -550,15 +470,6 @@ def test_infinite_wrong_burn_count_pauses_the_table() -> None:
         "burn count wrong: 2 card(s) burned, the shown AS asks for 1"
     ]
     assert "reshuffle" in over.flow.prompt
-
-
-def ready_infinite(**settings: Any) -> Table:
-    table = infinite(**settings)
-    table.tick_to_deadline()
-    burn(table, "2S", 2)
-    table.send("burn_done")
-    table.open_round()
-    return table
 
 
 def test_infinite_round_common_hand_peek_sequence_and_the_dealer_stands_on_soft_17() -> None:

@@ -5,26 +5,22 @@ policy: the disconnect policy decides every hand at once)."""
 
 from __future__ import annotations
 
-from collections import defaultdict
-from typing import Any
-
 import pytest
 
 from controller.events import Envelope
 from controller.replay import replay, replay_config
+from controller.testing.blackjack_capture import (
+    boxed_story,
+    by_round,
+    record_infinite,
+    record_live,
+    record_single_deck,
+    reference_story,
+)
+from controller.testing.blackjack_reference import names_card
 from drivers.shoe.simulator import ShoeFaults
-from tests.blackjack_capture import record_infinite, record_live, record_single_deck
-from tests.blackjack_reference import BoxedRound, names_card
 
 FAULTS = ShoeFaults(noread_rate=0.04, bad_checksum_rate=0.05, noise_rate=0.05, duplicate_rate=0.05)
-
-
-def by_round(envelopes: list[Envelope], kind: str) -> dict[str, list[dict[str, Any]]]:
-    found: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for envelope in envelopes:
-        if envelope.type == kind and envelope.subject is not None:
-            found[envelope.subject].append(envelope.data)
-    return found
 
 
 def assert_clean(envelopes: list[Envelope], rx: bytes) -> None:
@@ -33,37 +29,6 @@ def assert_clean(envelopes: list[Envelope], rx: bytes) -> None:
     assert "card.rejected" not in types and "round.voided" not in types and "round.paused" not in types
     assert [int(e.sequence) for e in envelopes] == list(range(1, len(envelopes) + 1))
     assert any(e.type == "card.dealt" and e.data["rescan"] for e in envelopes)
-
-
-def boxed_story(envelopes: list[Envelope]) -> list[tuple]:
-    decisions = by_round(envelopes, "blackjack.decision")
-    story = []
-    for envelope in envelopes:
-        if envelope.type != "round.result":
-            continue
-        data = envelope.data
-        hands = tuple(
-            (h["seat"], h["hand"], tuple(h["cards"]), h["doubled"], h["split"], h["outcome"])
-            for h in data["hands"]
-        )
-        made = tuple((d["seat"], d["hand"], d["action"]) for d in decisions[envelope.subject])
-        story.append((hands, tuple(data["dealer"]["cards"]), made, data["last_round_of_shoe"]))
-    return story
-
-
-def reference_story(rounds: list[BoxedRound]) -> list[tuple]:
-    return [
-        (
-            tuple(
-                (h.seat, h.number, tuple(h.cards), h.doubled, h.split, outcome)
-                for h, outcome in zip(r.hands, r.outcomes, strict=True)
-            ),
-            tuple(r.dealer),
-            tuple(r.decisions),
-            r.last_of_shoe,
-        )
-        for r in rounds
-    ]
 
 
 def test_live_blackjack_replay_of_two_faulty_shoes_matches_the_reference() -> None:
@@ -144,7 +109,7 @@ def test_infinite_blackjack_replay_of_three_shoes_matches_the_reference(seed: in
 
 
 def _bust(cards: list[str]) -> bool:
-    from tests.blackjack_reference import total
+    from controller.testing.blackjack_reference import total
 
     return total(cards)[0] > 21
 

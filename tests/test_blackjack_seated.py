@@ -11,8 +11,8 @@ from controller.commands import parse_command
 from controller.config import config_from_dict
 from controller.events import Envelope
 from controller.service import TableService
+from controller.testing.mosquitto import MosquittoBroker, MqttRecorder, wait_until
 from drivers.shoe.simulator import ShoeSimulator
-from tests.mosquitto import MosquittoBroker, MqttRecorder, wait_until
 
 ROOT = "studio/s1/table/seats"
 

@@ -16,7 +16,7 @@ import pytest
 
 from controller.bus import BrokerSettings
 from controller.config import ConfigError, config_from_dict, plain_password_warning, redact_url
-from tests.mosquitto import free_port
+from controller.testing.mosquitto import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 SECRET = "s3cr3t-Pa55"

@@ -25,8 +25,7 @@ from controller.config import BrokerSettings, TableConfig, config_from_dict, loa
 from controller.events import Envelope, Event, RoundClosed, RoundOpened, make_event
 from controller.journal import Journal
 from controller.service import TableService
-from drivers.shoe.simulator import ShoeSimulator
-from tests.mosquitto import (
+from controller.testing.mosquitto import (
     MosquittoBroker,
     MqttRecorder,
     Received,
@@ -37,6 +36,7 @@ from tests.mosquitto import (
     secured_broker,
     wait_until,
 )
+from drivers.shoe.simulator import ShoeSimulator
 
 ROOT = "studio/s1/table/t1"
 REPO = Path(__file__).resolve().parent.parent
@@ -394,8 +394,8 @@ async def test_last_will_says_offline_when_the_controller_is_killed(
     journal_path = tmp_path / "table.sqlite"
 
     def start_controller(append: int) -> subprocess.Popen[bytes]:
-        command = [sys.executable, "-m", "tests.bus_process", "--url", mosquitto.url, "--root", ROOT,
-                   "--journal", str(journal_path), "--append", str(append)]  # fmt: skip
+        command = [sys.executable, "-m", "controller.testing.bus_process", "--url", mosquitto.url,
+                   "--root", ROOT, "--journal", str(journal_path), "--append", str(append)]  # fmt: skip
         return subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
     async with MqttRecorder(mosquitto, [f"{ROOT}/status", f"{ROOT}/events/#"]) as watcher:

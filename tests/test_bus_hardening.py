@@ -24,8 +24,7 @@ from controller.events import RoundOpened, make_event
 from controller.journal import Journal
 from controller.metrics import TableMetrics
 from controller.service import TableService
-from drivers.shoe.simulator import ShoeSimulator
-from tests.mosquitto import (
+from controller.testing.mosquitto import (
     ExampleBroker,
     MosquittoBroker,
     MqttRecorder,
@@ -33,6 +32,7 @@ from tests.mosquitto import (
     mqtt5_connect,
     wait_until,
 )
+from drivers.shoe.simulator import ShoeSimulator
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = load_config(REPO / "examples" / "baccarat.toml", environ={})

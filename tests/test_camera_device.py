@@ -12,9 +12,9 @@ from controller.commands import Resume
 from controller.config import config_from_dict
 from controller.events import Envelope
 from controller.service import TableService
+from controller.testing.mosquitto import MosquittoBroker, wait_until
 from drivers.camera import SyntheticSource
 from drivers.shoe.simulator import ShoeSimulator
-from tests.mosquitto import MosquittoBroker, wait_until
 
 
 async def test_a_covered_camera_pauses_the_round_and_its_recovery_lets_it_resume(

@@ -23,10 +23,10 @@ from controller.games.baccarat import BaccaratFlow, BaccaratSettings
 from controller.games.card_flow import PROMPT_SHUFFLING, CardFlow
 from controller.games.stud import StudFlow, StudSettings
 from controller.runtime import TableCore
+from controller.testing.card_table import UNLOCK, DrivesCardFlow, event_types, held, only
 from drivers.line.framing import encode_line
 from drivers.readings import CutCardSeen, DeviceOnline, Reading
 from drivers.shuffler.session import ShufflerSession
-from tests.card_table import UNLOCK, DrivesCardFlow, event_types, held, only
 
 T0 = 1_700_000_000.0
 

@@ -10,11 +10,7 @@ not send commands sees the broker's refusal (MQTT 5 PUBACK 0x87) as it came.
 
 from __future__ import annotations
 
-import os
 import re
-import signal
-import subprocess
-import sys
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -23,20 +19,19 @@ from typing import Any
 import pytest
 from playwright.async_api import expect
 
-from drivers.shoe.simulator import ShoeSimulator
-from tests.console_helpers import (
+from controller.testing.console import (
     chromium,
     console_client,
     open_console,
     running_console,
     tile_order,
 )
-from tests.mosquitto import MosquittoBroker, MqttRecorder, secured_broker, wait_until
+from controller.testing.mosquitto import MosquittoBroker, MqttRecorder, secured_broker, wait_until
+from controller.testing.table_process import CARDS, TableProcess
+from drivers.shoe.simulator import ShoeSimulator
 
-ROOT = Path(__file__).resolve().parent.parent
 STUDIO = "s1"
 TABLES = ("bac-1", "bac-2", "bac-3")
-CARDS = ["9S", "8D", "KC", "5H", "2C", "3D", "4H", "TS", "AS", "QD"]
 PASSWORDS = {
     **{f"table-{table}": f"pw-{table}" for table in TABLES},
     "supervisor-desk-1": "desk-1-pw",
@@ -85,62 +80,6 @@ def broker(tmp_path: Path) -> Iterator[MosquittoBroker]:
         secured.kill()
 
 
-class TableProcess:
-    """`tablectl run` for one table, as systemd runs it (the password in the environment)."""
-
-    def __init__(self, tmp_path: Path, broker: MosquittoBroker, table: str, port: str) -> None:
-        self.table = table
-        self.log = tmp_path / f"{table}.log"
-        self.config = tmp_path / f"{table}.toml"
-        self.config.write_text(
-            f"""
-[table]
-studio_id = "{STUDIO}"
-table_id = "{table}"
-game = "baccarat"
-data_dir = "{tmp_path / table}"
-
-[broker]
-url = "{broker.url}"
-username = "table-{table}"
-keepalive = 5
-
-[devices.shoe]
-protocol = "shoe-line"
-port = "{port}"
-
-[game]
-betting_seconds = 1.0
-round_gap_seconds = 0.5
-decks = 8
-"""
-        )
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        env = {**os.environ, "TABLECTL__BROKER__PASSWORD": f"pw-{self.table}"}
-        with self.log.open("ab") as out:
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "controller.cli", "-v", "run", "--config", str(self.config)],
-                cwd=ROOT,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                env=env,
-            )
-
-    def stop(self) -> int | None:
-        if self.process is None:
-            return None
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        return self.process.returncode
-
-
 @pytest.fixture
 async def studio(
     tmp_path: Path, broker: MosquittoBroker
@@ -150,7 +89,7 @@ async def studio(
         for table in TABLES:
             shoe = ShoeSimulator(cards=CARDS * 5, cut_position=None)
             port = await shoe.start_pty(str(tmp_path / f"{table}.pty"))
-            process = TableProcess(tmp_path, broker, table, port)
+            process = TableProcess(tmp_path, broker, table, port, studio=STUDIO)
             process.start()
             tables[table] = (process, shoe)
         yield tables

@@ -21,8 +21,15 @@ import pytest
 
 from controller.console.app import EXTRA_CONNECTIONS, ConsoleSession
 from controller.http_server import REJECTIONS
-from tests.console_helpers import running_console
-from tests.mosquitto import HOST, ExampleBroker, MosquittoBroker, free_port, secured_broker, wait_until
+from controller.testing.console import running_console
+from controller.testing.mosquitto import (
+    HOST,
+    ExampleBroker,
+    MosquittoBroker,
+    free_port,
+    secured_broker,
+    wait_until,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 STUDIO = "s1"

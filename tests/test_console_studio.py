@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from playwright.async_api import expect
 
-from tests.console_helpers import chromium, open_console, running_console, tile_order
-from tests.mosquitto import MosquittoBroker
-from tests.studio_sim import SimulatedStudio
+from controller.testing.console import chromium, open_console, running_console, tile_order
+from controller.testing.mosquitto import MosquittoBroker
+from controller.testing.studio_sim import SimulatedStudio
 
 STUDIO = "sim-studio"
 StudioFactory = Callable[..., SimulatedStudio]

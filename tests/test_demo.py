@@ -7,8 +7,8 @@ import json
 import jsonschema
 
 from controller.schema import event_schema
-from tests.demo_process import run_demo
-from tests.mosquitto import MosquittoBroker
+from controller.testing.demo_process import run_demo
+from controller.testing.mosquitto import MosquittoBroker
 
 
 def demo(*args: str) -> list[dict]:

@@ -11,8 +11,8 @@ import jsonschema
 import pytest
 
 from controller.schema import event_schema
-from tests.blackjack_reference import names_card
-from tests.demo_process import demo_command, run_demos
+from controller.testing.blackjack_reference import names_card
+from controller.testing.demo_process import demo_command, run_demos
 
 ROUNDS = {"blackjack": 2, "single_deck_blackjack": 3, "infinite_blackjack": 6}
 

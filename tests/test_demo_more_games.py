@@ -12,9 +12,9 @@ import pytest
 from controller.games.andar_bahar import AndarBaharResult
 from controller.games.stud import StudResult
 from controller.schema import event_schema
+from controller.testing.demo_process import demo_command as demo_command_of
+from controller.testing.demo_process import run_demos
 from drivers.shoe.simulator import ShoeDevice, shuffled_shoe
-from tests.demo_process import demo_command as demo_command_of
-from tests.demo_process import run_demos
 
 ROUNDS = 2
 

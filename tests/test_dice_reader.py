@@ -8,7 +8,6 @@ import math
 import os
 import re
 from collections import Counter
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from calibration.dice import LabelledDie, LabelledImage, calibrate, load_yolo_folder
+from calibration.dice import calibrate, load_yolo_folder
 from drivers.dice.reader import (
     FACES,
     DiceCalibration,
@@ -35,97 +34,19 @@ from drivers.dice.reader import (
     _nonzero,
     _singular_ratio,
 )
-
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "dice"
-
-# --- synthetic dice -------------------------------------------------------------------------------------
-
-SUPERSAMPLE = 4  # drawn 4x larger then shrunk: soft, anti-aliased edges as a camera sees them
-FELT = (38, 104, 34)  # BGR
-IVORY = (232, 236, 238)
-INK = (28, 24, 22)
-PIP_SPACING = 0.27  # pip grid unit / die side
-PIP_RADIUS = 0.085  # / die side
-SIDE = 60.0
-Pips = Sequence[tuple[int, int]]
-
-
-def _rotation(angle: float) -> np.ndarray:
-    t = math.radians(angle)
-    return np.array([[math.cos(t), -math.sin(t)], [math.sin(t), math.cos(t)]])
-
-
-def die_outline(centre: tuple[float, float], side: float, angle: float) -> np.ndarray:
-    """A rounded square, as dice are."""
-    half, radius = side / 2, side * 0.14
-    points = []
-    for cx, cy, start in (
-        (half - radius, half - radius, 0),
-        (-half + radius, half - radius, 90),
-        (-half + radius, -half + radius, 180),
-        (half - radius, -half + radius, 270),
-    ):
-        for step in range(7):
-            a = math.radians(start + 15 * step)
-            points.append((cx + radius * math.cos(a), cy + radius * math.sin(a)))
-    return np.array(points) @ _rotation(angle).T + np.array(centre)
-
-
-def die_box(centre: tuple[float, float], side: float, angle: float) -> tuple[float, float, float, float]:
-    points = die_outline(centre, side, angle)
-    (x0, y0), (x1, y1) = points.min(axis=0), points.max(axis=0)
-    return (float(x0), float(y0), float(x1 - x0), float(y1 - y0))
-
-
-def die(
-    centre: tuple[float, float], value: int, angle: float = 0.0, side: float = SIDE, **extra: Any
-) -> dict[str, Any]:
-    return {"centre": centre, "value": value, "angle": angle, "side": side, **extra}
-
-
-def scene(dice: Sequence[dict[str, Any]], size: tuple[int, int] = (640, 480), seed: int = 0) -> np.ndarray:
-    """Dice on green felt, slightly blurred, with sensor noise. A die's `pips` (grid positions) overrides its
-    value's pattern (to draw impossible faces)."""
-    width, height = size
-    canvas = np.empty((height * SUPERSAMPLE, width * SUPERSAMPLE, 3), np.uint8)
-    canvas[:] = FELT
-    for spec in dice:
-        outline = die_outline(spec["centre"], spec["side"], spec["angle"]) * SUPERSAMPLE
-        cv2.fillPoly(canvas, [np.round(outline).astype(np.int32)], IVORY, lineType=cv2.LINE_AA)
-        pips: Pips = spec.get("pips") or FACES[spec["value"]]
-        for gx, gy in pips:
-            offset = _rotation(spec["angle"]) @ (np.array([gx, gy], float) * PIP_SPACING * spec["side"])
-            px, py = (offset + np.array(spec["centre"])) * SUPERSAMPLE
-            radius = round(PIP_RADIUS * spec["side"] * SUPERSAMPLE)
-            cv2.circle(canvas, (round(px), round(py)), radius, INK, -1, lineType=cv2.LINE_AA)
-    image = cv2.resize(canvas, (width, height), interpolation=cv2.INTER_AREA)
-    image = cv2.GaussianBlur(image, (0, 0), 0.6)
-    noise = np.random.default_rng(seed).normal(0, 2.5, image.shape)
-    return np.clip(image.astype(np.float32) + noise, 0, 255).astype(np.uint8)
-
-
-def labelled(dice: Sequence[dict[str, Any]], image: np.ndarray, name: str) -> LabelledImage:
-    labels = tuple(LabelledDie(d["value"], die_box(d["centre"], d["side"], d["angle"])) for d in dice)
-    return LabelledImage(image, labels, name=name)
-
-
-def training_set(images: int = 24, seed: int = 7) -> list[LabelledImage]:
-    """Three dice per image, every face equally often, at random angles and sizes 54-66 px."""
-    rng = np.random.default_rng(seed)
-    values = [value for value in range(1, 7) for _ in range(images // 2)]
-    rng.shuffle(values)
-    examples = []
-    for index in range(images):
-        dice = []
-        for slot_number, slot in enumerate(rng.permutation(6)[:3]):
-            centre = (
-                110 + (slot % 3) * 210 + rng.uniform(-30, 30),
-                130 + (slot // 3) * 220 + rng.uniform(-30, 30),
-            )
-            value = int(values[index * 3 + slot_number])
-            dice.append(die(centre, value, rng.uniform(0, 90), rng.uniform(54, 66)))
-        examples.append(labelled(dice, scene(dice, seed=1000 + index), f"train-{index}"))
-    return examples
+from tests.dice_scenes import (
+    DATA,
+    IVORY,
+    PIP_SPACING,
+    SIDE,
+    THREE,
+    Pips,
+    crop_reading,
+    die,
+    rotation,
+    scene,
+    training_set,
+)
 
 
 @pytest.fixture(scope="module")
@@ -137,8 +58,6 @@ def calibration() -> DiceCalibration:
 def reader(calibration: DiceCalibration) -> DiceReader:
     return DiceReader(calibration)
 
-
-THREE = [die((150, 200), 2, 10), die((320, 240), 5, 35), die((480, 300), 6, 70)]
 
 # --- synthetic: what must be read ------------------------------------------------------------------------
 
@@ -391,7 +310,7 @@ def test_never_a_confident_wrong_value(
     image = np.clip(image.astype(np.float32) * gain, 0, 255).astype(np.uint8)
     if mark is not None:
         dx, dy, radius, darkness = mark
-        ox, oy = _rotation(angle) @ np.array([dx, dy]) * side
+        ox, oy = rotation(angle) @ np.array([dx, dy]) * side
         centre = (round(x + ox), round(y + oy))
         grey = round(darkness * IVORY[0] * gain)
         cv2.circle(image, centre, max(1, round(radius * side)), (grey, grey, grey), -1, cv2.LINE_AA)
@@ -427,16 +346,6 @@ def real_data(name: str) -> Path:
             pytest.fail(message)
         pytest.skip(message)
     return folder
-
-
-def crop_reading(
-    reader: DiceReader, image: np.ndarray, centre: tuple[float, float], side: float
-) -> int | None:
-    """Read the die at a labelled centre in a crop 3 die sides wide (the label only says where to look)."""
-    half = 1.5 * side
-    x0, y0 = max(0, round(centre[0] - half)), max(0, round(centre[1] - half))
-    crop = image[y0 : round(centre[1] + half), x0 : round(centre[0] + half)]
-    return reader.read_die_at(crop, (centre[0] - x0, centre[1] - y0)).value
 
 
 def test_real_webcam_photos_no_confident_wrong_reading() -> None:

@@ -22,9 +22,9 @@ from controller.games.card_flow import MAX_WRONG_CONFIRMATIONS
 from controller.panel.app import DEALER_ACTIONS
 from controller.runtime import Step, TableCore
 from controller.service import TableService, build_core
+from controller.testing.mosquitto import MosquittoBroker, MqttRecorder, wait_until
 from drivers.readings import CardSeen, CardUnread, DeviceOnline
 from drivers.shoe.simulator import ShoeSimulator
-from tests.mosquitto import MosquittoBroker, MqttRecorder, wait_until
 
 T0 = 1_790_000_000.0
 ROOT = "studio/s1/table/t1"
@@ -285,7 +285,7 @@ async def test_a_supervisor_confirms_over_mqtt_and_card_dealt_names_both(
 
 
 def test_a_face_down_card_entered_by_hand_is_named_nowhere_and_its_reveal_names_both() -> None:
-    from tests.test_blackjack_flow import single
+    from tests.blackjack_table import single
 
     table = single()
     table.flow.manual_card_confirmation = "supervisor"

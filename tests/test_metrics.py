@@ -24,8 +24,8 @@ from controller.events import Envelope
 from controller.http_server import REJECTIONS
 from controller.metrics import TableMetrics, allowed_hosts, pause_cause, serve_metrics, void_cause
 from controller.service import TableService
+from controller.testing.mosquitto import HOST, MosquittoBroker, free_port, wait_until
 from drivers.shoe.simulator import ShoeSimulator
-from tests.mosquitto import HOST, MosquittoBroker, free_port, wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 CARDS = ["9S", "8D", "KC", "5H", "2C", "3D", "4H", "TS", "AS", "QD"]

@@ -17,12 +17,11 @@ from controller.commands import ManualCard, Pause, Resume, VoidRound, parse_comm
 from controller.games import game_spec, make_flow
 from controller.replay import replay, replay_config
 from controller.runtime import Step, TableCore
+from controller.testing.baccarat_reference import as_expected, expected_rounds, from_reference
 from drivers.capture import CaptureRecord
 from drivers.line.framing import encode_line
 from drivers.readings import CardSeen, CardUnread, DeviceOnline
-from tests.baccarat_reference import expected_rounds
-from tests.test_replay import as_expected, from_reference
-from tests.test_runtime import card, make_core, online, open_and_close_betting, types
+from tests.core_steps import card, make_core, online, open_and_close_betting, types
 
 
 def paused_data(step: Step) -> dict:

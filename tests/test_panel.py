@@ -29,9 +29,9 @@ from controller.panel import serve_panel
 from controller.panel.app import StateSubscription, new_auth
 from controller.panel.auth import PanelAuth, hash_pin
 from controller.service import TableService
+from controller.testing.mosquitto import HOST, MosquittoBroker, free_port, require_binary, wait_until
 from drivers.shoe.simulator import ShoeSimulator
 from drivers.wheel.simulator import WheelSimulator
-from tests.mosquitto import HOST, MosquittoBroker, free_port, require_binary, wait_until
 
 # Player 9S, Banker 8D (read as NOREAD, entered by hand), Player KC, Banker 5H
 CARDS = ["9S", "8D", "KC", "5H", "2C", "3D", "4H", "TS", "AS", "QD"]

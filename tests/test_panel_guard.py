@@ -23,7 +23,7 @@ from controller.http_server import REJECTIONS
 from controller.panel import app as panel_app
 from controller.panel.app import create_app, serve_panel
 from controller.panel.auth import PanelAuth, PinHash, hash_pin
-from tests.mosquitto import HOST, free_port, wait_until
+from controller.testing.mosquitto import HOST, free_port, wait_until
 
 PORT = 18080
 ORIGIN = f"http://127.0.0.1:{PORT}"

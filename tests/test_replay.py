@@ -13,43 +13,13 @@ from typing import Any
 import pytest
 
 from controller.replay import replay, replay_config
+from controller.testing.baccarat_reference import ExpectedRound, as_expected, from_reference
+from controller.testing.shoe_capture import record_shoes
 from drivers.capture import CaptureWriter
 from drivers.shoe.simulator import ShoeFaults
-from tests.baccarat_reference import ExpectedRound
-from tests.shoe_capture import record_shoes
 
 ROOT = Path(__file__).resolve().parent.parent
 FAULTS = ShoeFaults(noread_rate=0.04, bad_checksum_rate=0.05, noise_rate=0.05, duplicate_rate=0.05)
-
-
-def as_expected(result: dict[str, Any]) -> tuple:
-    return (
-        tuple(result["player"]["cards"]),
-        tuple(result["banker"]["cards"]),
-        result["player"]["total"],
-        result["banker"]["total"],
-        result["winner"],
-        result["player_pair"],
-        result["banker_pair"],
-        result["player_natural"],
-        result["banker_natural"],
-        result["last_round_of_shoe"],
-    )
-
-
-def from_reference(r: ExpectedRound) -> tuple:
-    return (
-        r.player,
-        r.banker,
-        r.player_total,
-        r.banker_total,
-        r.winner,
-        r.player_pair,
-        r.banker_pair,
-        r.player_natural,
-        r.banker_natural,
-        r.last_round_of_shoe,
-    )
 
 
 @pytest.fixture(scope="module")

@@ -14,15 +14,19 @@ import pytest
 
 from controller.events import Envelope
 from controller.replay import replay, replay_config
+from controller.testing.andar_bahar_reference import reference_round
+from controller.testing.baccarat_reference import as_expected, from_reference
+from controller.testing.blackjack_capture import (
+    boxed_story,
+    record_infinite,
+    record_single_deck,
+    reference_story,
+)
+from controller.testing.card_table import ALL_CODES
+from controller.testing.shoe_capture import record_shoes
 from drivers.capture import CaptureRecord
 from drivers.line.framing import encode_line
 from drivers.shoe.simulator import ShoeFaults
-from tests.blackjack_capture import record_infinite, record_single_deck
-from tests.card_table import ALL_CODES
-from tests.shoe_capture import record_shoes
-from tests.test_andar_bahar_flow import reference_round
-from tests.test_blackjack_replay import boxed_story, reference_story
-from tests.test_replay import as_expected, from_reference
 
 FAULTS = ShoeFaults(noread_rate=0.04, bad_checksum_rate=0.05, noise_rate=0.05, duplicate_rate=0.05)
 HEARTBEAT = encode_line("HB 1")  # uptime 1 s

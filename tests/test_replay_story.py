@@ -16,10 +16,10 @@ from controller.config import config_from_dict
 from controller.events import Envelope
 from controller.replay import replay_file
 from controller.service import TableService
+from controller.testing.mosquitto import MosquittoBroker, wait_until
 from drivers.capture import read_capture
 from drivers.line.framing import encode_line
 from drivers.shoe.simulator import ShoeSimulator
-from tests.mosquitto import MosquittoBroker, wait_until
 
 
 async def test_replay_of_a_tables_own_capture_reproduces_its_events(

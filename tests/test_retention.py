@@ -31,10 +31,10 @@ from controller.retention import (
 )
 from controller.schema import StatusMessage
 from controller.service import TableService
+from controller.testing.mosquitto import MosquittoBroker, MqttRecorder, wait_until
+from controller.testing.shoe_capture import record_shoes
 from drivers.capture import CaptureWriter, read_capture, rotated_captures
 from drivers.shoe.simulator import ShoeFaults, ShoeSimulator
-from tests.mosquitto import MosquittoBroker, MqttRecorder, wait_until
-from tests.shoe_capture import record_shoes
 
 SOURCE = "studio/s1/table/t1"
 DAY = 86400.0

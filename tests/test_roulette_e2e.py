@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from controller.testing.mosquitto import MosquittoBroker, MqttRecorder, wait_until
+from controller.testing.table_process import ServiceProcess
 from drivers.wheel.simulator import WheelSimulator
-from tests.mosquitto import MosquittoBroker, MqttRecorder, wait_until
-from tests.test_service_e2e import Service
 
 TABLE = "rou-e2e"
 BASE = f"studio/s1/table/{TABLE}"
@@ -59,7 +59,7 @@ async def test_wheel_link_loss_pauses_and_resume_continues(
     tmp_path: Path, mosquitto: MosquittoBroker, wheel: WheelSimulator
 ) -> None:
     config = write_config(tmp_path, mosquitto, str(tmp_path / "wheel.pty"))
-    service = Service(config, tmp_path / "service.log")
+    service = ServiceProcess(config, tmp_path / "service.log")
     async with MqttRecorder(mosquitto, [f"{BASE}/#"], client_id="rou-watch", persistent=True) as watch:
         service.start()
         try:

@@ -9,21 +9,15 @@ import json
 import pytest
 
 from controller.commands import CommandError, ManualCard, Pause, Resume, VoidRound, parse_command
-from controller.games.baccarat import BaccaratFlow, BaccaratSettings
-from controller.runtime import MAX_HELD_READINGS, Step, TableCore
+from controller.runtime import MAX_HELD_READINGS, TableCore
 from drivers.readings import (
     CardSeen,
     CardUnread,
     DeviceFault,
     DeviceFaultCleared,
     DeviceOffline,
-    DeviceOnline,
 )
-
-
-def make_core(**settings: object) -> TableCore:
-    flow = BaccaratFlow("t1", BaccaratSettings(betting_seconds=5, round_gap_seconds=1, **settings))  # type: ignore[arg-type]
-    return TableCore(table_id="t1", game="baccarat", flow=flow, devices=["shoe"])
+from tests.core_steps import card, make_core, online, open_and_close_betting, types
 
 
 def restore(core: TableCore) -> TableCore:
@@ -31,27 +25,6 @@ def restore(core: TableCore) -> TableCore:
     restored = make_core()
     restored.restore_state(json.loads(json.dumps(core.export_state())))
     return restored
-
-
-def types(step: Step) -> list[str]:
-    return [e.type for e in step.events]
-
-
-def online(core: TableCore, now: float = 0.0) -> Step:
-    return core.on_reading(DeviceOnline(device="shoe", time=now, detail="SIM 1.0 1"), now)
-
-
-def card(code: str, now: float) -> CardSeen:
-    return CardSeen(device="shoe", time=now, code=code, raw=f"CARD {code}")
-
-
-def open_and_close_betting(core: TableCore, now: float = 0.0) -> float:
-    online(core, now)
-    step = core.on_tick(now)
-    assert "round.opened" in types(step)
-    step = core.on_tick(now + 5)
-    assert "round.betting_closed" in types(step)
-    return now + 5
 
 
 def test_waits_for_devices_without_pausing() -> None:

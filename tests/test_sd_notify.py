@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from controller.sd_notify import Notifier
+from controller.testing.mosquitto import MosquittoBroker, wait_until
 from drivers.shoe.simulator import ShoeSimulator
-from tests.mosquitto import MosquittoBroker, wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 

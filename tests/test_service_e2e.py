@@ -5,10 +5,6 @@ outage of the broker while the game goes on — no event lost, reordered or inve
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
-import subprocess
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -17,74 +13,19 @@ import httpx
 import pytest
 
 from controller.replay import replay_file
+from controller.testing.mosquitto import MosquittoBroker, MqttRecorder, free_port, wait_until
+from controller.testing.table_process import (
+    BASE,
+    CARDS,
+    TABLE,
+    ServiceProcess,
+    draw,
+    events,
+    latest,
+    wait_event,
+    write_config,
+)
 from drivers.shoe.simulator import ShoeSimulator
-from tests.mosquitto import MosquittoBroker, MqttRecorder, free_port, wait_until
-
-ROOT = Path(__file__).resolve().parent.parent
-TABLE = "bac-e2e"
-BASE = f"studio/s1/table/{TABLE}"
-# Player 9S KC (natural 9) against Banker 8D 5H (3): four cards, player wins; then a second round's cards
-CARDS = ["9S", "8D", "KC", "5H", "2C", "3D", "4H", "TS", "AS", "QD"]
-
-
-def write_config(tmp_path: Path, broker: MosquittoBroker, port: str, panel_port: int | None = None) -> Path:
-    path = tmp_path / "table.toml"
-    path.write_text(
-        f"""
-[table]
-studio_id = "s1"
-table_id = "{TABLE}"
-game = "baccarat"
-data_dir = "{tmp_path / "data"}"
-
-[broker]
-url = "{broker.url}"
-keepalive = 5
-
-[devices.shoe]
-protocol = "shoe-line"
-port = "{port}"
-capture = "{tmp_path / "data" / "shoe.jsonl"}"
-
-[game]
-betting_seconds = 1.0
-round_gap_seconds = 0.5
-decks = 8
-"""
-        + (f"\n[panel]\nenabled = true\nport = {panel_port}\n" if panel_port else "")
-    )
-    return path
-
-
-class Service:
-    def __init__(self, config: Path, log: Path) -> None:
-        self.config, self.log = config, log
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        with self.log.open("ab") as out:
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "controller.cli", "-v", "run", "--config", str(self.config)],
-                cwd=ROOT,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-            )
-
-    def kill9(self) -> None:
-        assert self.process is not None
-        os.kill(self.process.pid, signal.SIGKILL)
-        self.process.wait(10)
-
-    def stop(self) -> int:
-        assert self.process is not None
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        return self.process.returncode
 
 
 @pytest.fixture
@@ -109,32 +50,12 @@ async def panel_state(port: int, timeout: float = 10) -> dict[str, Any]:
                 await asyncio.sleep(0.1)
 
 
-def events(recorder: MqttRecorder, kind: str = "#") -> list[dict[str, Any]]:
-    return [m.json() for m in recorder.on(f"{BASE}/events/{kind}")]
-
-
-def latest(recorder: MqttRecorder, topic: str) -> dict[str, Any]:
-    return recorder.on(f"{BASE}/{topic}")[-1].json()
-
-
-async def wait_event(recorder: MqttRecorder, kind: str, count: int = 1, timeout: float = 15) -> list[dict]:
-    await recorder.wait_for_count(f"{BASE}/events/{kind}", count, timeout=timeout)
-    return events(recorder, kind)
-
-
-async def draw(shoe: ShoeSimulator, recorder: MqttRecorder, n: int) -> None:
-    for _ in range(n):
-        before = len(events(recorder, "card.dealt"))
-        await wait_until(shoe.draw, timeout=10, what="the shoe's gate to open for a draw")
-        await recorder.wait_for_count(f"{BASE}/events/card.dealt", before + 1, timeout=10)
-
-
 async def test_kill_9_mid_round_then_resume_completes_the_same_round(
     tmp_path: Path, mosquitto: MosquittoBroker, shoe: ShoeSimulator
 ) -> None:
     panel_port = free_port()
     config = write_config(tmp_path, mosquitto, str(tmp_path / "shoe.pty"), panel_port)
-    service = Service(config, tmp_path / "service.log")
+    service = ServiceProcess(config, tmp_path / "service.log")
     async with MqttRecorder(mosquitto, [f"{BASE}/#"], client_id="e2e-watch", persistent=True) as watch:
         service.start()
         try:
@@ -216,7 +137,9 @@ async def test_kill_9_mid_round_then_resume_completes_the_same_round(
 async def test_broker_outage_loses_nothing_and_marks_late_events_historical(
     tmp_path: Path, mosquitto: MosquittoBroker, shoe: ShoeSimulator
 ) -> None:
-    service = Service(write_config(tmp_path, mosquitto, str(tmp_path / "shoe.pty")), tmp_path / "service.log")
+    service = ServiceProcess(
+        write_config(tmp_path, mosquitto, str(tmp_path / "shoe.pty")), tmp_path / "service.log"
+    )
     async with MqttRecorder(
         mosquitto, [f"{BASE}/events/#"], client_id="e2e-outage", persistent=True
     ) as watch:
@@ -248,7 +171,9 @@ async def test_shoe_unplugged_mid_round_pauses_locks_and_resumes(
 ) -> None:
     """A link loss pauses the round and the pause locks the very shoe whose runner reported the loss: the
     service must stay responsive (the shoe comes back online), and resume must complete the round."""
-    service = Service(write_config(tmp_path, mosquitto, str(tmp_path / "shoe.pty")), tmp_path / "service.log")
+    service = ServiceProcess(
+        write_config(tmp_path, mosquitto, str(tmp_path / "shoe.pty")), tmp_path / "service.log"
+    )
     async with MqttRecorder(mosquitto, [f"{BASE}/#"], client_id="e2e-unplug") as watch:
         service.start()
         try:

@@ -11,8 +11,8 @@ import pytest
 from controller.config import config_from_dict
 from controller.events import Envelope
 from controller.service import ServiceFailure, TableService
+from controller.testing.mosquitto import MosquittoBroker, MqttRecorder, wait_until
 from drivers.shoe.simulator import ShoeSimulator
-from tests.mosquitto import MosquittoBroker, MqttRecorder, wait_until
 
 
 async def test_unwritable_journal_stops_the_service_and_publishes_nothing_more(

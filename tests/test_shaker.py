@@ -1,6 +1,7 @@
 """The `shaker-line` driver: message table, host session, simulated shaker, and both on a real pty.
 
-Checksums are computed by the tests (`tests.line_wire.frame`), not taken from the code under test.
+Checksums are computed by the tests (`controller.testing.line_wire.frame`), not taken from the code under
+test.
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from controller.testing import line_wire
+from controller.testing.line_link import RecordingLink, acked, served_on_pty
+from controller.testing.line_wire import LineWire, bodies, chunked, frame, line_noise, raw, sent
 from drivers.readings import (
     DeviceFault,
     DeviceFaultCleared,
@@ -42,9 +46,6 @@ from drivers.shaker.protocol import (
 )
 from drivers.shaker.session import ShakerSession
 from drivers.shaker.simulator import ShakerDevice, ShakerFaults, ShakerSimulator
-from tests import line_wire
-from tests.line_link import RecordingLink, acked, served_on_pty
-from tests.line_wire import LineWire, bodies, chunked, frame, line_noise, raw, sent
 
 MALFORMED = ParseFailure("malformed fields")
 UNKNOWN = ParseFailure("unknown message")

@@ -6,6 +6,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from controller.testing.line_wire import (
+    GARBAGE_LINES,
+    assert_counted_not_read,
+    assert_only_spoiled_lines_rejected,
+    chunked,
+    readings_in_pieces,
+)
 from drivers.line.framing import FrameError, LineFramer, encode_line, parse_frame
 from drivers.readings import (
     CardSeen,
@@ -22,13 +29,6 @@ from drivers.session import DeviceCommand, UnknownDeviceCommand
 from drivers.shoe.protocol import RANKS, SUITS
 from drivers.shoe.session import ShoeSession
 from drivers.shoe.simulator import ShoeDevice, ShoeFaults
-from tests.line_wire import (
-    GARBAGE_LINES,
-    assert_counted_not_read,
-    assert_only_spoiled_lines_rejected,
-    chunked,
-    readings_in_pieces,
-)
 
 
 def line(body: str) -> bytes:

@@ -1,6 +1,7 @@
 """The `shuffler-line` driver: message table, host session, simulated shuffler, and both on a real pty.
 
-Checksums are computed by the tests (`tests.line_wire.frame`), not taken from the code under test.
+Checksums are computed by the tests (`controller.testing.line_wire.frame`), not taken from the code under
+test.
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from controller.testing import line_wire
+from controller.testing.line_link import RecordingLink, acked, served_on_pty
+from controller.testing.line_wire import LineWire, bodies, chunked, frame, line_noise, raw, sent
 from drivers.readings import (
     DeviceFault,
     DeviceFaultCleared,
@@ -44,9 +48,6 @@ from drivers.shuffler.protocol import (
 )
 from drivers.shuffler.session import ShufflerSession
 from drivers.shuffler.simulator import ShufflerDevice, ShufflerFaults, ShufflerSimulator
-from tests import line_wire
-from tests.line_link import RecordingLink, acked, served_on_pty
-from tests.line_wire import LineWire, bodies, chunked, frame, line_noise, raw, sent
 
 MALFORMED = ParseFailure("malformed fields")
 UNKNOWN = ParseFailure("unknown message")

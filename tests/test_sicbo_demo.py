@@ -13,7 +13,7 @@ import jsonschema
 from controller.games.sicbo import SicBoResult
 from controller.panel.app import _camera_frame
 from controller.schema import event_schema
-from tests.demo_process import run_demo
+from controller.testing.demo_process import run_demo
 
 
 def test_the_sicbo_demo_plays_rounds_read_by_the_camera() -> None:

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from controller.games.sicbo import SicBoResult
-from tests.test_settlement_contract import Bet
-from tests.test_settlement_contract import settle as settle_bet
-from tests.test_sicbo_flow import Table
+from tests.settlement import Bet
+from tests.settlement import settle as settle_bet
+from tests.sicbo_core import Table
 
 Result = dict[str, Any]
 OUTCOMES = list(itertools.product(range(1, 7), repeat=3))

@@ -19,12 +19,12 @@ from controller.events import Envelope
 from controller.games.sicbo import ManualDice
 from controller.replay import replay_file
 from controller.service import TableService
+from controller.testing.mosquitto import MosquittoBroker
 from drivers.camera import SyntheticSource
 from drivers.capture import CaptureError
 from drivers.dice.adapter import DiceReading
 from drivers.dice.shaker_scene import CALIBRATION_FILE, ShakerScene
 from drivers.shaker.simulator import ShakerSimulator
-from tests.mosquitto import MosquittoBroker
 
 RESULT_FIELDS = ("dice", "total", "size", "triple", "double", "reshakes", "frame", "frame_sha256", "source")
 

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from controller.testing.mosquitto import wait_until
 from drivers.readings import CardSeen, DeviceOnline, Reading
 from drivers.runner import DeviceRunner
 from drivers.shoe.session import ShoeSession
 from drivers.shoe.simulator import shuffled_shoe
 from drivers.simulate import parse_faults
-from tests.mosquitto import wait_until
 
 REPO = Path(__file__).resolve().parent.parent
 

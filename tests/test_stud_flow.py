@@ -25,9 +25,18 @@ from controller.games import make_flow
 from controller.games.stud import StudFlow, StudResult, StudSettings
 from controller.games.stud.flow import CATEGORIES, compare, dealer_qualifies, evaluate
 from controller.runtime import TableCore
+from controller.testing import card_table
+from controller.testing.card_table import (
+    ALL_CODES,
+    LOCK,
+    UNLOCK,
+    DrivesCardFlow,
+    dealt_positions,
+    event_types,
+    held,
+    only,
+)
 from drivers.readings import CardSeen, CutCardSeen, DeviceOnline
-from tests import card_table
-from tests.card_table import ALL_CODES, LOCK, UNLOCK, DrivesCardFlow, dealt_positions, event_types, held, only
 
 TABLE = "stud1"
 T0 = 1_700_000_000.0

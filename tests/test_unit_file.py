@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.mosquitto import require_binary
+from controller.testing.mosquitto import require_binary
 
 ROOT = Path(__file__).resolve().parent.parent
 UNIT = ROOT / "systemd" / "tablectl.service"

@@ -1,4 +1,7 @@
-"""The supervisor's console in a test: served in-process on a free port, driven by a headless Chromium."""
+"""The supervisor's console in a test: served in-process on a free port, driven by a headless Chromium.
+
+Needs playwright (with its Chromium), httpx, and through `mosquitto` paho-mqtt and pytest: pyproject's `test`
+extra."""
 
 from __future__ import annotations
 
@@ -14,7 +17,7 @@ from playwright.async_api import Browser, Page, async_playwright, expect
 
 from controller.console.app import Console, serve_console
 from controller.console.settings import console_config_from_dict
-from tests.mosquitto import HOST, free_port, require_binary
+from controller.testing.mosquitto import HOST, free_port, require_binary
 
 CHROMIUM_ARGS = [
     "--no-sandbox",

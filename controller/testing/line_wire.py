@@ -1,7 +1,7 @@
 """What the line devices' sans-IO tests (shuffler, shaker, shoe) share: frames spelled out here rather than
 taken from the code under test, bytes cut at arbitrary points, line noise, checks every line session must
 pass, and a `LineWire` that connects a simulated device to a host session directly, with the times passed
-in."""
+in. Needs hypothesis (pyproject's `test` extra) for its byte strategies."""
 
 from __future__ import annotations
 

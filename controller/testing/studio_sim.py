@@ -6,6 +6,8 @@ round of 8 events every `round_seconds`, the tables' rounds spread over that tim
 shapes of the real ones (a real table's state is the model), not their every field's meaning.
 
 `sent` records when each event was handed to the client (time.time()), for the latency benchmark.
+
+Needs paho-mqtt (pyproject's `test` or `bench` extra).
 """
 
 from __future__ import annotations

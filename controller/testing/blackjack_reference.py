@@ -254,7 +254,7 @@ def infinite_shoe(cards: list[str], cut_index: int, hit_soft_17: bool = False) -
             dealer.append(hole)
             played = InfiniteRound(player, [], dealer, decisions, number)
         else:
-            sequence = []
+            sequence: list[str] = []
             while total(player + sequence)[0] <= 11:
                 decisions.append("deal_card")
                 sequence.append(pack.next())

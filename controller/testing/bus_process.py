@@ -1,6 +1,6 @@
 """Run a TableBus in its own process, so a test can `kill -9` it and watch the broker publish the Last Will.
 
-    python -m tests.bus_process --url mqtt://127.0.0.1:PORT --root studio/s1/table/t1 \
+    python -m controller.testing.bus_process --url mqtt://127.0.0.1:PORT --root studio/s1/table/t1 \
         --journal FILE [--append N]
 
 `--append N` journals N `round.opened` events before connecting (continuing the journal's sequence), so a

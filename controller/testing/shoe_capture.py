@@ -11,10 +11,10 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from controller.testing.baccarat_reference import ExpectedRound, expected_rounds
 from drivers.capture import CaptureRecord
 from drivers.shoe.session import ShoeSession
 from drivers.shoe.simulator import ShoeDevice, ShoeFaults
-from tests.baccarat_reference import ExpectedRound, expected_rounds
 
 STEP = 0.05
 

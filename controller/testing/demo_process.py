@@ -1,6 +1,6 @@
 """How the demo tests run `tablectl demo`: as the user does, in a subprocess, several side by side (each has
 its own broker, pty and data directory). A demo still running after its time fails the test with what it
-published and logged, not a bare timeout (pytest-timeout's 120 s would kill it with neither)."""
+published and logged, not a bare timeout (pytest-timeout's 120 s would kill it with neither). Needs pytest."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+#: the repository: the demos run from it, so `-m controller.cli` runs this checkout
+ROOT = Path(__file__).resolve().parents[2]
 #: under pytest-timeout's 120 s, so that a stuck demo's output is shown (a demo round takes 3-15 s)
 DEMO_TIMEOUT = 100.0
 

@@ -8,8 +8,9 @@ to carry the same mistake.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 POINTS = {
     "A": 1,
@@ -153,3 +154,37 @@ def expected_rounds(cards: Sequence[str], cut_before: int) -> list[ExpectedRound
             rounds.append(replace(played, last_round_of_shoe=True))
             return rounds
         rounds.append(played)
+
+
+# --- comparing a table's `round.result` with the reference (the replay tests, the chaos campaign) -----------
+
+
+def as_expected(result: Mapping[str, Any]) -> tuple[Any, ...]:
+    """A `round.result` event's data, as the facts `from_reference` gives for the same round."""
+    return (
+        tuple(result["player"]["cards"]),
+        tuple(result["banker"]["cards"]),
+        result["player"]["total"],
+        result["banker"]["total"],
+        result["winner"],
+        result["player_pair"],
+        result["banker_pair"],
+        result["player_natural"],
+        result["banker_natural"],
+        result["last_round_of_shoe"],
+    )
+
+
+def from_reference(r: ExpectedRound) -> tuple[Any, ...]:
+    return (
+        r.player,
+        r.banker,
+        r.player_total,
+        r.banker_total,
+        r.winner,
+        r.player_pair,
+        r.banker_pair,
+        r.player_natural,
+        r.banker_natural,
+        r.last_round_of_shoe,
+    )

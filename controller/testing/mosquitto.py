@@ -3,6 +3,8 @@
 `MosquittoBroker` runs the system's mosquitto on a free 127.0.0.1 port with its own config and persistence
 directory. `stop()` shuts it down cleanly (it saves retained messages and durable sessions, like a broker
 restart in production), `kill()` crashes it, `start()` brings it back on the same port.
+
+Needs paho-mqtt and pytest (pyproject's `test` extra): a missing binary skips the test, or fails it in CI.
 """
 
 from __future__ import annotations
@@ -182,7 +184,7 @@ def make_test_pki(directory: Path) -> dict[str, Path]:
 
 
 #: the broker config and ACL a studio is given (examples/mosquitto/)
-EXAMPLE_DIR = Path(__file__).resolve().parent.parent / "examples" / "mosquitto"
+EXAMPLE_DIR = Path(__file__).resolve().parents[2] / "examples" / "mosquitto"
 
 
 class ExampleBroker(MosquittoBroker):
