@@ -39,13 +39,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-BENCH_DIR = Path(__file__).resolve().parent
-REPO_ROOT = BENCH_DIR.parent
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
-
-from controller.config import RetentionSettings, load_config  # noqa: E402
-from controller.retention import DAY_SECONDS, frame_time  # noqa: E402
+from controller.config import RetentionSettings, load_config
+from controller.retention import DAY_SECONDS, frame_time
 
 Outcome = tuple[str, bool, str]
 

@@ -46,13 +46,15 @@ from typing import Any
 import cv2
 import numpy as np
 
+from calibration.dice import LabelledDie, LabelledImage, calibrate, load_yolo_folder
+from drivers.dice.reader import DiceCalibration, DiceReader, DieReading
+
+if __package__:  # imported as `bench.dice_accuracy` (through bench/dice_table.py, by the tests)
+    from bench.machine import git_commit, machine
+else:  # `python bench/dice_accuracy.py`: Python puts bench/ on the path
+    from machine import git_commit, machine
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO_ROOT))
-
-from bench.machine import git_commit, machine  # noqa: E402
-from calibration.dice import LabelledDie, LabelledImage, calibrate, load_yolo_folder  # noqa: E402
-from drivers.dice.reader import DiceCalibration, DiceReader, DieReading  # noqa: E402
-
 DEFAULT_DATA = REPO_ROOT.parent / "shared" / "data" / "dice"
 DATASETS = {"byler": "die", "matteop65": "pips"}  # data set -> what its label boxes enclose
 MATTEOP_BLOCK = 10  # consecutive frames kept on one side of the split (they are near-duplicates)

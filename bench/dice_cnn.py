@@ -55,12 +55,7 @@ from typing import Any
 
 import cv2
 import numpy as np
-
-REPO_ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO_ROOT))
-sys.path.insert(0, str(REPO_ROOT / "bench"))
-
-from dice_accuracy import (  # noqa: E402
+from dice_accuracy import (
     DATASETS,
     DEFAULT_DATA,
     ERRATA,
@@ -78,9 +73,11 @@ from dice_accuracy import (  # noqa: E402
     percent,
     split,
 )
+from machine import git_commit, machine
 
-from bench.machine import git_commit, machine  # noqa: E402
-from calibration.dice import LabelledImage, load_yolo_folder  # noqa: E402
+from calibration.dice import LabelledImage, load_yolo_folder
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
 
 BASE = 96  # the crop (3 die sides) resized to BASE x BASE
 INPUT = 64  # the central INPUT x INPUT of it (2 die sides) is the model's input

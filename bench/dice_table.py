@@ -53,20 +53,7 @@ from typing import Any
 import cv2
 import numpy as np
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO_ROOT))
-
-from bench.dice_accuracy import (  # noqa: E402
-    DATASETS,
-    DEFAULT_DATA,
-    DICE_SOURCES,
-    apply_errata,
-    dataset_commits,
-    split,
-    split_description,
-)
-from bench.machine import git_commit, machine  # noqa: E402
-from calibration.dice import (  # noqa: E402
+from calibration.dice import (
     CalibrationError,
     LabelledImage,
     ValueSample,
@@ -74,8 +61,33 @@ from calibration.dice import (  # noqa: E402
     load_samples,
     load_yolo_folder,
 )
-from drivers.dice.reader import DiceCalibration, DiceReader, DiceReading, DiceRefusal  # noqa: E402
-from drivers.dice.synthetic import DiceScene, random_scene, render  # noqa: E402
+from drivers.dice.reader import DiceCalibration, DiceReader, DiceReading, DiceRefusal
+from drivers.dice.synthetic import DiceScene, random_scene, render
+
+if __package__:  # imported as `bench.dice_table` (tests/test_dice_table.py)
+    from bench.dice_accuracy import (
+        DATASETS,
+        DEFAULT_DATA,
+        DICE_SOURCES,
+        apply_errata,
+        dataset_commits,
+        split,
+        split_description,
+    )
+    from bench.machine import git_commit, machine
+else:  # `python bench/dice_table.py`: Python puts bench/ on the path
+    from dice_accuracy import (
+        DATASETS,
+        DEFAULT_DATA,
+        DICE_SOURCES,
+        apply_errata,
+        dataset_commits,
+        split,
+        split_description,
+    )
+    from machine import git_commit, machine
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
 
 # --- real photographs ------------------------------------------------------------------------------------
 

@@ -30,18 +30,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+import latency as common
+
+from controller.bus import TableBus
+from controller.config import BrokerSettings
+from controller.events import CardDealt, make_event
+from controller.journal import Journal
+
 BENCH_DIR = Path(__file__).resolve().parent
-REPO_ROOT = BENCH_DIR.parent
-for entry in (str(REPO_ROOT), str(BENCH_DIR)):
-    if entry not in sys.path:
-        sys.path.insert(0, entry)
-
-import latency as common  # noqa: E402
-
-from controller.bus import TableBus  # noqa: E402
-from controller.config import BrokerSettings  # noqa: E402
-from controller.events import CardDealt, make_event  # noqa: E402
-from controller.journal import Journal  # noqa: E402
 
 ROOT = "studio/bench/table/flush"
 APPEND_BATCH = 1000

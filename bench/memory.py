@@ -25,16 +25,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+import latency as common
 import paho.mqtt.client as mqtt
-
-BENCH_DIR = Path(__file__).resolve().parent
-REPO_ROOT = BENCH_DIR.parent
-for entry in (str(REPO_ROOT), str(BENCH_DIR)):
-    if entry not in sys.path:
-        sys.path.insert(0, entry)
-
-import latency as common  # noqa: E402
-import table_rig  # noqa: E402
+import table_rig
 
 STUDIO, TABLE = "bench", "bac-memory"
 ROOT = f"studio/{STUDIO}/table/{TABLE}"

@@ -37,12 +37,11 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from drivers.capture import CaptureWriter
+from drivers.wheel.session import WheelSession
+from drivers.wheel.simulator import WheelDevice, WheelFaults
 
-from drivers.capture import CaptureWriter  # noqa: E402
-from drivers.wheel.session import WheelSession  # noqa: E402
-from drivers.wheel.simulator import WheelDevice, WheelFaults  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 T0 = 1_790_000_000.0
 STEP = 0.05

@@ -25,14 +25,10 @@ import sys
 import time
 from pathlib import Path
 
-BENCH_DIR = Path(__file__).resolve().parent
-REPO_ROOT = BENCH_DIR.parent
-for entry in (str(REPO_ROOT), str(BENCH_DIR)):
-    if entry not in sys.path:
-        sys.path.insert(0, entry)
+import latency as common
+from table_rig import tablectl_command
 
-import latency as common  # noqa: E402
-from table_rig import tablectl_command  # noqa: E402
+BENCH_DIR = Path(__file__).resolve().parent
 
 STUDIO = "bench"
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")

@@ -379,7 +379,7 @@ async def test_a_flood_of_scrapes_costs_one_render_per_interval(
             flood = await asyncio.create_subprocess_exec(
                 sys.executable,
                 "-c",
-                "import asyncio, sys; sys.path.insert(0, 'bench'); from attacks_http import flood; "
+                "import asyncio; from bench.attacks_http import flood; "
                 f"print(asyncio.run(flood({url!r}, 2.0)))",
                 cwd=ROOT,
                 stdout=asyncio.subprocess.PIPE,
