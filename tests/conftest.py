@@ -1,4 +1,7 @@
-"""Shared fixtures. `mosquitto`: a real broker per test (skipped locally, failed in CI, if not installed)."""
+"""Shared fixtures. `mosquitto`: a real broker per test (skipped locally, failed in CI, if not installed).
+
+Every test is marked with its kind, exactly one of `KINDS` (`pytestmark` in its module, or on the test where a
+module mixes kinds): collection fails otherwise, so `-m unit` never silently misses or mislabels one."""
 
 from __future__ import annotations
 
@@ -22,6 +25,19 @@ def mosquitto(tmp_path: Path) -> Iterator[MosquittoBroker]:
 
 
 IN_CI = os.environ.get("CI") == "true"
+KINDS = ("unit", "integration", "e2e")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    wrong = []
+    for item in items:
+        kinds = {mark.name for mark in item.iter_markers() if mark.name in KINDS}
+        if len(kinds) != 1:
+            wrong.append(f"{item.nodeid}: {sorted(kinds) or 'no kind'}")
+    if wrong:
+        raise pytest.UsageError(
+            f"each test needs exactly one of the marks {', '.join(KINDS)}:\n" + "\n".join(wrong)
+        )
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -53,6 +53,7 @@ def acked_cards(shoe: ShoeSimulator) -> list[str]:
     return [line.text for line in shoe.device.acknowledged if line.text.startswith("CARD ")]
 
 
+@pytest.mark.e2e
 @pytest.mark.timeout(400)
 async def test_a_kill_9_at_the_instant_of_an_ack_never_loses_the_acknowledged_card(tmp_path: Path) -> None:
     campaign = Campaign(
@@ -102,6 +103,7 @@ def fill_database(db: sqlite3.Connection) -> None:
                 db.execute("INSERT INTO filler VALUES (randomblob(?))", (size,))
 
 
+@pytest.mark.integration
 async def test_a_full_disk_fail_stops_without_acknowledging_the_card_it_could_not_journal(
     tmp_path: Path, mosquitto: MosquittoBroker, shoe: ShoeSimulator
 ) -> None:
@@ -149,6 +151,7 @@ async def test_a_full_disk_fail_stops_without_acknowledging_the_card_it_could_no
     ] == journaled  # nothing unjournaled published
 
 
+@pytest.mark.e2e
 async def test_on_a_full_tmpfs_the_service_fail_stops_and_acks_nothing_it_did_not_journal(
     tmp_path: Path,
 ) -> None:
@@ -194,6 +197,7 @@ service.TableService.commit = commit
 """
 
 
+@pytest.mark.e2e
 async def test_a_card_journaled_but_not_yet_acked_at_a_crash_is_dealt_once(
     tmp_path: Path, mosquitto: MosquittoBroker, shoe: ShoeSimulator
 ) -> None:
@@ -238,6 +242,7 @@ async def test_a_card_journaled_but_not_yet_acked_at_a_crash_is_dealt_once(
     assert result["data"]["banker"]["cards"] == ["8D", "5H"]
 
 
+@pytest.mark.integration
 def test_a_full_disk_is_reported_as_such_even_when_sqlite_rolled_the_transaction_back_itself(
     tmp_path: Path,
 ) -> None:
@@ -259,6 +264,7 @@ def test_a_full_disk_is_reported_as_such_even_when_sqlite_rolled_the_transaction
     journal.close()
 
 
+@pytest.mark.unit
 def test_a_restarted_shoe_session_acks_the_repeat_of_a_journaled_card_without_reading_it_again() -> None:
     card, state = Card(5, "9S").encode(), State("READY").encode()
     session = ShoeSession("shoe")

@@ -35,6 +35,8 @@ from controller.testing.card_table import (
 from drivers.readings import CardSeen, CutCardSeen, DeviceStatus
 from drivers.session import DeviceCommand
 
+pytestmark = pytest.mark.unit
+
 TABLE = "ab1"
 T0 = 1_700_000_000.0
 

@@ -21,6 +21,8 @@ from controller.testing.console import running_console
 from controller.testing.mosquitto import HOST, MosquittoBroker, free_port, secured_broker, wait_until
 from drivers.shoe.simulator import ShoeSimulator
 
+pytestmark = pytest.mark.integration
+
 ROOT = Path(__file__).resolve().parent.parent
 PASSWORDS = {"table-t1": "table-pw", "supervisor-a": "a-pw"}
 

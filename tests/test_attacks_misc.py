@@ -11,12 +11,15 @@ from pathlib import Path
 from types import ModuleType
 
 import numpy as np
+import pytest
 
 from controller.events import RoundOpened, make_event
 from controller.journal import Journal
 from controller.retention import archive_path
 from drivers.camera import CameraCaptureWriter
 from drivers.capture import CaptureWriter
+
+pytestmark = pytest.mark.integration
 
 T0 = 1_790_035_200.0
 BENCH = Path(__file__).resolve().parent.parent / "bench" / "attacks_misc.py"

@@ -32,6 +32,8 @@ from controller.testing.card_table import (
 )
 from drivers.readings import CardSeen, CutCardSeen, DeviceFault, DeviceStatus
 
+pytestmark = pytest.mark.unit
+
 TABLE = "bac1"
 
 

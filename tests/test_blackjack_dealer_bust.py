@@ -16,9 +16,13 @@ import random
 from functools import cache
 from typing import Any, ClassVar
 
+import pytest
+
 from controller.games.infinite_blackjack import InfiniteBlackjackFlow, InfiniteBlackjackSettings
 from drivers.readings import CardSeen, CutCardSeen
 from drivers.shoe.simulator import shuffled_shoe
+
+pytestmark = pytest.mark.unit
 
 ROUNDS = 12_000
 SLICE = 20  # cards a round may take (the rest of its slice is set aside, unseen)

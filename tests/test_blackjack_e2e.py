@@ -15,12 +15,15 @@ import sqlite3
 from pathlib import Path
 
 import httpx
+import pytest
 
 from controller.panel.auth import hash_pin
 from controller.testing.blackjack_reference import names_card
 from controller.testing.mosquitto import MosquittoBroker, MqttRecorder, free_port, wait_until
 from controller.testing.table_process import ServiceProcess
 from drivers.shoe.simulator import ShoeSimulator
+
+pytestmark = pytest.mark.e2e
 
 TABLE = "bj-e2e"
 BASE = f"studio/s1/table/{TABLE}"

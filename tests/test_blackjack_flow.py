@@ -23,6 +23,8 @@ from drivers.readings import CardSeen, CutCardSeen, DeviceOnline
 from drivers.shoe.simulator import shuffled_shoe
 from tests.blackjack_table import T0, Table, burn, infinite, live, of, ready_infinite, single, types
 
+pytestmark = pytest.mark.unit
+
 # --- the rules ---------------------------------------------------------------------------------------------
 
 

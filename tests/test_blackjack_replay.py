@@ -20,6 +20,8 @@ from controller.testing.blackjack_capture import (
 from controller.testing.blackjack_reference import names_card
 from drivers.shoe.simulator import ShoeFaults
 
+pytestmark = pytest.mark.unit
+
 FAULTS = ShoeFaults(noread_rate=0.04, bad_checksum_rate=0.05, noise_rate=0.05, duplicate_rate=0.05)
 
 

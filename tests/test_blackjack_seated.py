@@ -7,12 +7,16 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
+
 from controller.commands import parse_command
 from controller.config import config_from_dict
 from controller.events import Envelope
 from controller.service import TableService
 from controller.testing.mosquitto import MosquittoBroker, MqttRecorder, wait_until
 from drivers.shoe.simulator import ShoeSimulator
+
+pytestmark = pytest.mark.integration
 
 ROOT = "studio/s1/table/seats"
 

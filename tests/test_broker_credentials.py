@@ -37,6 +37,7 @@ def tablectl(*args: str, env: dict[str, str] | None = None) -> subprocess.Comple
     )
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     "url",
     [
@@ -53,6 +54,7 @@ def test_credentials_in_the_broker_url_are_refused_without_repeating_them(url: s
     assert "TABLECTL__BROKER__PASSWORD" in message
 
 
+@pytest.mark.e2e
 def test_check_config_and_run_refuse_them_from_the_file_or_the_environment(tmp_path: Path) -> None:
     config = tmp_path / "table.toml"
     config.write_text(
@@ -75,6 +77,7 @@ def test_check_config_and_run_refuse_them_from_the_file_or_the_environment(tmp_p
     assert from_env.returncode == 1 and SECRET not in from_env.stdout + from_env.stderr
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     "url",
     [
@@ -98,6 +101,7 @@ def test_credentials_hidden_past_the_authority_are_refused_too(url: str) -> None
     assert SECRET not in redact_url(url)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("url", "problem"),
     [
@@ -115,6 +119,7 @@ def test_a_broker_url_is_scheme_host_and_port_only(url: str, problem: str) -> No
     assert problem in str(invalid.value) and SECRET not in str(invalid.value)
 
 
+@pytest.mark.unit
 def test_redact_url_keeps_only_scheme_host_and_port() -> None:
     assert redact_url("mqtt://u:p@host:1883/path") == "mqtt://***@host:1883/***"
     assert redact_url("mqtt://host:1883") == "mqtt://host:1883"
@@ -128,6 +133,7 @@ def test_redact_url_keeps_only_scheme_host_and_port() -> None:
     assert BrokerSettings(url="mqtt://[::1]:1883").port == 1883
 
 
+@pytest.mark.unit
 def test_a_clear_text_password_to_another_host_is_warned_of() -> None:
     def warning(url: str, password: str | None = SECRET) -> str | None:
         return plain_password_warning(BrokerSettings.model_validate({"url": url, "password": password}))
@@ -142,6 +148,7 @@ def test_a_clear_text_password_to_another_host_is_warned_of() -> None:
     assert SECRET not in text
 
 
+@pytest.mark.e2e
 def test_tablectl_run_warns_at_start_and_never_logs_the_password(tmp_path: Path) -> None:
     config = tmp_path / "table.toml"
     # 192.0.2.1 (TEST-NET-1) is never reached; the wheel is a TCP port nobody listens on
@@ -172,6 +179,7 @@ def test_tablectl_run_warns_at_start_and_never_logs_the_password(tmp_path: Path)
     assert SECRET not in text
 
 
+@pytest.mark.e2e
 def test_tablectl_run_warns_of_tls_insecure_on_every_start(tmp_path: Path) -> None:
     config = tmp_path / "table.toml"
     # nobody listens on the broker's port: the warning must not wait for a connection

@@ -122,6 +122,7 @@ def journal(tmp_path: Path) -> Iterator[Journal]:
 # --- settings ----------------------------------------------------------------------------------------
 
 
+@pytest.mark.unit
 def test_settings_read_host_port_and_tls_from_the_url() -> None:
     plain = BrokerSettings()
     assert (plain.host, plain.port, plain.tls) == ("127.0.0.1", 1883, False)
@@ -130,6 +131,7 @@ def test_settings_read_host_port_and_tls_from_the_url() -> None:
     assert BrokerSettings(url="mqtt://broker.studio.example:1884").port == 1884
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("fields", "problem"),
     [
@@ -147,6 +149,7 @@ def test_settings_reject_what_cannot_work(fields: dict[str, Any], problem: str) 
         BrokerSettings(**fields)
 
 
+@pytest.mark.unit
 def test_settings_keep_the_password_out_of_reprs() -> None:
     settings = BrokerSettings(username="table", password=pydantic.SecretStr("hunter2"))
     assert "hunter2" not in repr(settings)
@@ -156,6 +159,7 @@ def test_settings_keep_the_password_out_of_reprs() -> None:
 # --- retained topics -----------------------------------------------------------------------------------
 
 
+@pytest.mark.integration
 async def test_status_state_and_devices_are_retained_for_late_subscribers(
     mosquitto: MosquittoBroker, journal: Journal
 ) -> None:
@@ -193,6 +197,7 @@ async def test_status_state_and_devices_are_retained_for_late_subscribers(
         assert offline.json() == {"status": "offline", "boot": 1}
 
 
+@pytest.mark.integration
 async def test_cancelling_run_without_close_still_leaves_offline(
     mosquitto: MosquittoBroker, journal: Journal
 ) -> None:
@@ -208,6 +213,7 @@ async def test_cancelling_run_without_close_still_leaves_offline(
         assert status.json() == {"status": "offline", "boot": 1}
 
 
+@pytest.mark.integration
 async def test_device_names_must_be_one_topic_level(mosquitto: MosquittoBroker, journal: Journal) -> None:
     bus = TableBus(settings_for(mosquitto), root=ROOT, journal=journal, handle_command=RecordingHandler())
     for bad in ("", "a/b", "shoe+", "#"):
@@ -218,6 +224,7 @@ async def test_device_names_must_be_one_topic_level(mosquitto: MosquittoBroker, 
 # --- events --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.integration
 async def test_events_are_published_in_order_and_acknowledged(
     mosquitto: MosquittoBroker, journal: Journal
 ) -> None:
@@ -241,6 +248,7 @@ async def test_events_are_published_in_order_and_acknowledged(
     assert not any(m.retain for m in received)
 
 
+@pytest.mark.integration
 async def test_backlog_journaled_before_start_is_sent_first_and_historical(
     mosquitto: MosquittoBroker, journal: Journal
 ) -> None:
@@ -255,6 +263,7 @@ async def test_backlog_journaled_before_start_is_sent_first_and_historical(
     assert [(int(e["sequence"]), e["historical"]) for e in events] == [(1, True), (2, True), (3, False)]
 
 
+@pytest.mark.integration
 async def test_broker_outage_delays_events_but_loses_none(
     mosquitto: MosquittoBroker, journal: Journal
 ) -> None:
@@ -285,6 +294,7 @@ async def test_broker_outage_delays_events_but_loses_none(
     assert [e["data"]["round_id"] for e in events] == ["r1", "r2", "r3", "r4", "r5", "r6"]
 
 
+@pytest.mark.integration
 async def test_a_backlog_drains_through_the_window_in_order_while_live_events_keep_coming(
     tmp_path: Path, journal: Journal
 ) -> None:
@@ -312,6 +322,7 @@ async def test_a_backlog_drains_through_the_window_in_order_while_live_events_ke
     assert all(e["historical"] for e in events[:backlog])
 
 
+@pytest.mark.integration
 async def test_a_publish_the_client_refuses_never_reaches_the_committer_and_loses_nothing(
     mosquitto: MosquittoBroker, journal: Journal, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -338,6 +349,7 @@ async def test_a_publish_the_client_refuses_never_reaches_the_committer_and_lose
     assert [int(e["sequence"]) for e in first_occurrences(received)] == [1, 2, 3]
 
 
+@pytest.mark.integration
 async def test_nothing_after_a_refused_event_leaves_the_outbox_before_it(
     tmp_path: Path, journal: Journal
 ) -> None:
@@ -388,6 +400,7 @@ async def test_nothing_after_a_refused_event_leaves_the_outbox_before_it(
     assert sequences[sequences.index(3) :] == [3, 4, 5]
 
 
+@pytest.mark.integration
 async def test_last_will_says_offline_when_the_controller_is_killed(
     mosquitto: MosquittoBroker, tmp_path: Path
 ) -> None:
@@ -435,6 +448,7 @@ async def test_last_will_says_offline_when_the_controller_is_killed(
 # --- commands and inputs -------------------------------------------------------------------------------
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("protocol", ["5", "3.1.1"])
 async def test_malformed_commands_get_an_error_reply_and_change_nothing(
     mosquitto: MosquittoBroker, journal: Journal, protocol: str
@@ -487,6 +501,7 @@ async def test_malformed_commands_get_an_error_reply_and_change_nothing(
     assert bus.stats.replies == 9
 
 
+@pytest.mark.integration
 async def test_handler_answers_and_failures_become_replies(
     mosquitto: MosquittoBroker, journal: Journal
 ) -> None:
@@ -519,6 +534,7 @@ async def test_handler_answers_and_failures_become_replies(
     assert (bus.stats.rejected_commands, bus.stats.internal_errors) == (2, 1)
 
 
+@pytest.mark.integration
 async def test_a_retained_command_is_never_executed(mosquitto: MosquittoBroker, journal: Journal) -> None:
     handler = RecordingHandler()
     async with MqttRecorder(mosquitto, [f"{ROOT}/replies/#"]) as supervisor:
@@ -533,6 +549,7 @@ async def test_a_retained_command_is_never_executed(mosquitto: MosquittoBroker, 
     assert [c.transaction for c in handler.calls] == ["live"]
 
 
+@pytest.mark.integration
 async def test_rebirth_republishes_everything_retained(mosquitto: MosquittoBroker, journal: Journal) -> None:
     handler = RecordingHandler()
     async with running_bus(settings_for(mosquitto), journal, handler) as bus:
@@ -557,6 +574,7 @@ async def test_rebirth_republishes_everything_retained(mosquitto: MosquittoBroke
     assert handler.calls == []  # served by the bus, not the table
 
 
+@pytest.mark.integration
 async def test_replay_events_resends_journaled_events_as_historical(
     mosquitto: MosquittoBroker, journal: Journal
 ) -> None:
@@ -604,6 +622,7 @@ async def test_replay_events_resends_journaled_events_as_historical(
     assert handler.calls == []
 
 
+@pytest.mark.integration
 async def test_mqtt5_reply_goes_to_the_response_topic_with_correlation_data(
     mosquitto: MosquittoBroker, journal: Journal
 ) -> None:
@@ -632,6 +651,7 @@ async def test_mqtt5_reply_goes_to_the_response_topic_with_correlation_data(
 # --- security: the example ACL, username/password and TLS ---------------------------------------------
 
 
+@pytest.mark.integration
 async def test_example_acl_lets_each_identity_do_only_its_job(tmp_path: Path) -> None:
     # The table of examples/baccarat.toml, with its broker user, against the example ACL as it ships.
     example = load_config(REPO / "examples" / "baccarat.toml", environ={})
@@ -691,6 +711,7 @@ async def test_example_acl_lets_each_identity_do_only_its_job(tmp_path: Path) ->
         broker.kill()
 
 
+@pytest.mark.integration
 async def test_tls_with_a_client_certificate(tmp_path: Path) -> None:
     pki = make_test_pki(tmp_path / "pki")
     tls_port = free_port()
@@ -734,6 +755,7 @@ async def test_tls_with_a_client_certificate(tmp_path: Path) -> None:
 # --- who sent it: the topic's user level, never the payload -------------------------------------------
 
 
+@pytest.mark.integration
 async def test_the_sender_is_the_topics_user_level_never_a_payload_field(
     mosquitto: MosquittoBroker, journal: Journal
 ) -> None:
@@ -775,6 +797,7 @@ async def test_the_sender_is_the_topics_user_level_never_a_payload_field(
 # --- MQTT 5 response topics ----------------------------------------------------------------------------
 
 
+@pytest.mark.integration
 async def test_a_response_topic_outside_replies_is_not_honoured(
     mosquitto: MosquittoBroker, journal: Journal
 ) -> None:
@@ -809,6 +832,7 @@ async def test_a_response_topic_outside_replies_is_not_honoured(
 # --- unbounded inputs ----------------------------------------------------------------------------------
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("protocol", ["5", "3.1.1"])
 async def test_oversized_deep_and_undecodable_payloads_get_an_error_reply(
     mosquitto: MosquittoBroker, journal: Journal, protocol: str
@@ -842,6 +866,7 @@ async def test_oversized_deep_and_undecodable_payloads_get_an_error_reply(
     assert [c.transaction for c in handler.calls] == ["fine"]
 
 
+@pytest.mark.integration
 async def test_mqtt5_broker_does_not_even_deliver_a_huge_command(
     mosquitto: MosquittoBroker, journal: Journal
 ) -> None:
@@ -862,6 +887,7 @@ async def test_mqtt5_broker_does_not_even_deliver_a_huge_command(
     assert [c.transaction for c in handler.calls] == ["next"]
 
 
+@pytest.mark.integration
 async def test_replay_runs_beside_the_commands_at_a_bounded_rate(
     mosquitto: MosquittoBroker, journal: Journal, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -909,6 +935,7 @@ topic read studio/#
 """
 
 
+@pytest.mark.integration
 async def test_refused_events_stay_in_the_outbox_until_the_broker_takes_them(
     tmp_path: Path, journal: Journal, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -961,6 +988,7 @@ async def test_refused_events_stay_in_the_outbox_until_the_broker_takes_them(
     assert any("takes events again" in r.getMessage() for r in caplog.records)
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     ("protocol", "may_refuse", "warned"), [("3.1.1", True, True), ("3.1.1", False, False), ("5", True, False)]
 )
@@ -1019,6 +1047,7 @@ async def running_service(config: TableConfig) -> AsyncIterator[TableService]:
         await asyncio.wait_for(task, 10)
 
 
+@pytest.mark.integration
 async def test_a_command_delivered_twice_is_applied_once_even_across_a_restart(
     mosquitto: MosquittoBroker, tmp_path: Path
 ) -> None:

@@ -34,6 +34,8 @@ from controller.testing.mosquitto import (
 )
 from drivers.shoe.simulator import ShoeSimulator
 
+pytestmark = pytest.mark.integration
+
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = load_config(REPO / "examples" / "baccarat.toml", environ={})
 ROOT = EXAMPLE.topic_root

@@ -23,6 +23,8 @@ from drivers.camera import (
 from drivers.capture import CaptureError
 from drivers.readings import DeviceFault, DeviceOnline
 
+pytestmark = pytest.mark.unit
+
 T0 = 1_764_567_890.125
 
 

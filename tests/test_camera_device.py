@@ -8,6 +8,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
+
 from controller.commands import Resume
 from controller.config import config_from_dict
 from controller.events import Envelope
@@ -15,6 +17,8 @@ from controller.service import TableService
 from controller.testing.mosquitto import MosquittoBroker, wait_until
 from drivers.camera import SyntheticSource
 from drivers.shoe.simulator import ShoeSimulator
+
+pytestmark = pytest.mark.integration
 
 
 async def test_a_covered_camera_pauses_the_round_and_its_recovery_lets_it_resume(

@@ -12,6 +12,8 @@ from drivers.camera import BLACK, COVERED, FROZEN, CameraHealth, CameraMonitor, 
 from drivers.camera.frame import FrameStats
 from drivers.readings import DeviceFault, DeviceFaultCleared, DeviceOffline, DeviceOnline, Reading
 
+pytestmark = pytest.mark.unit
+
 OPTIONS = CameraOptions(frame_timeout_s=2.0, frozen_frames=5, dark_frames=3, covered_frames=4, clear_frames=2)
 _rng = np.random.default_rng(7)
 _SCENE = np.zeros((48, 64, 3), np.uint8)

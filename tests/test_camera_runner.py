@@ -31,6 +31,8 @@ from drivers.camera import (
 )
 from drivers.readings import DeviceFault, DeviceFaultCleared, DeviceOffline, DeviceOnline, Reading
 
+pytestmark = pytest.mark.unit
+
 FAST = CameraOptions(
     frame_timeout_s=0.5,
     frozen_frames=5,

@@ -12,6 +12,8 @@ from hypothesis import strategies as st
 
 from drivers.capture import CaptureError, CaptureRecord, CaptureWriter, read_capture, read_capture_counted
 
+pytestmark = pytest.mark.unit
+
 
 def test_round_trip_of_every_byte_value(tmp_path: Path) -> None:
     path = tmp_path / "shoe.jsonl"

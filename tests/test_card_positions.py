@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -19,6 +20,8 @@ from controller.games.baccarat import BaccaratFlow, BaccaratSettings
 from controller.games.card_flow import CardFlow
 from controller.games.stud import StudFlow, StudSettings
 from drivers.readings import CardSeen, CardUnread
+
+pytestmark = pytest.mark.unit
 
 T0 = 1_700_000_000.0
 ALL_CODES = [card.code for card in full_deck()]

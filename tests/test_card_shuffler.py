@@ -28,6 +28,8 @@ from drivers.line.framing import encode_line
 from drivers.readings import CutCardSeen, DeviceOnline, Reading
 from drivers.shuffler.session import ShufflerSession
 
+pytestmark = pytest.mark.unit
+
 T0 = 1_700_000_000.0
 
 

@@ -8,6 +8,8 @@ import pytest
 
 from controller.cards import Card, InvalidCard, ShoeComposition, ShoeExhausted, full_deck
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.mark.parametrize(
     ("code", "rank", "suit", "rank_index", "colour"),

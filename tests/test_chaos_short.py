@@ -11,6 +11,7 @@ import pytest
 from bench.chaos import KINDS, Campaign, CampaignSettings, fault_plan, markdown
 
 
+@pytest.mark.e2e
 @pytest.mark.timeout(600)
 async def test_a_short_chaos_campaign_finds_no_violation(tmp_path: Path) -> None:
     campaign = Campaign(CampaignSettings(faults=30, seed=2026, workdir=tmp_path))
@@ -32,6 +33,7 @@ async def test_a_short_chaos_campaign_finds_no_violation(tmp_path: Path) -> None
     assert report["exit_codes"]["final stop: exit 0"] == 1
 
 
+@pytest.mark.unit
 def test_the_fault_plan_holds_every_kind_in_each_block_and_depends_on_the_seed_alone() -> None:
     kinds = list(KINDS)
     plan = fault_plan(kinds, 30, 2026)
@@ -41,6 +43,7 @@ def test_the_fault_plan_holds_every_kind_in_each_block_and_depends_on_the_seed_a
     assert plan != fault_plan(kinds, 30, 2027)
 
 
+@pytest.mark.e2e
 @pytest.mark.timeout(400)
 async def test_a_kill_right_after_the_restarts_first_commit_loses_no_card(tmp_path: Path) -> None:
     # the aimed fault: the restarted service's first line is often the shoe's repeat of a card in flight;

@@ -12,6 +12,8 @@ from controller.config import ConfigError, config_from_dict, config_problems, lo
 from drivers.registry import CAMERA_PROTOCOLS, PROTOCOLS, options_model, session_class
 from drivers.session import SessionOptions
 
+pytestmark = pytest.mark.unit
+
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 

@@ -30,6 +30,8 @@ from controller.testing.mosquitto import MosquittoBroker, MqttRecorder, secured_
 from controller.testing.table_process import CARDS, TableProcess
 from drivers.shoe.simulator import ShoeSimulator
 
+pytestmark = pytest.mark.e2e
+
 STUDIO = "s1"
 TABLES = ("bac-1", "bac-2", "bac-3")
 PASSWORDS = {

@@ -5,7 +5,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from controller.console.model import StudioModel
+
+pytestmark = pytest.mark.unit
 
 ROOT = "studio/s1/table"
 

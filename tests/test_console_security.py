@@ -31,6 +31,8 @@ from controller.testing.mosquitto import (
     wait_until,
 )
 
+pytestmark = pytest.mark.integration
+
 ROOT = Path(__file__).resolve().parent.parent
 STUDIO = "s1"
 PASSWORDS = {

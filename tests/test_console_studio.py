@@ -21,6 +21,8 @@ from controller.testing.console import chromium, open_console, running_console, 
 from controller.testing.mosquitto import MosquittoBroker
 from controller.testing.studio_sim import SimulatedStudio
 
+pytestmark = pytest.mark.e2e
+
 STUDIO = "sim-studio"
 StudioFactory = Callable[..., SimulatedStudio]
 PAUSED = re.compile(r"\bpaused\b")

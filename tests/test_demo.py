@@ -5,10 +5,13 @@ from __future__ import annotations
 import json
 
 import jsonschema
+import pytest
 
 from controller.schema import event_schema
 from controller.testing.demo_process import run_demo
 from controller.testing.mosquitto import MosquittoBroker
+
+pytestmark = pytest.mark.e2e
 
 
 def demo(*args: str) -> list[dict]:

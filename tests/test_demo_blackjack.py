@@ -14,6 +14,8 @@ from controller.schema import event_schema
 from controller.testing.blackjack_reference import names_card
 from controller.testing.demo_process import demo_command, run_demos
 
+pytestmark = pytest.mark.e2e
+
 ROUNDS = {"blackjack": 2, "single_deck_blackjack": 3, "infinite_blackjack": 6}
 
 

@@ -42,6 +42,7 @@ def accepted_cards(envelopes: list[dict[str, Any]], round_id: str) -> list[dict[
     return [e["data"] for e in envelopes if e["type"] == "card.dealt" and e["subject"] == round_id]
 
 
+@pytest.mark.e2e
 def test_andar_bahar_demo_plays_whole_rounds_from_a_fresh_deck(
     published: dict[str, list[dict[str, Any]]],
 ) -> None:
@@ -66,6 +67,7 @@ def test_andar_bahar_demo_plays_whole_rounds_from_a_fresh_deck(
         assert kinds.index("round.betting_closed") < kinds.index("card.dealt", 2)
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("game", ["andar_bahar", "stud"])
 def test_every_demo_round_is_dealt_from_a_deck_the_simulated_shuffler_counted(
     published: dict[str, list[dict[str, Any]]], game: str
@@ -87,6 +89,7 @@ def test_every_demo_round_is_dealt_from_a_deck_the_simulated_shuffler_counted(
     assert "shuffle.failed" not in kinds
 
 
+@pytest.mark.e2e
 def test_stud_demo_plays_whole_rounds_with_the_decision_window_timing_out(
     published: dict[str, list[dict[str, Any]]],
 ) -> None:
@@ -113,6 +116,7 @@ def test_stud_demo_plays_whole_rounds_with_the_decision_window_timing_out(
         assert (dealer_times[1] - dealer_times[0]).total_seconds() >= 2.0
 
 
+@pytest.mark.unit
 def test_a_simulated_shoe_takes_a_new_pack_and_deals_it_from_the_top() -> None:
     device = ShoeDevice(cards=["AS", "KD"], cut_position=None)
     assert device.draw(0.0) and device.draw(0.0)

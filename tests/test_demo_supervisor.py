@@ -49,6 +49,7 @@ def baccarat_demo(
     )
 
 
+@pytest.mark.e2e
 @pytest.mark.timeout(90)
 async def test_a_shoe_unplugged_mid_round_pauses_the_demo_and_its_supervisor_resumes_it() -> None:
     out = io.StringIO()
@@ -66,6 +67,7 @@ async def test_a_shoe_unplugged_mid_round_pauses_the_demo_and_its_supervisor_res
     assert types.index("round.paused") < types.index("round.resumed") < types.index("round.result")
 
 
+@pytest.mark.e2e
 @pytest.mark.timeout(60)
 async def test_without_the_supervisor_a_pause_waits_for_a_person() -> None:
     out = io.StringIO()
@@ -89,6 +91,7 @@ async def test_without_the_supervisor_a_pause_waits_for_a_person() -> None:
         await demo
 
 
+@pytest.mark.e2e
 @pytest.mark.timeout(60)
 async def test_a_virtual_dealer_that_fails_ends_the_demo_with_its_error() -> None:
     def on_ready(table: DemoTable) -> None:
@@ -101,6 +104,7 @@ async def test_a_virtual_dealer_that_fails_ends_the_demo_with_its_error() -> Non
         await asyncio.wait_for(baccarat_demo(1, on_ready, io.StringIO()), 50)
 
 
+@pytest.mark.unit
 async def test_a_part_that_does_not_stop_is_left_behind_instead_of_hanging_the_demo(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

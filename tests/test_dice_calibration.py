@@ -29,6 +29,8 @@ from drivers.dice.camera import CameraError, DiceCamera
 from drivers.dice.reader import CALIBRATION_KIND, CALIBRATION_VERSION, DiceCalibration, DiceReader
 from tests.dice_scenes import DATA, THREE, crop_reading, die, labelled, scene, training_set
 
+pytestmark = pytest.mark.unit
+
 NOW = datetime(2026, 3, 1, 12, 30, 15, tzinfo=UTC)
 
 

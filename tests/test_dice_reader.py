@@ -48,6 +48,8 @@ from tests.dice_scenes import (
     training_set,
 )
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.fixture(scope="module")
 def calibration() -> DiceCalibration:

@@ -83,6 +83,7 @@ def reader(calibration: DiceCalibration) -> DiceReader:
 # --- calibration from values only --------------------------------------------------------------------------
 
 
+@pytest.mark.unit
 def test_values_only_calibration_finds_the_tray_the_dice_and_reads_its_samples(
     fitted: tuple[Path, list[str]], calibration: DiceCalibration
 ) -> None:
@@ -103,6 +104,7 @@ def test_values_only_calibration_finds_the_tray_the_dice_and_reads_its_samples(
     assert lines[-1].startswith("Calibration written:")
 
 
+@pytest.mark.unit
 def test_the_calibration_file_is_never_replaced(fitted: tuple[Path, list[str]], tmp_path: Path) -> None:
     out, _ = fitted
     csv_path = write_samples(tmp_path, 2, seed=1)
@@ -110,6 +112,7 @@ def test_the_calibration_file_is_never_replaced(fitted: tuple[Path, list[str]], 
     assert status == 2 and "exists" in lines[-1]
 
 
+@pytest.mark.integration
 def test_the_table_benchmark_measures_a_tables_own_samples(tmp_path: Path) -> None:
     """`bench/dice_table.py --parts samples`: a table's SAMPLES.csv in two halves, each half calibrated from
     its values and measured on the other, as the sic bo issue's target would be measured at a table."""
@@ -137,6 +140,7 @@ def test_the_table_benchmark_measures_a_tables_own_samples(tmp_path: Path) -> No
     assert burst <= first or burst <= second
 
 
+@pytest.mark.integration
 def test_the_table_benchmark_says_what_is_wrong_with_a_samples_file(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -149,6 +153,7 @@ def test_the_table_benchmark_says_what_is_wrong_with_a_samples_file(
     assert not (tmp_path / "report.json").exists()  # no report of a measurement that did not happen
 
 
+@pytest.mark.unit
 def test_samples_csv_errors(tmp_path: Path) -> None:
     bad = tmp_path / "SAMPLES.csv"
     bad.write_text("image,values\nnowhere.png,3 4\n")
@@ -165,6 +170,7 @@ def test_samples_csv_errors(tmp_path: Path) -> None:
     assert status == 2 and "either --samples" in lines[-1]
 
 
+@pytest.mark.unit
 def test_another_calibration_version_is_refused_with_what_to_do(
     calibration: DiceCalibration, tmp_path: Path
 ) -> None:
@@ -196,6 +202,7 @@ def judge(scene: DiceScene, result: DiceReading | DiceRefusal) -> str:
     return "right"
 
 
+@pytest.mark.unit
 def test_synthetic_suite_never_a_confident_misread(reader: DiceReader) -> None:
     """Hundreds of scenes, 1-7 dice, every hazard: read right or refused; the calm ones mostly read."""
     rng = np.random.default_rng(2026)
@@ -211,6 +218,7 @@ def test_synthetic_suite_never_a_confident_misread(reader: DiceReader) -> None:
     assert calm["right"] >= 0.8 * sum(calm.values()), calm
 
 
+@pytest.mark.unit
 def test_calm_frames_at_the_soft_end_of_focus_are_read(reader: DiceReader) -> None:
     """The calibration's sharpness limit lies below its own photos' softest dice, with a margin: a calm frame
     as soft as the softest of them is read, not refused (refusing the blurriest 5% of the calibration's dice,
@@ -224,6 +232,7 @@ def test_calm_frames_at_the_soft_end_of_focus_are_read(reader: DiceReader) -> No
     assert outcomes["right"] >= 28, outcomes
 
 
+@pytest.mark.unit
 def test_each_die_read_in_its_window_as_in_the_whole_tray(reader: DiceReader) -> None:
     """The fast way (the dice located in the shrunk tray, each segmented in a window) reads as segmenting the
     whole tray at once: the same outcome for nearly every scene (a die near a confidence limit may land on
@@ -242,6 +251,7 @@ def test_each_die_read_in_its_window_as_in_the_whole_tray(reader: DiceReader) ->
     assert same >= 0.95 * scenes, same  # measured: 294 of 300 scenes
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("hazard", "usual", "others"),
     [
@@ -267,6 +277,7 @@ def test_hazards_are_refused_with_their_reason(
     assert seen[usual] >= 4, seen
 
 
+@pytest.mark.unit
 def test_a_reading_carries_its_evidence(reader: DiceReader) -> None:
     rng = np.random.default_rng(3)
     scene = random_scene(rng, hazard="none")
@@ -292,6 +303,7 @@ def test_a_reading_carries_its_evidence(reader: DiceReader) -> None:
     assert [d.value for d in wrong_count.dice] == list(scene.values)  # read, but not as many as expected
 
 
+@pytest.mark.unit
 def test_up_to_seven_dice(reader: DiceReader) -> None:
     rng = np.random.default_rng(7)
     read = 0
@@ -303,6 +315,7 @@ def test_up_to_seven_dice(reader: DiceReader) -> None:
     assert read >= 3
 
 
+@pytest.mark.unit
 def test_a_frame_without_the_tray_is_refused(reader: DiceReader) -> None:
     refusal = reader.read(np.zeros((100, 100, 3), np.uint8))
     assert isinstance(refusal, DiceRefusal) and refusal.reason == "image"
@@ -312,6 +325,7 @@ def test_a_frame_without_the_tray_is_refused(reader: DiceReader) -> None:
 # --- stillness and the camera source ------------------------------------------------------------------------
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("seed", [4, 5, 6])
 def test_stillness_waits_for_the_dice_to_rest(reader: DiceReader, seed: int) -> None:
     renderer = DiceRenderer(seed=seed, roll_frames=6, rest_frames=10)
@@ -333,6 +347,7 @@ def test_stillness_waits_for_the_dice_to_rest(reader: DiceReader, seed: int) -> 
     assert seed != 5 or judge(scene, result) == "right"
 
 
+@pytest.mark.unit
 def test_dice_that_never_stop_are_moving(reader: DiceReader) -> None:
     renderer = DiceRenderer(seed=4, roll_frames=20, rest_frames=10)
     frames = (renderer(index, 0.0) for index in range(20))
@@ -340,6 +355,7 @@ def test_dice_that_never_stop_are_moving(reader: DiceReader) -> None:
     assert isinstance(result, DiceRefusal) and result.reason == "moving"
 
 
+@pytest.mark.unit
 def test_stillness_ignores_sensor_noise_and_sees_a_creeping_die() -> None:
     scene = random_scene(np.random.default_rng(1), hazard="none")
     still = Stillness(frames=3, max_changed=0.001)
@@ -352,6 +368,7 @@ def test_stillness_ignores_sensor_noise_and_sees_a_creeping_die() -> None:
         assert not creeping.update(render(moved, seed=step)).still
 
 
+@pytest.mark.unit
 async def test_read_at_rest_grabs_until_still(reader: DiceReader) -> None:
     renderer = DiceRenderer(seed=9, roll_frames=4, rest_frames=20)
     grabbed = 0
@@ -367,6 +384,7 @@ async def test_read_at_rest_grabs_until_still(reader: DiceReader) -> None:
     assert judge(scene, result) in ("right", "refused")
 
 
+@pytest.mark.unit
 def test_the_renderer_loads_from_a_config_string() -> None:
     from drivers.camera.options import CameraOptions
     from drivers.camera.sources import make_source
@@ -382,6 +400,7 @@ def test_the_renderer_loads_from_a_config_string() -> None:
 # --- tablectl dice read ------------------------------------------------------------------------------------
 
 
+@pytest.mark.integration
 def test_dice_read_prints_one_json_line_per_image(fitted: tuple[Path, list[str]], tmp_path: Path) -> None:
     cal_path, _ = fitted
     rng = np.random.default_rng(21)

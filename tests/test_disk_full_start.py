@@ -48,6 +48,7 @@ def table_config(tmp_path: Path) -> Any:
     )
 
 
+@pytest.mark.integration
 async def test_on_a_full_disk_the_table_waits_says_why_and_starts_when_space_returns(tmp_path: Path) -> None:
     free = {"bytes": 4096}
     notes = Notes()
@@ -66,6 +67,7 @@ async def test_on_a_full_disk_the_table_waits_says_why_and_starts_when_space_ret
     service.journal.close()
 
 
+@pytest.mark.integration
 async def test_a_journal_that_cannot_be_opened_for_want_of_space_is_waited_for_too(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -87,6 +89,7 @@ async def test_a_journal_that_cannot_be_opened_for_want_of_space_is_waited_for_t
     service.journal.close()
 
 
+@pytest.mark.unit
 async def test_another_journal_problem_is_still_one_line_and_an_exit(tmp_path: Path, monkeypatch) -> None:
     def opened(config: Any, **kwargs: Any) -> TableService:
         raise PermissionError(13, "Permission denied")

@@ -24,6 +24,8 @@ from controller.events import (
 )
 from controller.journal import CommandReply, Journal, JournalError
 
+pytestmark = pytest.mark.integration
+
 SOURCE = "studio/s1/table/t1"
 
 

@@ -9,6 +9,8 @@ from controller.flow import FlowOutput
 from controller.games.roulette import RouletteResult
 from controller.lifecycle import BETTING, NEXT_ROUND, REFUSALS, TRANSITIONS, Move, Phase, Refused, RoundBook
 
+pytestmark = pytest.mark.unit
+
 
 def book_in(phase: Phase) -> RoundBook:
     book = RoundBook(table_id="t", game="roulette", gap_seconds=2.0)

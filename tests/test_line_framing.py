@@ -22,6 +22,8 @@ from drivers.line.framing import (
     parse_frame,
 )
 
+pytestmark = pytest.mark.unit
+
 
 def xor_of(data: bytes) -> int:
     return reduce(lambda acc, byte: acc ^ byte, data, 0)

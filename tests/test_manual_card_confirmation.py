@@ -72,6 +72,7 @@ def unread(core: TableCore, ref: str, now: float) -> None:
     assert types(step) == ["card.unreadable"]
 
 
+@pytest.mark.unit
 def test_a_supervisor_confirms_the_dealers_hand_entry_and_both_are_on_record(tmp_path: Path) -> None:
     core = core_for(tmp_path, "supervisor")
     now = T0 + 2
@@ -117,6 +118,7 @@ def test_a_supervisor_confirms_the_dealers_hand_entry_and_both_are_on_record(tmp
         core.on_command(command("confirm_manual_card", {"card": "7D"}, "desk-2"), now + 1)
 
 
+@pytest.mark.unit
 def test_a_supervisor_refuses_and_the_dealer_enters_again(tmp_path: Path) -> None:
     core = core_for(tmp_path, "supervisor")
     now = T0 + 2
@@ -149,6 +151,7 @@ def test_a_supervisor_refuses_and_the_dealer_enters_again(tmp_path: Path) -> Non
     ]
 
 
+@pytest.mark.unit
 def test_wrong_confirmations_are_capped_and_a_rescan_settles_the_entry(tmp_path: Path) -> None:
     core = core_for(tmp_path, "supervisor")
     now = T0 + 2
@@ -170,6 +173,7 @@ def test_wrong_confirmations_are_capped_and_a_rescan_settles_the_entry(tmp_path:
         core.on_command(command("confirm_manual_card", {"card": "7D"}, "desk-2"), now)
 
 
+@pytest.mark.unit
 def test_the_pending_entry_is_not_journaled_and_a_restart_asks_for_it_again(tmp_path: Path) -> None:
     core = core_for(tmp_path, "supervisor")
     now = T0 + 2
@@ -187,6 +191,7 @@ def test_the_pending_entry_is_not_journaled_and_a_restart_asks_for_it_again(tmp_
         restarted.on_command(command("confirm_manual_card", {"card": "7D"}, "desk-2"), now)
 
 
+@pytest.mark.unit
 def test_the_default_deals_a_hand_entry_at_once_as_before(tmp_path: Path) -> None:
     config = config_from_dict(raw_config(tmp_path), environ={})
     assert config.table.manual_card_confirmation == "dealer"
@@ -210,6 +215,7 @@ def test_the_default_deals_a_hand_entry_at_once_as_before(tmp_path: Path) -> Non
     assert isinstance(core.flow, BaccaratFlow) and BaccaratSettings().decks == 8
 
 
+@pytest.mark.unit
 def test_the_setting_is_validated(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"table\.manual_card_confirmation"):
         config_from_dict(raw_config(tmp_path, "pit-boss"), environ={})
@@ -236,6 +242,7 @@ async def running(config: TableConfig) -> AsyncIterator[TableService]:
         await asyncio.wait_for(task, 10)
 
 
+@pytest.mark.integration
 async def test_a_supervisor_confirms_over_mqtt_and_card_dealt_names_both(
     mosquitto: MosquittoBroker, tmp_path: Path
 ) -> None:
@@ -284,6 +291,7 @@ async def test_a_supervisor_confirms_over_mqtt_and_card_dealt_names_both(
         await shoe.stop()
 
 
+@pytest.mark.unit
 def test_a_face_down_card_entered_by_hand_is_named_nowhere_and_its_reveal_names_both() -> None:
     from tests.blackjack_table import single
 

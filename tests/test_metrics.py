@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
@@ -107,6 +108,7 @@ def events_of(service: TableService, type_: str) -> int:
     return sum(1 for envelope in service.journal.read(1) if envelope.type == type_)
 
 
+@pytest.mark.integration
 async def test_metrics_follow_the_table_through_a_fault_and_a_broker_outage(
     tmp_path: Path, mosquitto: MosquittoBroker
 ) -> None:
@@ -188,6 +190,7 @@ async def test_metrics_follow_the_table_through_a_fault_and_a_broker_outage(
         assert drained.value("tablectl_outbox_oldest_age_seconds") == 0
 
 
+@pytest.mark.unit
 def test_pauses_and_voids_are_counted_by_cause_not_by_free_text() -> None:
     assert pause_cause({"by": "device", "device": "shoe", "reason": "shoe fault: jam (E3)"}) == "device_fault"
     assert (
@@ -205,6 +208,7 @@ def test_pauses_and_voids_are_counted_by_cause_not_by_free_text() -> None:
     assert void_cause({"by": "supervisor-desk-1", "reason": "misdeal"}) == "supervisor"
 
 
+@pytest.mark.e2e
 async def test_tablectl_run_serves_metrics_when_enabled(tmp_path: Path, mosquitto: MosquittoBroker) -> None:
     shoe = ShoeSimulator(cards=CARDS, cut_position=None)
     port_path = await shoe.start_pty(str(tmp_path / "shoe.pty"))
@@ -281,6 +285,7 @@ def exposed_names(tmp_path: Path) -> set[str]:
     return {sample.name for sample in scraped.samples} | set(scraped.families)
 
 
+@pytest.mark.integration
 def test_example_alert_rules_and_dashboard_name_only_exposed_metrics(tmp_path: Path) -> None:
     names = exposed_names(tmp_path)
     rules = yaml.safe_load((ROOT / "examples" / "prometheus" / "tablectl-alerts.yml").read_text())
@@ -299,6 +304,7 @@ def test_example_alert_rules_and_dashboard_name_only_exposed_metrics(tmp_path: P
     assert dashboard["title"] and dashboard["templating"]["list"], "a studio and table selector"
 
 
+@pytest.mark.unit
 def test_metrics_are_off_by_default() -> None:
     assert MetricsSettings().enabled is False
 
@@ -306,6 +312,7 @@ def test_metrics_are_off_by_default() -> None:
 # -- what /metrics answers, and what a flood of scrapes costs the table -------------------------------------
 
 
+@pytest.mark.integration
 async def test_on_the_loopback_metrics_answer_only_loopback_host_names(
     tmp_path: Path, mosquitto: MosquittoBroker
 ) -> None:
@@ -323,6 +330,7 @@ async def test_on_the_loopback_metrics_answer_only_loopback_host_names(
         assert scraped.value("tablectl_http_rejections_total", server="metrics", reason="unknown_host") >= 3
 
 
+@pytest.mark.unit
 def test_on_another_address_any_host_is_answered_unless_allowed_hosts_names_them() -> None:
     assert allowed_hosts(MetricsSettings(host="0.0.0.0", port=9464)) is None
     named = MetricsSettings(host="0.0.0.0", port=9464, allowed_hosts=["table-7.studio"])
@@ -334,6 +342,7 @@ def test_on_another_address_any_host_is_answered_unless_allowed_hosts_names_them
     }
 
 
+@pytest.mark.integration
 async def test_idle_connections_never_hold_the_metrics_slots(
     tmp_path: Path, mosquitto: MosquittoBroker
 ) -> None:
@@ -348,6 +357,7 @@ async def test_idle_connections_never_hold_the_metrics_slots(
                 writer.close()
 
 
+@pytest.mark.integration
 async def test_a_flood_of_scrapes_costs_one_render_per_interval(
     tmp_path: Path, mosquitto: MosquittoBroker
 ) -> None:

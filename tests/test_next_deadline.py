@@ -24,6 +24,8 @@ from drivers.shoe.session import ShoeSession
 from drivers.shuffler.session import ShufflerSession
 from drivers.wheel.session import WheelSession
 
+pytestmark = pytest.mark.unit
+
 T0 = 1_700_000_000.0  # an epoch time, as live: its float rounding is the live one
 
 

@@ -23,6 +23,8 @@ from drivers.line.framing import encode_line
 from drivers.readings import CardSeen, CardUnread, DeviceOnline
 from tests.core_steps import card, make_core, online, open_and_close_betting, types
 
+pytestmark = pytest.mark.unit
+
 
 def paused_data(step: Step) -> dict:
     (paused,) = [e.data for e in step.events if e.type == "round.paused"]

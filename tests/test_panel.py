@@ -288,6 +288,7 @@ async def assert_cards_readable(page: Page, smallest_rank_px: float) -> None:
 # -- through the dealer's screen ----------------------------------------------------------------------------
 
 
+@pytest.mark.e2e
 async def test_dealer_follows_the_round_live_enters_a_card_by_hand_and_calls_the_supervisor(
     start_table: TableFactory, browser: Browser, tmp_path: Path
 ) -> None:
@@ -385,6 +386,7 @@ async def test_dealer_follows_the_round_live_enters_a_card_by_hand_and_calls_the
     assert js_errors == []
 
 
+@pytest.mark.e2e
 async def test_panel_shows_connection_lost_and_reconnects_by_itself(
     start_table: TableFactory, browser: Browser
 ) -> None:
@@ -413,6 +415,7 @@ async def test_panel_shows_connection_lost_and_reconnects_by_itself(
     assert js_errors == []
 
 
+@pytest.mark.e2e
 async def test_new_shoe_is_offered_when_the_shoe_is_finished_and_loads_one(
     start_table: TableFactory, browser: Browser
 ) -> None:
@@ -438,6 +441,7 @@ async def test_new_shoe_is_offered_when_the_shoe_is_finished_and_loads_one(
     assert js_errors == []
 
 
+@pytest.mark.e2e
 async def test_roulette_view_shows_the_wheels_last_number_with_its_colour(
     start_table: TableFactory, browser: Browser
 ) -> None:
@@ -471,6 +475,7 @@ async def test_roulette_view_shows_the_wheels_last_number_with_its_colour(
     assert js_errors == []
 
 
+@pytest.mark.e2e
 async def test_andar_bahar_game_card_first_then_andar_and_bahar_in_turn(
     start_table: TableFactory, browser: Browser, tmp_path: Path
 ) -> None:
@@ -556,6 +561,7 @@ async def test_andar_bahar_game_card_first_then_andar_and_bahar_in_turn(
     assert js_errors == []
 
 
+@pytest.mark.e2e
 async def test_stud_hands_and_dealer_with_the_next_card_going_round_the_hands(
     start_table: TableFactory, browser: Browser, tmp_path: Path
 ) -> None:
@@ -614,6 +620,7 @@ async def test_stud_hands_and_dealer_with_the_next_card_going_round_the_hands(
     assert js_errors == []
 
 
+@pytest.mark.e2e
 async def test_stud_with_seven_hands_fits_both_kiosk_screens(
     start_table: TableFactory, browser: Browser, tmp_path: Path
 ) -> None:
@@ -650,6 +657,7 @@ async def read_sse_states(response: httpx.Response) -> AsyncIterator[dict[str, A
             yield json.loads(line[len("data: ") :])
 
 
+@pytest.mark.integration
 async def test_api_refuses_supervisor_commands_and_bad_bodies_and_acts_as_the_dealer(
     start_table: TableFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -768,6 +776,7 @@ async def test_api_refuses_supervisor_commands_and_bad_bodies_and_acts_as_the_de
     assert [e.data["by"] for e in table.events if e.type == "round.paused"] == [DEALER_IDENTITY]
 
 
+@pytest.mark.unit
 async def test_a_slow_screen_only_gets_the_latest_state_and_never_blocks_the_service() -> None:
     subscription = StateSubscription()
     for number in range(1000):  # far more than any queue would hold: offer never waits nor raises
@@ -780,6 +789,7 @@ async def test_a_slow_screen_only_gets_the_latest_state_and_never_blocks_the_ser
     assert await asyncio.wait_for(waiting, 1) == {"n": 1000}
 
 
+@pytest.mark.unit
 async def test_the_panel_app_needs_no_network_beyond_itself() -> None:
     """The page references only its own static files (no CDN): it must work with the studio network down."""
     static = panel_app.STATIC_DIR

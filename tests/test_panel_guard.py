@@ -89,6 +89,7 @@ async def sign_in(client: httpx.AsyncClient, auth: PanelAuth, dealer: str, pin: 
     return await client.post("/api/session", json={"dealer": dealer, "pin": pin}, headers=page_headers(auth))
 
 
+@pytest.mark.unit
 async def test_a_rebound_host_name_is_refused_even_with_a_matching_origin() -> None:
     async with panel() as (client, service, auth, _):
         assert (await sign_in(client, auth, "d1", PINS["d1"])).status_code == 200
@@ -106,6 +107,7 @@ async def test_a_rebound_host_name_is_refused_even_with_a_matching_origin() -> N
             assert (await client.get("/api/state", headers={"host": host})).status_code == 200, host
 
 
+@pytest.mark.unit
 async def test_allowed_hosts_can_name_the_table_pc() -> None:
     async with panel(allowed_hosts=["Table-07.studio.lan"]) as (client, _, _, _):
         ok = await client.get("/api/state", headers={"host": f"table-07.studio.lan:{PORT}"})
@@ -113,6 +115,7 @@ async def test_allowed_hosts_can_name_the_table_pc() -> None:
         assert (await client.get("/api/state")).status_code == 421  # 127.0.0.1 is no longer one of them
 
 
+@pytest.mark.unit
 async def test_every_post_needs_the_panels_origin_and_this_boots_page_token() -> None:
     async with panel() as (client, service, auth, _):
         assert (await sign_in(client, auth, "d1", PINS["d1"])).status_code == 200
@@ -144,6 +147,7 @@ async def test_every_post_needs_the_panels_origin_and_this_boots_page_token() ->
         assert ok.status_code == 200, ok.text
 
 
+@pytest.mark.unit
 async def test_acting_needs_a_signed_in_dealer_whose_identity_is_recorded() -> None:
     async with panel() as (client, service, auth, clock):
         headers = page_headers(auth)
@@ -192,6 +196,7 @@ async def test_acting_needs_a_signed_in_dealer_whose_identity_is_recorded() -> N
         assert len(service.commands) == 2
 
 
+@pytest.mark.unit
 async def test_wrong_pins_are_rate_limited_per_dealer_and_in_all() -> None:
     async with panel(pin_attempts=3, pin_lockout_seconds=60) as (client, _, auth, clock):
         wrong = await asyncio.gather(*(sign_in(client, auth, "d1", "1111") for _ in range(6)))
@@ -217,6 +222,7 @@ async def test_wrong_pins_are_rate_limited_per_dealer_and_in_all() -> None:
         assert (await sign_in(client, auth, "d2", PINS["d2"])).status_code == 200
 
 
+@pytest.mark.unit
 async def test_with_no_dealers_configured_nobody_can_sign_in() -> None:
     async with panel(dealers={}) as (client, _, auth, _):
         assert (await client.get("/api/session")).json() == {"dealer": None, "dealers_configured": False}
@@ -224,6 +230,7 @@ async def test_with_no_dealers_configured_nobody_can_sign_in() -> None:
         assert refused.status_code == 403 and "[panel.dealers]" in refused.json()["error"]
 
 
+@pytest.mark.unit
 def test_pin_hashes_are_salted_scrypt_and_checked_in_constant_time() -> None:
     first, second = hash_pin("2468"), hash_pin("2468")
     assert first != second  # salted
@@ -235,6 +242,7 @@ def test_pin_hashes_are_salted_scrypt_and_checked_in_constant_time() -> None:
         PinHash.parse("2468")
 
 
+@pytest.mark.unit
 def test_panel_settings_validate_dealers_and_host_names() -> None:
     base = {
         "table": {"table_id": "t1", "game": "roulette"},
@@ -251,6 +259,7 @@ def test_panel_settings_validate_dealers_and_host_names() -> None:
     assert from_env.panel.dealers == {"d9": HASHES["d1"]}
 
 
+@pytest.mark.unit
 def test_panel_hash_pin_prints_a_hash_for_the_config(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -303,6 +312,7 @@ async def page_client(url: str, dealer: str | None = None) -> AsyncIterator[http
         yield client
 
 
+@pytest.mark.integration
 async def test_live_streams_are_capped_and_the_extra_ones_refused_with_503() -> None:
     async with served_panel(max_streams=2) as (url, service, _), page_client(url, "d1") as client:
         async with contextlib.AsyncExitStack() as streams:
@@ -324,6 +334,7 @@ async def test_live_streams_are_capped_and_the_extra_ones_refused_with_503() -> 
             assert re.fullmatch(r"retry: \d+", line)
 
 
+@pytest.mark.integration
 async def test_the_live_stream_needs_a_signed_in_dealer_and_ends_with_the_session(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -350,6 +361,7 @@ async def test_the_live_stream_needs_a_signed_in_dealer_and_ends_with_the_sessio
         await wait_until(lambda: not service.state_listeners, timeout=5, what="the stream to end")
 
 
+@pytest.mark.integration
 async def test_idle_and_half_sent_connections_never_keep_the_dealer_out() -> None:
     """48 sockets that send nothing (the server's whole connection cap: 16 streams + 32) and a few that send
     half a request head: the dealer can still load the panel, sign in and pause at once, and the stalled
@@ -380,6 +392,7 @@ async def test_idle_and_half_sent_connections_never_keep_the_dealer_out() -> Non
                 writer.close()
 
 
+@pytest.mark.integration
 async def test_a_deeply_nested_json_body_is_a_400_with_a_reason_and_no_traceback(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -400,6 +413,7 @@ async def test_a_deeply_nested_json_body_is_a_400_with_a_reason_and_no_traceback
         assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
 
 
+@pytest.mark.unit
 def test_the_depth_check_skips_brackets_inside_strings() -> None:
     assert not http_server.json_depth_exceeded(b'{"reason": "' + b"[" * 100 + b'"}')
     assert not http_server.json_depth_exceeded(b'{"a": "x\\"' + b"[" * 100 + b'"}')

@@ -27,6 +27,7 @@ def three_shoes() -> tuple[list, list[ExpectedRound]]:
     return record_shoes(3, seed=20261129, faults=FAULTS)
 
 
+@pytest.mark.unit
 def test_replay_of_three_faulty_shoes_matches_the_reference(three_shoes) -> None:
     records, expected = three_shoes
     # the capture really is dirty: it must exercise the re-read and the resync paths
@@ -61,6 +62,7 @@ def _noread_copies_extra(rx: bytes) -> int:
     return len(seqs) - len(set(seqs))
 
 
+@pytest.mark.integration
 def test_cli_replay_of_jsonl_and_raw_captures_agree(tmp_path: Path) -> None:
     records, expected = record_shoes(1, seed=7, faults=FAULTS)
     jsonl = tmp_path / "shoe.jsonl"
@@ -106,6 +108,7 @@ def test_cli_replay_of_jsonl_and_raw_captures_agree(tmp_path: Path) -> None:
     assert story(from_jsonl) == story(from_raw)
 
 
+@pytest.mark.unit
 def test_replay_is_deterministic(three_shoes) -> None:
     records, _ = three_shoes
     first = [(e.type, e.time, e.data) for e in replay(replay_config("baccarat", "shoe-line"), records[:4000])]

@@ -28,6 +28,8 @@ from drivers.capture import CaptureRecord
 from drivers.line.framing import encode_line
 from drivers.shoe.simulator import ShoeFaults
 
+pytestmark = pytest.mark.unit
+
 FAULTS = ShoeFaults(noread_rate=0.04, bad_checksum_rate=0.05, noise_rate=0.05, duplicate_rate=0.05)
 HEARTBEAT = encode_line("HB 1")  # uptime 1 s
 

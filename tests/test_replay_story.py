@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
+
 from controller.commands import Pause, Resume, VoidRound
 from controller.config import config_from_dict
 from controller.events import Envelope
@@ -22,6 +24,7 @@ from drivers.line.framing import encode_line
 from drivers.shoe.simulator import ShoeSimulator
 
 
+@pytest.mark.integration
 async def test_replay_of_a_tables_own_capture_reproduces_its_events(
     tmp_path: Path, mosquitto: MosquittoBroker
 ) -> None:
@@ -86,6 +89,7 @@ async def test_replay_of_a_tables_own_capture_reproduces_its_events(
     assert types.count("round.result") == 2
 
 
+@pytest.mark.unit
 def test_auto_resume_plays_on_after_a_fault_as_a_supervisor_would(tmp_path: Path) -> None:
     """A capture of device traffic only has no supervisor: a shoe jam pauses the started round; with
     --auto-resume the replay resumes it once the shoe is healthy again, and says so (`by: "replay"`)."""

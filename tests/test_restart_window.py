@@ -25,6 +25,8 @@ from controller.journal import Journal
 from controller.service import ServiceFailure, TableService
 from drivers.line.framing import encode_line
 
+pytestmark = pytest.mark.integration
+
 T0 = 1_790_000_000.0
 
 

@@ -68,6 +68,7 @@ def stored(journal: Journal) -> list[dict[str, Any]]:
 # --- events -------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.integration
 async def test_old_acknowledged_events_are_archived_then_deleted_never_one_in_the_outbox(
     tmp_path: Path,
 ) -> None:
@@ -114,6 +115,7 @@ async def test_old_acknowledged_events_are_archived_then_deleted_never_one_in_th
     again.close()
 
 
+@pytest.mark.integration
 async def test_everything_acknowledged_pruned_then_the_sequence_still_continues(tmp_path: Path) -> None:
     path = tmp_path / "t1-journal.sqlite3"
     clock = FakeClock(T0)
@@ -129,6 +131,7 @@ async def test_everything_acknowledged_pruned_then_the_sequence_still_continues(
     again.close()
 
 
+@pytest.mark.integration
 def test_prune_refuses_to_delete_an_event_still_in_the_outbox(tmp_path: Path) -> None:
     journal = Journal(tmp_path / "j.sqlite3", SOURCE)
     journal.append([opened(1), opened(2)])
@@ -141,6 +144,7 @@ def test_prune_refuses_to_delete_an_event_still_in_the_outbox(tmp_path: Path) ->
     journal.close()
 
 
+@pytest.mark.integration
 async def test_an_archive_interrupted_before_the_delete_is_not_written_twice(tmp_path: Path) -> None:
     path = tmp_path / "t1-journal.sqlite3"
     clock = FakeClock(T0)
@@ -163,6 +167,7 @@ async def test_an_archive_interrupted_before_the_delete_is_not_written_twice(tmp
 # --- the replay of a pruned range, on a real broker --------------------------------------------------------
 
 
+@pytest.mark.integration
 async def test_replay_events_of_an_archived_range_says_so(mosquitto: MosquittoBroker, tmp_path: Path) -> None:
     from controller.bus import TableBus
     from controller.config import BrokerSettings
@@ -208,6 +213,7 @@ def capture_meta() -> dict[str, Any]:
     return {"game": "baccarat", "table_id": "t1", "settings": settings}
 
 
+@pytest.mark.unit
 def test_captures_rotate_by_size_compress_and_each_file_replays_on_its_own(tmp_path: Path) -> None:
     records, _ = record_shoes(1, seed=7, faults=ShoeFaults(noread_rate=0.05))
     path = tmp_path / "shoe.jsonl"
@@ -239,6 +245,7 @@ def test_captures_rotate_by_size_compress_and_each_file_replays_on_its_own(tmp_p
     assert device_records == records  # nothing lost or repeated across the files
 
 
+@pytest.mark.unit
 def test_captures_rotate_at_utc_midnight_and_old_ones_are_deleted(tmp_path: Path) -> None:
     path = tmp_path / "shoe.jsonl"
     midnight = 1_790_035_200.0  # 2026-09-22T00:00:00Z
@@ -267,6 +274,7 @@ def test_captures_rotate_at_utc_midnight_and_old_ones_are_deleted(tmp_path: Path
     assert len(rotated_captures(path)) == 1
 
 
+@pytest.mark.unit
 def test_a_damaged_gzip_capture_is_a_clear_error(tmp_path: Path) -> None:
     from drivers.capture import CaptureError
 
@@ -293,6 +301,7 @@ def base_config(tmp_path: Path, **retention: Any) -> dict[str, Any]:
     }
 
 
+@pytest.mark.unit
 def test_retention_settings_have_safe_defaults_and_are_validated(tmp_path: Path) -> None:
     config = config_from_dict(base_config(tmp_path), environ={})
     assert config.retention == RetentionSettings()
@@ -327,6 +336,7 @@ async def running_service(config: TableConfig) -> AsyncIterator[TableService]:
         await asyncio.wait_for(task, 10)
 
 
+@pytest.mark.integration
 async def test_a_low_disk_shows_in_the_retained_status(mosquitto: MosquittoBroker, tmp_path: Path) -> None:
     shoe = ShoeSimulator(cards=["9S", "8D"] * 8, cut_position=None)
     port = await shoe.start_pty(str(tmp_path / "shoe.pty"))
@@ -371,6 +381,7 @@ class StatusBoard:
         self.disk.append((free_bytes, status, used_bytes))
 
 
+@pytest.mark.integration
 async def test_one_round_of_housekeeping_and_a_failure_that_does_not_stop_it(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -83,6 +83,7 @@ def keeper(tmp_path: Path, clock: FakeClock, **fields: Any) -> tuple[Housekeepin
 # --- the event archive --------------------------------------------------------------------------------------
 
 
+@pytest.mark.integration
 async def test_the_event_archive_is_bounded_by_age_then_bytes_oldest_first_never_the_newest(
     tmp_path: Path,
 ) -> None:
@@ -124,6 +125,7 @@ async def test_the_event_archive_is_bounded_by_age_then_bytes_oldest_first_never
     journal.close()
 
 
+@pytest.mark.integration
 def test_the_newest_archive_file_is_never_deleted_even_past_its_days(tmp_path: Path) -> None:
     journal_path = tmp_path / "t1-journal.sqlite3"
     only = archive_path(journal_path, "20260922")
@@ -136,6 +138,7 @@ def test_the_newest_archive_file_is_never_deleted_even_past_its_days(tmp_path: P
 # --- device captures ----------------------------------------------------------------------------------------
 
 
+@pytest.mark.unit
 def test_rotated_captures_of_all_devices_stay_under_their_total_bytes_oldest_first(tmp_path: Path) -> None:
     paths = [tmp_path / "shoe.jsonl", tmp_path / "shuffler.jsonl"]
     writers = [CaptureWriter(path, max_bytes=64 * 1024) for path in paths]
@@ -159,6 +162,7 @@ def test_rotated_captures_of_all_devices_stay_under_their_total_bytes_oldest_fir
         writer.close()
 
 
+@pytest.mark.unit
 def test_a_rotated_capture_an_open_round_may_need_is_kept_over_the_bound(tmp_path: Path) -> None:
     path = tmp_path / "shoe.jsonl"
     writer = CaptureWriter(path, max_bytes=64 * 1024)
@@ -193,6 +197,7 @@ def camera_bytes(path: Path) -> int:
     return found["camera"].bytes + found["frames"].bytes
 
 
+@pytest.mark.unit
 def test_camera_frames_are_bounded_by_bytes_and_age_deleted_with_their_capture_file(tmp_path: Path) -> None:
     path = tmp_path / "captures" / "camera.jsonl"
     writer = CameraCaptureWriter(path, max_frames=5, daily=True)
@@ -230,6 +235,7 @@ def test_camera_frames_are_bounded_by_bytes_and_age_deleted_with_their_capture_f
     writer.close()
 
 
+@pytest.mark.unit
 def test_frames_an_open_round_needs_stay_and_a_capture_cannot_make_retention_delete_other_files(
     tmp_path: Path,
 ) -> None:
@@ -267,6 +273,7 @@ def test_frames_an_open_round_needs_stay_and_a_capture_cannot_make_retention_del
     assert not orphan.exists()
 
 
+@pytest.mark.integration
 async def test_housekeeping_rotates_the_cameras_bounds_their_frames_and_counts_them(tmp_path: Path) -> None:
     clock = FakeClock(T0)
     path = tmp_path / "t1-journal.sqlite3"
@@ -300,6 +307,7 @@ async def test_housekeeping_rotates_the_cameras_bounds_their_frames_and_counts_t
     journal.close()
 
 
+@pytest.mark.unit
 def test_the_new_bounds_are_configurable_and_validated(tmp_path: Path) -> None:
     raw: dict[str, Any] = {
         "table": {"studio_id": "s1", "table_id": "t1", "game": "baccarat", "data_dir": str(tmp_path)},
@@ -319,6 +327,7 @@ def test_the_new_bounds_are_configurable_and_validated(tmp_path: Path) -> None:
             config_from_dict({**raw, "retention": bad}, environ={})
 
 
+@pytest.mark.integration
 def test_table_files_finds_every_kind(tmp_path: Path) -> None:
     journal_path = tmp_path / "t1-journal.sqlite3"
     Journal(journal_path, SOURCE).close()

@@ -14,6 +14,8 @@ from controller.testing.mosquitto import MosquittoBroker, MqttRecorder, wait_unt
 from controller.testing.table_process import ServiceProcess
 from drivers.wheel.simulator import WheelSimulator
 
+pytestmark = pytest.mark.e2e
+
 TABLE = "rou-e2e"
 BASE = f"studio/s1/table/{TABLE}"
 

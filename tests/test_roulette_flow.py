@@ -26,6 +26,8 @@ from drivers.session import DeviceCommand
 from drivers.wheel.session import WheelSession
 from drivers.wheel.simulator import WheelDevice
 
+pytestmark = pytest.mark.unit
+
 WHEEL = "wheel"
 T0 = 1_700_000_000.0
 TABLE = "rou-1"

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import pytest
+
 from controller.commands import CommandError, DeviceAction, Resume, VoidRound
 from controller.events import Event
 from controller.games.roulette import RouletteFlow, RouletteSettings
@@ -16,6 +18,8 @@ from controller.runtime import Step, TableCore
 from drivers.readings import Reading
 from drivers.wheel.session import WheelSession
 from drivers.wheel.simulator import WheelDevice, WheelFaults
+
+pytestmark = pytest.mark.unit
 
 T0 = 1_790_000_000.0
 STEP = 0.05

@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from controller.replay import replay_file
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -57,6 +59,7 @@ def jsonl(path: Path, lines: list[tuple[float, str]], end: str = "\r\n") -> Path
     return path
 
 
+@pytest.mark.integration
 def test_vendor_example_raw_bytes_gives_exactly_one_result_25(tmp_path: Path) -> None:
     capture = tmp_path / "vendor.bin"
     capture.write_bytes("".join(line + "\r\n" for line in VENDOR_EXAMPLE).encode())
@@ -80,6 +83,7 @@ def test_vendor_example_raw_bytes_gives_exactly_one_result_25(tmp_path: Path) ->
     assert "25" in result["raw"] and "*X;5;011;25" in result["raw"]
 
 
+@pytest.mark.integration
 def test_vendor_example_as_a_timed_capture_with_lf_endings(tmp_path: Path) -> None:
     lines = [(1000.0 + 0.5 * i, text) for i, text in enumerate(VENDOR_EXAMPLE)]
     envelopes = cli_replay(jsonl(tmp_path / "vendor.jsonl", lines, end="\n"))
@@ -116,12 +120,14 @@ def replay_types(tmp_path: Path, lines: list[str]) -> list[tuple[str, dict[str, 
     return [(e.type, e.data) for e in replay_file("roulette", "cammegh-ss2", capture)]
 
 
+@pytest.mark.unit
 def test_flag_8_within_3_s_of_state_3_is_ignored(tmp_path: Path) -> None:
     events = replay_types(tmp_path, spin("8", 2.5))
     assert [d["number"] for t, d in events if t == "round.result"] == [17]
     assert not [t for t, _ in events if t in ("device.fault", "round.paused")]
 
 
+@pytest.mark.unit
 def test_flag_8_persisting_past_3_s_is_a_fault_that_pauses(tmp_path: Path) -> None:
     events = replay_types(tmp_path, spin("8", 4.0))
     faults = [d for t, d in events if t == "device.fault"]
@@ -131,6 +137,7 @@ def test_flag_8_persisting_past_3_s_is_a_fault_that_pauses(tmp_path: Path) -> No
     assert "round.result" not in [t for t, _ in events]
 
 
+@pytest.mark.unit
 def test_ball_not_detected_for_5_s_voids_the_game(tmp_path: Path) -> None:
     short = replay_types(tmp_path, spin("0", 1.0, flags_in_4="1", seconds_in_4=4.5))
     assert [d["number"] for t, d in short if t == "round.result"] == [17]
@@ -140,6 +147,7 @@ def test_ball_not_detected_for_5_s_voids_the_game(tmp_path: Path) -> None:
     assert "round.result" not in [t for t, _ in long]
 
 
+@pytest.mark.unit
 def test_miss_spin_voids_at_once(tmp_path: Path) -> None:
     events = replay_types(tmp_path, spin("2", 0.5))
     assert [(d["reason"], d["by"]) for t, d in events if t == "round.voided"] == [("miss-spin", "device")]

@@ -19,6 +19,8 @@ from drivers.readings import (
 )
 from tests.core_steps import card, make_core, online, open_and_close_betting, types
 
+pytestmark = pytest.mark.unit
+
 
 def restore(core: TableCore) -> TableCore:
     """A core built afresh from the same configuration, with `core`'s journaled state applied."""

@@ -68,6 +68,8 @@ from controller.games.single_deck_blackjack import SingleDeckBlackjackResult
 from controller.games.stud import StudResult
 from controller.games.stud.events import StudHand
 
+pytestmark = pytest.mark.unit
+
 SOURCE = "studio/s1/table/t7"
 T0 = 1_700_000_000.0
 

@@ -65,6 +65,7 @@ def systemd(tmp_path: Path) -> Iterator[FakeSystemd]:
     fake.close()
 
 
+@pytest.mark.integration
 async def test_ready_status_and_stopping_arrive_as_datagrams(systemd: FakeSystemd, tmp_path: Path) -> None:
     notifier = Notifier({"NOTIFY_SOCKET": str(tmp_path / "notify.sock")})
     assert notifier.enabled and notifier.watchdog_interval is None
@@ -81,6 +82,7 @@ async def test_ready_status_and_stopping_arrive_as_datagrams(systemd: FakeSystem
     notifier.close()
 
 
+@pytest.mark.integration
 async def test_abstract_socket_names_start_with_an_at_sign() -> None:
     name = f"tablectl-test-{os.getpid()}-{time.monotonic_ns()}"
     fake = FakeSystemd("\0" + name)
@@ -93,6 +95,7 @@ async def test_abstract_socket_names_start_with_an_at_sign() -> None:
         fake.close()
 
 
+@pytest.mark.integration
 async def test_watchdog_pings_at_half_the_interval_and_stop_while_the_loop_is_blocked(
     systemd: FakeSystemd, tmp_path: Path
 ) -> None:
@@ -123,6 +126,7 @@ async def test_watchdog_pings_at_half_the_interval_and_stop_while_the_loop_is_bl
     notifier.close()
 
 
+@pytest.mark.unit
 def test_no_watchdog_for_another_process_nor_without_systemd(tmp_path: Path) -> None:
     other = Notifier({"NOTIFY_SOCKET": str(tmp_path / "x"), "WATCHDOG_USEC": "1000000", "WATCHDOG_PID": "1"})
     assert other.watchdog_interval is None
@@ -155,6 +159,7 @@ capture = "{data / "new-captures" / "shoe.jsonl"}"
     return path
 
 
+@pytest.mark.e2e
 async def test_tablectl_run_notifies_systemd_and_keeps_its_files_private(
     systemd: FakeSystemd, tmp_path: Path, mosquitto: MosquittoBroker
 ) -> None:

@@ -27,6 +27,8 @@ from controller.testing.table_process import (
 )
 from drivers.shoe.simulator import ShoeSimulator
 
+pytestmark = pytest.mark.e2e
+
 
 @pytest.fixture
 async def shoe(tmp_path: Path) -> AsyncIterator[ShoeSimulator]:

@@ -14,6 +14,8 @@ from controller.service import ServiceFailure, TableService
 from controller.testing.mosquitto import MosquittoBroker, MqttRecorder, wait_until
 from drivers.shoe.simulator import ShoeSimulator
 
+pytestmark = pytest.mark.integration
+
 
 async def test_unwritable_journal_stops_the_service_and_publishes_nothing_more(
     tmp_path: Path, mosquitto: MosquittoBroker

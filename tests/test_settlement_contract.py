@@ -53,6 +53,8 @@ from tests.blackjack_table import Table as BlackjackTable
 from tests.blackjack_table import ready_infinite
 from tests.settlement import BUCKET_PAYOUTS, SETTLEMENTS, Bet, Result, as_published, settle
 
+pytestmark = pytest.mark.unit
+
 # --- the registry covers what exists ----------------------------------------------------------------------
 
 

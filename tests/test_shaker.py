@@ -54,6 +54,7 @@ UNKNOWN = ParseFailure("unknown message")
 # --- the message table ---------------------------------------------------------------------------------
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("body", "message"),
     [
@@ -78,6 +79,7 @@ def test_parse_device_messages(body: str, message: object) -> None:
     assert parse_device_message(body) == message
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("body", "failure"),
     [
@@ -102,6 +104,7 @@ def test_malformed_device_messages(body: str, failure: ParseFailure) -> None:
     assert parse_device_message(body) == failure
 
 
+@pytest.mark.unit
 def test_encodings_are_exact_and_round_trip() -> None:
     assert AtRest(12, "C-7").encode() == frame("AT_REST 0012 C-7")
     assert Fault(3, "M02", "DOME_NOT_CLOSED").encode() == frame("FAULT 0003 M02 DOME_NOT_CLOSED")
@@ -122,6 +125,7 @@ def test_encodings_are_exact_and_round_trip() -> None:
         assert parse_device_message(body) == message
 
 
+@pytest.mark.unit
 def test_host_messages() -> None:
     assert parse_host_message("ACK 0001") == Ack(1)
     assert parse_host_message("SHAKE C-1 3") == Shake("C-1", 3)
@@ -139,6 +143,7 @@ def test_host_messages() -> None:
             Shake(cycle_id, pushes).encode()
 
 
+@pytest.mark.unit
 @settings(max_examples=300, deadline=None)
 @given(body=st.text(max_size=80))
 @example(body="HB " + "1" * 5000)  # past int()'s 4,300 digits: refused, never raised
@@ -156,17 +161,20 @@ def connected(now: float = 0.0) -> ShakerSession:
     return line_wire.hello_received(ShakerSession("shaker1"), "SIMSHAKE 1.0.0 SIM0003", now)
 
 
+@pytest.mark.unit
 def test_registry_knows_the_shaker() -> None:
     assert session_class("shaker-line") is ShakerSession
     assert simulator_class("shaker-line") is ShakerSimulator
 
 
+@pytest.mark.unit
 def test_connection_made_asks_for_status_and_hello_brings_online() -> None:
     session = ShakerSession("shaker1")
     assert session.protocol == "shaker-line"
     line_wire.assert_asks_status_then_online_on_hello(session, "shaker1", "SIMSHAKE 1.0.0 SIM0003", 1.0, 1.5)
 
 
+@pytest.mark.unit
 def test_at_rest_is_reported_once_and_every_copy_is_acked() -> None:
     session = connected()
     body = "AT_REST 0042 C-9"
@@ -181,6 +189,7 @@ def test_at_rest_is_reported_once_and_every_copy_is_acked() -> None:
     assert [type(r) for r in session.data_received(frame("AT_REST 0043 C-10"), 9.0)] == [DiceAtRest]
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("code", "text"),
     [
@@ -211,6 +220,7 @@ def test_faults_are_reported_once_and_cleared(code: str, text: str) -> None:
     ]
 
 
+@pytest.mark.unit
 def test_states() -> None:
     session = connected()
     for state in ["IDLE", "SHAKING", "SETTLING", "AT_REST", "DOME_OPEN"]:
@@ -230,6 +240,7 @@ def test_states() -> None:
     assert sent(session) == []
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("data", "reason"),
     [
@@ -248,6 +259,7 @@ def test_bad_lines_are_counted_never_interpreted(data: bytes, reason: str) -> No
     assert [type(r) for r in session.data_received(frame("AT_REST 0002 C-2"), 1.1)] == [DiceAtRest]
 
 
+@pytest.mark.unit
 def test_commands() -> None:
     session = connected()
     for command, body in [
@@ -278,6 +290,7 @@ def test_commands() -> None:
     assert session.data_to_send() == b""
 
 
+@pytest.mark.unit
 @settings(max_examples=300, deadline=None)
 @given(data=st.binary(max_size=3000), cuts=st.lists(st.integers(min_value=0), max_size=30))
 def test_arbitrary_bytes_never_raise(data: bytes, cuts: list[int]) -> None:
@@ -287,6 +300,7 @@ def test_arbitrary_bytes_never_raise(data: bytes, cuts: list[int]) -> None:
     assert session.stats.bytes_received == len(data)
 
 
+@pytest.mark.unit
 @settings(max_examples=200, deadline=None)
 @given(
     cycles=st.integers(0, 20),
@@ -329,6 +343,7 @@ class Wire(LineWire):
         super().__init__(device, ShakerSession("shaker1"), deliver_acks)
 
 
+@pytest.mark.unit
 def test_simulated_cycle_timing_and_retransmission_until_acked() -> None:
     device = ShakerDevice(speed=2.0)  # a push 0.4 s, settling 0.75 s
     assert device.cycle_seconds(3) == pytest.approx(1.95)
@@ -357,6 +372,7 @@ def test_simulated_cycle_timing_and_retransmission_until_acked() -> None:
     assert cycle.dice is not None and len(cycle.dice) == 3 and all(1 <= d <= 6 for d in cycle.dice)
 
 
+@pytest.mark.unit
 def test_simulated_busy_shaker_refuses_a_second_shake() -> None:
     device = ShakerDevice(speed=10.0)
     wire = Wire(device)
@@ -373,6 +389,7 @@ def test_simulated_busy_shaker_refuses_a_second_shake() -> None:
     assert [r.cycle_id for r in wire.of(DiceAtRest)] == ["B1", "B3"]
 
 
+@pytest.mark.unit
 def test_simulated_faults() -> None:
     device = ShakerDevice(speed=10.0)
     wire = Wire(device)
@@ -435,6 +452,7 @@ def test_simulated_faults() -> None:
     assert not wire.session.active_fault
 
 
+@pytest.mark.unit
 def test_simulated_cycles_through_spoiled_lines_rest_exactly_once() -> None:
     faults = ShakerFaults(
         motor_rate=0.1, sensor_rate=0.1, bad_checksum_rate=0.3, noise_rate=0.2, duplicate_rate=0.3, seed=6
@@ -469,6 +487,7 @@ async def shaker_on_pty(
         yield simulator, table
 
 
+@pytest.mark.integration
 async def test_pty_shake_cycle_is_at_rest_exactly_once_despite_retransmissions(tmp_path: Path) -> None:
     async with shaker_on_pty(tmp_path, speed=5.0) as (simulator, table):
         # spoil lines only from now on: what went out before the host opened the port was never read
@@ -499,6 +518,7 @@ async def test_pty_shake_cycle_is_at_rest_exactly_once_despite_retransmissions(t
     ]
 
 
+@pytest.mark.integration
 async def test_pty_fault_and_recovery(tmp_path: Path) -> None:
     async with shaker_on_pty(tmp_path, speed=10.0) as (simulator, table):
         simulator.motor_fault_next()
@@ -514,6 +534,7 @@ async def test_pty_fault_and_recovery(tmp_path: Path) -> None:
     assert acked(simulator) == ["ACK 0001", "ACK 0002"]
 
 
+@pytest.mark.integration
 async def test_pty_unplug_during_cycle_delivers_at_rest_once_after_replug(tmp_path: Path) -> None:
     async with shaker_on_pty(tmp_path, speed=5.0) as (simulator, table):
         await table.send("shake", cycle_id="S4")
@@ -536,6 +557,7 @@ async def test_pty_unplug_during_cycle_delivers_at_rest_once_after_replug(tmp_pa
     assert acked(simulator) == ["ACK 0001"]
 
 
+@pytest.mark.unit
 @settings(max_examples=200, deadline=None)
 @given(data=st.binary(max_size=2000), cuts=st.lists(st.integers(min_value=0), max_size=20))
 def test_the_simulated_shaker_survives_any_host_bytes(data: bytes, cuts: list[int]) -> None:
@@ -546,6 +568,7 @@ def test_the_simulated_shaker_survives_any_host_bytes(data: bytes, cuts: list[in
     assert [(cycle.cycle_id, cycle.outcome) for cycle in device.cycles] == [("Z", "at_rest")]
 
 
+@pytest.mark.unit
 def test_the_dice_depend_on_the_seed_only() -> None:
     def dice(seed: int, faults: ShakerFaults) -> list[tuple[int, ...] | None]:
         device = ShakerDevice(speed=100.0, seed=seed, faults=faults)

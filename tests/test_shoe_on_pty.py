@@ -45,6 +45,8 @@ from drivers.shoe.simulator import LineFaultInjector, LoggedLine, ShoeFaults, Sh
 from drivers.sim_port import SimulatedPort
 from drivers.transport import open_serial
 
+pytestmark = pytest.mark.integration
+
 REAL_SHOE_ENV = "TABLECTL_REAL_SHOE_URL"
 SEQ_MESSAGES = ("CARD ", "NOREAD ", "RESCAN ", "CUT ")
 

@@ -29,6 +29,8 @@ from drivers.shoe.protocol import (
     parse_host_message,
 )
 
+pytestmark = pytest.mark.unit
+
 MALFORMED = ParseFailure("malformed fields")
 UNKNOWN = ParseFailure("unknown message")
 

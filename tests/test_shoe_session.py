@@ -30,6 +30,8 @@ from drivers.shoe.protocol import RANKS, SUITS
 from drivers.shoe.session import ShoeSession
 from drivers.shoe.simulator import ShoeDevice, ShoeFaults
 
+pytestmark = pytest.mark.unit
+
 
 def line(body: str) -> bytes:
     return encode_line(body)

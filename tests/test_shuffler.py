@@ -56,6 +56,7 @@ UNKNOWN = ParseFailure("unknown message")
 # --- the message table ---------------------------------------------------------------------------------
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("body", "message"),
     [
@@ -85,6 +86,7 @@ def test_parse_device_messages(body: str, message: object) -> None:
     assert parse_device_message(body) == message
 
 
+@pytest.mark.unit
 def test_count_fields_validity() -> None:
     assert Err(5, "E02", "COUNT_MISMATCH 416 415", 416, 415).count_fields_valid
     assert not Err(10, "E02", "COUNT_MISMATCH 416 many").count_fields_valid
@@ -92,6 +94,7 @@ def test_count_fields_validity() -> None:
     assert Err.count_mismatch(3, 52, 51) == Err(3, "E02", "COUNT_MISMATCH 52 51", 52, 51)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("body", "failure"),
     [
@@ -125,6 +128,7 @@ def test_malformed_device_messages(body: str, failure: ParseFailure) -> None:
     assert parse_device_message(body) == failure
 
 
+@pytest.mark.unit
 def test_encodings_are_exact_and_round_trip() -> None:
     assert Done(1, "S-17", 8, 416).encode() == frame("DONE 0001 S-17 8 416")
     assert Err.count_mismatch(12, 416, 415).encode() == frame("ERR 0012 E02 COUNT_MISMATCH 416 415")
@@ -145,6 +149,7 @@ def test_encodings_are_exact_and_round_trip() -> None:
         assert parse_device_message(body) == message
 
 
+@pytest.mark.unit
 def test_host_messages() -> None:
     assert parse_host_message("ACK 0042") == Ack(42)
     assert parse_host_message("SHUFFLE S-1 8") == Shuffle("S-1", 8)
@@ -162,6 +167,7 @@ def test_host_messages() -> None:
             Shuffle(shuffle_id, decks).encode()
 
 
+@pytest.mark.unit
 @settings(max_examples=300, deadline=None)
 @given(body=st.text(max_size=80))
 @example(body="HB " + "1" * 5000)  # past int()'s 4,300 digits: refused, never raised
@@ -179,17 +185,20 @@ def connected(now: float = 0.0) -> ShufflerSession:
     return line_wire.hello_received(ShufflerSession("shuffler1"), "SIMSHUF 1.0.0 SIM0002", now)
 
 
+@pytest.mark.unit
 def test_registry_knows_the_shuffler() -> None:
     assert session_class("shuffler-line") is ShufflerSession
     assert simulator_class("shuffler-line") is ShufflerSimulator
 
 
+@pytest.mark.unit
 def test_connection_made_asks_for_status_and_hello_brings_online() -> None:
     session = ShufflerSession("shuffler1")
     assert session.protocol == "shuffler-line"
     line_wire.assert_asks_status_then_online_on_hello(session, "shuffler1", "SIMSHUF 1.0.0 SIM0002", 5.0, 5.1)
 
 
+@pytest.mark.unit
 def test_done_with_the_right_count_is_a_usable_deck_once_and_every_copy_is_acked() -> None:
     session = connected()
     body = "DONE 0007 S-1 8 416"
@@ -202,6 +211,7 @@ def test_done_with_the_right_count_is_a_usable_deck_once_and_every_copy_is_acked
     assert session.stats.rejected == {}
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(("decks", "cards"), [(8, 415), (8, 417), (1, 51), (1, 53), (1, 0), (2, 52)])
 def test_done_with_a_wrong_count_is_a_failure_never_a_deck(decks: int, cards: int) -> None:
     session = connected()
@@ -242,6 +252,7 @@ def test_done_with_a_wrong_count_is_a_failure_never_a_deck(decks: int, cards: in
     assert not session.faulted
 
 
+@pytest.mark.unit
 def test_err_count_mismatch_is_parsed_and_cleared_by_reset() -> None:
     session = connected()
     session.command(DeviceCommand("shuffle", {"shuffle_id": 17, "decks": 8}), 0.5)
@@ -270,6 +281,7 @@ def test_err_count_mismatch_is_parsed_and_cleared_by_reset() -> None:
     assert session.stats.rejected == {}
 
 
+@pytest.mark.unit
 def test_err_with_unreadable_counts_is_still_a_failure_and_is_counted() -> None:
     session = connected()
     body = "ERR 0003 E02 COUNT_MISMATCH lots 12"
@@ -291,6 +303,7 @@ def test_err_with_unreadable_counts_is_still_a_failure_and_is_counted() -> None:
     assert session.stats.rejected == {"malformed count mismatch": 1}
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("code", "text"), [("E01", "JAM"), ("E04", "INPUT_EMPTY"), ("E05", "MOTOR"), ("E42", "NEW THING")]
 )
@@ -307,6 +320,7 @@ def test_errors_are_failures_and_faults(code: str, text: str) -> None:
     assert sent(session) == ["ACK 0004"]
 
 
+@pytest.mark.unit
 def test_states_faults_and_clearing() -> None:
     session = connected()
 
@@ -348,6 +362,7 @@ def test_states_faults_and_clearing() -> None:
     assert sent(session) == ["ACK 0001"]  # STATE carries no seq: nothing else to ACK
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("data", "reason"),
     [
@@ -368,6 +383,7 @@ def test_bad_lines_are_counted_never_interpreted(data: bytes, reason: str) -> No
     assert [type(r) for r in session.data_received(frame("DONE 0002 S1 1 52"), 1.1)] == [ShuffleDone]
 
 
+@pytest.mark.unit
 def test_commands() -> None:
     session = connected()
     for command, body in [
@@ -400,6 +416,7 @@ def test_commands() -> None:
     assert session.data_to_send() == b""
 
 
+@pytest.mark.unit
 @settings(max_examples=300, deadline=None)
 @given(data=st.binary(max_size=3000), cuts=st.lists(st.integers(min_value=0), max_size=30))
 def test_arbitrary_bytes_never_raise(data: bytes, cuts: list[int]) -> None:
@@ -411,6 +428,7 @@ def test_arbitrary_bytes_never_raise(data: bytes, cuts: list[int]) -> None:
     assert session.stats.bytes_received == len(data)
 
 
+@pytest.mark.unit
 @settings(max_examples=200, deadline=None)
 @given(
     shuffles=st.lists(st.tuples(st.integers(1, 8), st.integers(-2, 2)), max_size=15),
@@ -457,6 +475,7 @@ class Wire(LineWire):
         super().__init__(device, ShufflerSession("shuffler1"), deliver_acks)
 
 
+@pytest.mark.unit
 def test_simulated_shuffle_takes_its_time_and_is_retransmitted_until_acked() -> None:
     device = ShufflerDevice(speed=10.0)  # (4 s + 6 s per deck) / 10: one deck takes 1.0 s
     assert device.shuffle_seconds(1) == pytest.approx(1.0)
@@ -489,6 +508,7 @@ def test_simulated_shuffle_takes_its_time_and_is_retransmitted_until_acked() -> 
     assert wire.states()[-1] == "IDLE"
 
 
+@pytest.mark.unit
 def test_simulated_jam_then_reset_then_a_good_shuffle() -> None:
     device = ShufflerDevice(speed=20.0)
     wire = Wire(device)
@@ -515,6 +535,7 @@ def test_simulated_jam_then_reset_then_a_good_shuffle() -> None:
     assert [r.shuffle_id for r in device.shuffles] == ["J1", "J3"]
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("loaded", "miscount", "checks_count", "expected"),
     [
@@ -549,6 +570,7 @@ def test_simulated_count_mismatch_is_never_a_usable_deck(
     assert not wire.session.faulted
 
 
+@pytest.mark.unit
 def test_simulated_door_abort_and_empty_input() -> None:
     device = ShufflerDevice(speed=20.0)
     wire = Wire(device)
@@ -589,6 +611,7 @@ def test_simulated_door_abort_and_empty_input() -> None:
     assert wire.of(DeviceFaultCleared) and not wire.session.faulted
 
 
+@pytest.mark.unit
 def test_simulated_shuffles_through_spoiled_lines_come_out_exactly_once() -> None:
     faults = ShufflerFaults(
         jam_rate=0.15,
@@ -641,6 +664,7 @@ async def shuffler_on_pty(
         yield simulator, table
 
 
+@pytest.mark.integration
 async def test_pty_shuffle_done(tmp_path: Path) -> None:
     async with shuffler_on_pty(tmp_path) as (simulator, table):
         assert simulator.load_decks(8)
@@ -657,6 +681,7 @@ async def test_pty_shuffle_done(tmp_path: Path) -> None:
     assert [s.state for s in table.of(DeviceStatus)] == ["IDLE", "LOADING", "SHUFFLING", "READY", "IDLE"]
 
 
+@pytest.mark.integration
 async def test_pty_error_then_reset(tmp_path: Path) -> None:
     async with shuffler_on_pty(tmp_path) as (simulator, table):
         simulator.load_decks(1)
@@ -675,6 +700,7 @@ async def test_pty_error_then_reset(tmp_path: Path) -> None:
     assert acked(simulator) == ["ACK 0001", "ACK 0002"]
 
 
+@pytest.mark.integration
 async def test_pty_count_mismatch_is_a_fault(tmp_path: Path) -> None:
     async with shuffler_on_pty(tmp_path) as (simulator, table):
         simulator.load(8 * 52 - 1)
@@ -689,6 +715,7 @@ async def test_pty_count_mismatch_is_a_fault(tmp_path: Path) -> None:
     assert table.of(DeviceFaultCleared) == []
 
 
+@pytest.mark.integration
 async def test_pty_unplug_during_shuffle_delivers_done_once_after_replug(tmp_path: Path) -> None:
     async with shuffler_on_pty(tmp_path) as (simulator, table):
         simulator.load_decks(8)
@@ -711,6 +738,7 @@ async def test_pty_unplug_during_shuffle_delivers_done_once_after_replug(tmp_pat
     assert acked(simulator) == ["ACK 0001"]  # the copies sent while unplugged reached nobody
 
 
+@pytest.mark.unit
 @settings(max_examples=200, deadline=None)
 @given(data=st.binary(max_size=2000), cuts=st.lists(st.integers(min_value=0), max_size=20))
 def test_the_simulated_shuffler_survives_any_host_bytes(data: bytes, cuts: list[int]) -> None:

@@ -9,6 +9,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import jsonschema
+import pytest
 
 from controller.games.sicbo import SicBoResult
 from controller.panel.app import _camera_frame
@@ -16,6 +17,7 @@ from controller.schema import event_schema
 from controller.testing.demo_process import run_demo
 
 
+@pytest.mark.e2e
 def test_the_sicbo_demo_plays_rounds_read_by_the_camera() -> None:
     stdout, _ = run_demo("--game", "sicbo", "--rounds", "2", "--json", "--panel-port", "0", "--seed", "3")
     envelopes: list[dict[str, Any]] = [json.loads(line) for line in stdout.splitlines()]
@@ -30,6 +32,7 @@ def test_the_sicbo_demo_plays_rounds_read_by_the_camera() -> None:
         assert result.frame.startswith("camera-frames/") and len(result.frame_sha256) == 64
 
 
+@pytest.mark.unit
 def test_the_panel_serves_a_kept_frame_and_nothing_else(tmp_path: Path) -> None:
     frames = tmp_path / "camera-frames"
     frames.mkdir()
@@ -50,6 +53,7 @@ def test_the_panel_serves_a_kept_frame_and_nothing_else(tmp_path: Path) -> None:
         assert _camera_frame(service, device, wanted).status_code == 404, wanted
 
 
+@pytest.mark.unit
 def test_the_demo_cameras_calibration_is_what_the_code_fits(tmp_path: Path) -> None:
     """The committed calibration of the demo's synthetic camera is refitted whenever the calibration's code
     changes (`python -m calibration.shaker_scene`): a refit agrees with it to floating-point noise."""

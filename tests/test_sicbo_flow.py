@@ -15,6 +15,8 @@ from drivers.readings import DeviceFault, DeviceFaultCleared, DiceAtRest
 from drivers.session import DeviceCommand
 from tests.sicbo_core import BET, FRAME, SHA, T0, Table
 
+pytestmark = pytest.mark.unit
+
 
 def shake(cycle: str, pushes: int = 3) -> DeviceRequest:
     return DeviceRequest("shaker", DeviceCommand("shake", {"cycle_id": cycle, "pushes": pushes}))

@@ -19,6 +19,8 @@ from tests.settlement import Bet
 from tests.settlement import settle as settle_bet
 from tests.sicbo_core import Table
 
+pytestmark = pytest.mark.unit
+
 Result = dict[str, Any]
 OUTCOMES = list(itertools.product(range(1, 7), repeat=3))
 

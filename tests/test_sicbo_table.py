@@ -111,6 +111,7 @@ class SicBoTable:
         return [e for e in self.events if e.type == kind]
 
 
+@pytest.mark.integration
 async def test_a_round_with_a_refused_reading_reshakes_reads_and_replays_to_the_same_result(
     tmp_path: Path, mosquitto: MosquittoBroker
 ) -> None:
@@ -188,6 +189,7 @@ async def test_a_round_with_a_refused_reading_reshakes_reads_and_replays_to_the_
         list(replay_file("sicbo", "shaker-line", tmp_path / "shaker.jsonl"))
 
 
+@pytest.mark.integration
 async def test_a_covered_camera_pauses_the_table_and_unreadable_dice_wait_for_the_supervisor(
     tmp_path: Path, mosquitto: MosquittoBroker
 ) -> None:
@@ -225,6 +227,7 @@ async def test_a_covered_camera_pauses_the_table_and_unreadable_dice_wait_for_th
         await table.stop()
 
 
+@pytest.mark.unit
 def test_a_sicbo_table_must_keep_its_camera_frames(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"devices\.camera\.capture is missing: a sicbo table keeps"):
         config_from_dict(

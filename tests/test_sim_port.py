@@ -11,6 +11,8 @@ import serial
 
 from drivers.sim_port import SimulatedPort
 
+pytestmark = pytest.mark.integration
+
 
 class EchoDevice:
     """Echoes what the host sends, says HELLO when plugged in."""

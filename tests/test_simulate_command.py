@@ -19,6 +19,8 @@ from drivers.shoe.session import ShoeSession
 from drivers.shoe.simulator import shuffled_shoe
 from drivers.simulate import parse_faults
 
+pytestmark = pytest.mark.integration
+
 REPO = Path(__file__).resolve().parent.parent
 
 

@@ -53,6 +53,8 @@ from drivers.wheel.protocol import (
     pocket_text,
 )
 
+pytestmark = pytest.mark.unit
+
 VENDOR_EXAMPLE = [
     "*X;1;011;23;0;154;0",
     "*X;2;011;23;0;154;0",

@@ -38,6 +38,8 @@ from controller.testing.card_table import (
 )
 from drivers.readings import CardSeen, CutCardSeen, DeviceOnline
 
+pytestmark = pytest.mark.unit
+
 TABLE = "stud1"
 T0 = 1_700_000_000.0
 

@@ -45,6 +45,8 @@ from controller.table_state import decode_state
 from drivers.line.framing import encode_line
 from drivers.shoe.session import ShoeSession
 
+pytestmark = pytest.mark.unit
+
 GAMES = ["baccarat", "andar_bahar", "stud", "blackjack", "single_deck_blackjack", "infinite_blackjack"]
 #: one deck each, so that a card's code names one physical card; short windows
 SETTINGS: dict[str, dict[str, Any]] = {

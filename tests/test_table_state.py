@@ -36,6 +36,7 @@ def golden(version: int, game: str) -> dict[str, Any]:
     return json.loads((GOLDEN / f"v{version}" / f"{game}.json").read_text())
 
 
+@pytest.mark.unit
 def test_there_is_a_golden_record_of_every_version_for_every_game() -> None:
     # every version has golden records of the games it knew; the current one of every game there is
     versions = sorted(int(p.name[1:]) for p in GOLDEN.iterdir())
@@ -48,6 +49,7 @@ def test_there_is_a_golden_record_of_every_version_for_every_game() -> None:
 GOLDEN_FILES = sorted((int(p.parent.name[1:]), p.stem) for p in GOLDEN.glob("v*/*.json"))
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(("version", "game"), GOLDEN_FILES, ids=[f"v{v}-{g}" for v, g in GOLDEN_FILES])
 def test_golden_records_load_and_round_trip(version: int, game: str) -> None:
     record = migrate(golden(version, game))
@@ -59,6 +61,7 @@ def test_golden_records_load_and_round_trip(version: int, game: str) -> None:
     assert decode_state(core.export_state_json()) == record
 
 
+@pytest.mark.unit
 def test_the_record_holds_every_attribute_of_every_flow() -> None:
     # nothing a flow keeps may be left out of its record (it would be lost on a restart)
     configuration = {"settings"}
@@ -69,6 +72,7 @@ def test_the_record_holds_every_attribute_of_every_flow() -> None:
         assert kept == set(flow.record_model.model_fields), game
 
 
+@pytest.mark.unit
 def test_restart_after_an_unrelated_class_change_still_recovers_the_round(monkeypatch) -> None:
     core = fresh_core("baccarat")
     core.restore_state(golden(1, "baccarat"))
@@ -81,6 +85,7 @@ def test_restart_after_an_unrelated_class_change_still_recovers_the_round(monkey
     assert restarted.state()["game_state"]["player"] == ["2C", "3S"]
 
 
+@pytest.mark.unit
 def test_a_record_of_another_game_or_with_other_decks_mid_shoe_is_refused() -> None:
     with pytest.raises(StateMismatch, match="of a baccarat table, but the config says stud"):
         fresh_core("stud").restore_state(golden(1, "baccarat"))
@@ -98,6 +103,7 @@ def test_a_record_of_another_game_or_with_other_decks_mid_shoe_is_refused() -> N
     assert not core.flow.rounds.in_round, "a refused record changes nothing"
 
 
+@pytest.mark.unit
 def test_unreadable_newer_damaged_and_pickled_states_are_refused() -> None:
     with pytest.raises(StateMismatch, match="version 99, written by a newer tablectl"):
         decode_state(json.dumps({**golden(1, "baccarat"), "state_version": 99}).encode())
@@ -109,6 +115,7 @@ def test_unreadable_newer_damaged_and_pickled_states_are_refused() -> None:
         decode_state(b'{"game": "baccarat"}')
 
 
+@pytest.mark.unit
 def test_older_versions_are_migrated_step_by_step() -> None:
     def v1_to_v2(record: dict[str, Any]) -> dict[str, Any]:
         return {**record, "note": "from v1"}
@@ -122,6 +129,7 @@ def test_older_versions_are_migrated_step_by_step() -> None:
         migrate({"state_version": 1}, {1: v1_to_v2}, target=3)
 
 
+@pytest.mark.integration
 def test_a_fresh_state_continues_the_journals_round_numbering(tmp_path: Path) -> None:
     config = config_from_dict(
         {
@@ -164,6 +172,7 @@ class _HoleCardFlow(BaccaratFlow):
         self.hole: Card | None = Card.parse("QH")
 
 
+@pytest.mark.unit
 def test_a_secret_field_is_kept_in_the_record_and_nowhere_public() -> None:
     flow = _HoleCardFlow("t", BaccaratSettings())
     # every card game's record also keeps, secret, a card held out of procedure (it may be a hole copy)

@@ -29,6 +29,7 @@ def installed_unit(tmp_path: Path) -> Path:
     return unit
 
 
+@pytest.mark.integration
 def test_the_unit_verifies_without_warnings(tmp_path: Path) -> None:
     analyze = require_binary("systemd-analyze")
     unit = installed_unit(tmp_path)
@@ -38,6 +39,7 @@ def test_the_unit_verifies_without_warnings(tmp_path: Path) -> None:
     assert result.returncode == 0 and about_unit == [], result.stdout + result.stderr
 
 
+@pytest.mark.integration
 def test_the_units_sandbox_rates_at_most_3_0(tmp_path: Path) -> None:
     analyze = require_binary("systemd-analyze")
     unit = installed_unit(tmp_path)
@@ -101,6 +103,7 @@ print("ok")
 """
 
 
+@pytest.mark.integration
 def test_the_service_stack_runs_with_write_xor_execute_memory() -> None:
     """MemoryDenyWriteExecute=yes kills a process that maps writable+executable memory (a JIT, libffi
     closures). The kernel's own W^X switch (PR_SET_MDWE, Linux 6.3+) refuses the same: the service's imports
@@ -113,6 +116,7 @@ def test_the_service_stack_runs_with_write_xor_execute_memory() -> None:
     assert result.returncode == 0 and result.stdout.strip() == "ok", result.stdout + result.stderr
 
 
+@pytest.mark.unit
 def test_udev_rules_give_only_the_tables_devices_by_serial_number_to_the_service() -> None:
     rules = [line for line in RULES.read_text().splitlines() if line.strip() and not line.startswith("#")]
     assert len(rules) >= 6

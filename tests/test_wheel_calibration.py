@@ -83,6 +83,7 @@ class Operator:
 # --- sensor calibration -------------------------------------------------------------------------------------
 
 
+@pytest.mark.integration
 async def test_sensor_calibration_succeeds() -> None:
     wheel = make_simulator()
     await wheel.start_pty()  # and talk to it at once, while it still boots
@@ -110,6 +111,7 @@ async def test_sensor_calibration_succeeds() -> None:
     assert "*C" in [line for _, line in wheel.device.received]
 
 
+@pytest.mark.integration
 async def test_sensor_calibration_reports_broken_sensors() -> None:
     simulator = await started(calibration_broken_sensors=(1, 3))
     console = await connect(simulator)
@@ -125,6 +127,7 @@ async def test_sensor_calibration_reports_broken_sensors() -> None:
     assert result.as_record()["broken_sensors"] == [1, 3]
 
 
+@pytest.mark.integration
 async def test_sensor_calibration_without_the_ball() -> None:
     simulator = await started(ball_on_zero=False)
     console = await connect(simulator)
@@ -139,6 +142,7 @@ async def test_sensor_calibration_without_the_ball() -> None:
     assert result.message == "the wheel found no ball: is it fixed in the middle of pocket 0?"
 
 
+@pytest.mark.integration
 async def test_a_running_wheel_is_powered_down_first_if_the_operator_agrees(wheel: WheelSimulator) -> None:
     console = await connect(wheel)
     try:
@@ -163,6 +167,7 @@ async def test_a_running_wheel_is_powered_down_first_if_the_operator_agrees(whee
 # --- firing position ----------------------------------------------------------------------------------------
 
 
+@pytest.mark.integration
 async def test_firing_position_set_and_check(wheel: WheelSimulator) -> None:
     console = await connect(wheel)
     try:
@@ -184,6 +189,7 @@ async def test_firing_position_set_and_check(wheel: WheelSimulator) -> None:
     assert host_lines[-4:] == ["*T c 140", "*T f", "*T C", "*T C"]
 
 
+@pytest.mark.integration
 async def test_firing_position_cancelled_changes_nothing(wheel: WheelSimulator) -> None:
     console = await connect(wheel)
     try:
@@ -199,6 +205,7 @@ async def test_firing_position_cancelled_changes_nothing(wheel: WheelSimulator) 
 # --- self-test ----------------------------------------------------------------------------------------------
 
 
+@pytest.mark.integration
 async def test_self_test_passes(wheel: WheelSimulator) -> None:
     console = await connect(wheel)
     try:
@@ -211,6 +218,7 @@ async def test_self_test_passes(wheel: WheelSimulator) -> None:
     assert operator.shown[-1] == "0: no errors"
 
 
+@pytest.mark.integration
 async def test_self_test_prints_every_code_in_words() -> None:
     simulator = await started(self_test_codes=(21, 13, 5))
     console = await connect(simulator)
@@ -232,6 +240,7 @@ async def test_self_test_prints_every_code_in_words() -> None:
     assert operator.shown[-3:] == outcome.described()
 
 
+@pytest.mark.integration
 async def test_a_silent_wheel_is_reported(wheel: WheelSimulator) -> None:
     wheel.silence(True)
     console = await connect(wheel, reply_timeout=0.6)
@@ -245,6 +254,7 @@ async def test_a_silent_wheel_is_reported(wheel: WheelSimulator) -> None:
 # --- records ------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.unit
 def test_records_are_versioned_and_never_overwritten(tmp_path: Path) -> None:
     identity = WheelIdentity(name="CAM", firmware={"S": "2.52"})
     when = datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC)
@@ -293,6 +303,7 @@ def only_record(directory: Path) -> dict[str, Any]:
     return record
 
 
+@pytest.mark.integration
 async def test_cli_wheel_sensors(wheel: WheelSimulator, tmp_path: Path) -> None:
     code, shown = await run_cli(["wheel-sensors", "--port", wheel.url, "--out", str(tmp_path)])
     assert code == EXIT_OK
@@ -306,6 +317,7 @@ async def test_cli_wheel_sensors(wheel: WheelSimulator, tmp_path: Path) -> None:
     assert record["result"]["wheel_lines"][-1] == "*C OK : Completed (127, 1151, 2175)"
 
 
+@pytest.mark.integration
 async def test_cli_wheel_firing_set_and_check(wheel: WheelSimulator, tmp_path: Path) -> None:
     code, shown = await run_cli(
         ["wheel-firing", "set", "--port", wheel.url, "--value", "96", "--out", str(tmp_path / "set")]
@@ -322,6 +334,7 @@ async def test_cli_wheel_firing_set_and_check(wheel: WheelSimulator, tmp_path: P
     assert record["kind"] == "wheel-firing-check" and record["result"]["stored_position"] == "96"
 
 
+@pytest.mark.integration
 async def test_cli_wheel_selftest_with_errors(tmp_path: Path) -> None:
     simulator = await started(self_test_codes=(22,))
     try:
@@ -340,6 +353,7 @@ async def test_cli_wheel_selftest_with_errors(tmp_path: Path) -> None:
     assert record["result"]["codes"] == [{"code": 22, "meaning": "sensor 2 broken off (cannot see the ball)"}]
 
 
+@pytest.mark.integration
 async def test_cli_cancelled_writes_no_record(wheel: WheelSimulator, tmp_path: Path) -> None:
     argv = ["wheel-sensors", "--port", wheel.url, "--out", str(tmp_path)]
     code, shown = await run_cli(argv, ask=lambda q: False)
@@ -348,6 +362,7 @@ async def test_cli_cancelled_writes_no_record(wheel: WheelSimulator, tmp_path: P
     assert list(tmp_path.glob("*.json")) == []
 
 
+@pytest.mark.unit
 async def test_cli_missing_port(tmp_path: Path) -> None:
     missing = tmp_path / "ttyUSB9"
     code, shown = await run_cli(["wheel-selftest", "--port", str(missing), "--out", str(tmp_path)])
@@ -355,6 +370,7 @@ async def test_cli_missing_port(tmp_path: Path) -> None:
     assert shown == [f"tablectl: error: serial port {missing} not found (is the device plugged in?)"]
 
 
+@pytest.mark.unit
 def test_cli_is_registered_under_tablectl_calibrate() -> None:
     from controller.cli import build_parser
 

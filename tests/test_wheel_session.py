@@ -27,6 +27,8 @@ from drivers.session import DeviceCommand, UnknownDeviceCommand
 from drivers.wheel.protocol import OperatingMode
 from drivers.wheel.session import DEFAULT_MODE, WheelSession
 
+pytestmark = pytest.mark.unit
+
 T0 = 1_700_000_000.0
 
 
