@@ -1,8 +1,9 @@
 """The supervisor's console under a studio's load: from an event published by a table to its appearance on
 the page, with 200 tables.
 
-A studio of simulated tables (`tests/studio_sim.py`: the retained status, state and devices of a real table,
-and baccarat rounds of 8 events, each followed by the table's retained state) publishes on a real Mosquitto;
+A studio of simulated tables (`controller.testing.studio_sim`: the retained status, state and devices of a
+real table, and baccarat rounds of 8 events, each followed by the table's retained state) publishes on a real
+Mosquitto;
 `tablectl console` runs as its own process, as a studio runs it; a real headless Chromium shows the page,
 signed in. In the page a MutationObserver notes when each table's tile shows a new event sequence
 (`data-seq`), and the time of the next animation frame after it (when it is painted): latency is that time
