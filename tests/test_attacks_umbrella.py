@@ -7,8 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from controller.events import RoundOpened, make_event
 from controller.journal import Journal
+
+pytestmark = pytest.mark.integration
 
 BENCH = Path(__file__).resolve().parent.parent / "bench" / "attacks.py"
 T0 = 1_790_035_200.0

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from controller.config import TableConfig, config_from_dict
 from controller.machine import MachineStep, TableMachine
 from controller.replay import replay_table
@@ -18,6 +20,8 @@ from controller.service import build_core, build_session
 from drivers.capture import CaptureRecord
 from drivers.line.framing import encode_line
 from drivers.line.session import WATCHDOG_S
+
+pytestmark = pytest.mark.unit
 
 T0 = 1_700_000_000.0
 
