@@ -338,7 +338,7 @@ async def test_dealer_follows_the_round_live_enters_a_card_by_hand_and_calls_the
     await page.click('#rank-grid button[data-rank="9"]')
     await page.click('#suit-grid button[data-suit="S"]')
     await page.click("#btn-deal")
-    refused = page.locator(".toast.error").last
+    refused = page.locator(".toast.error").first
     await expect(refused).to_contain_text("already came out 1 times")
     assert await refused.evaluate("node => getComputedStyle(node).backgroundColor") == "rgb(176, 14, 9)"
     await expect(page.locator("#banker-cards .card")).to_have_count(0)
@@ -352,7 +352,7 @@ async def test_dealer_follows_the_round_live_enters_a_card_by_hand_and_calls_the
     await expect(banker_cards).to_have_count(1)
     await expect(banker_cards.first).to_have_attribute("data-code", "8D")
     await expect(banker_cards.first).to_have_class("card red")
-    await expect(page.locator(".toast.ok").last).to_have_text("Card 8♦ entered")
+    await expect(page.locator(".toast.ok").first).to_have_text("Card 8♦ entered")
     await expect(prompt).to_have_text("Deal to Player")
     dealt = [e.data for e in table.events if e.type == "card.dealt"]
     assert [(d["card"], d["position"]) for d in dealt] == [("9S", "player"), ("8D", "banker")]
@@ -406,7 +406,7 @@ async def test_panel_shows_connection_lost_and_reconnects_by_itself(
     await expect(page.locator("#connection-lost")).to_be_hidden()
     # and it is live again: closing betting from the panel shows the new prompt through the new stream
     await page.click("#btn-close-betting")
-    await expect(page.locator(".toast.ok").last).to_have_text("Betting closed")
+    await expect(page.locator(".toast.ok").first).to_have_text("Betting closed")
     await expect(page.locator("#prompt")).to_have_text("Deal to Player")
     await expect(page.locator("#btn-close-betting")).to_be_hidden()
     closed = [e.data for e in table.events if e.type == "round.betting_closed"]
@@ -431,7 +431,7 @@ async def test_new_shoe_is_offered_when_the_shoe_is_finished_and_loads_one(
     )
     await expect(page.locator("#shoe-info")).to_contain_text("SHOE FINISHED")
     await page.click("#btn-new-shoe")
-    await expect(page.locator(".toast.ok").last).to_have_text("New shoe loaded")
+    await expect(page.locator(".toast.ok").first).to_have_text("New shoe loaded")
     await expect(page.locator("#btn-new-shoe")).to_be_hidden()
     await expect(page.locator("#shoe-info")).to_contain_text("Shoe bac-panel-shoe0002")
     assert [e.data["shoe_id"] for e in table.events if e.type == "shoe.started"] == [
