@@ -826,6 +826,7 @@ def assert_round_matches(actual: BaccaratResult, expected: ExpectedRound, number
     assert actual.last_round_of_shoe == expected.last_round_of_shoe
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     seed=st.integers(0, 2**32 - 1),

@@ -114,6 +114,7 @@ def run(flow_class: type[InfiniteBlackjackFlow], seed: int) -> list[bool]:
     return busts[:ROUNDS]
 
 
+@pytest.mark.slow
 def test_the_dealer_busts_as_often_as_the_rule_says_and_the_two_rules_are_told_apart() -> None:
     stands = run(InfiniteBlackjackFlow, seed=17)
     hits = run(HitsSoft17, seed=17)

@@ -207,6 +207,7 @@ GAMES = {
 STEPS = ["card"] * 6 + ["tick"] * 2 + ["noread", "rescan", "void", "players_done"]
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(
     game=st.sampled_from(sorted(GAMES)),

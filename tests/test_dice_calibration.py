@@ -29,7 +29,8 @@ from drivers.dice.camera import CameraError, DiceCamera
 from drivers.dice.reader import CALIBRATION_KIND, CALIBRATION_VERSION, DiceCalibration, DiceReader
 from tests.dice_scenes import DATA, THREE, crop_reading, die, labelled, scene, training_set
 
-pytestmark = pytest.mark.unit
+# the reader calibrates from photographs (module fixtures of seconds): slow, as a whole
+pytestmark = [pytest.mark.unit, pytest.mark.slow]
 
 NOW = datetime(2026, 3, 1, 12, 30, 15, tzinfo=UTC)
 
@@ -47,6 +48,7 @@ def fitted(examples: list[LabelledImage]) -> DiceCalibration:
 # --- fitting -------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_fit_describes_the_dice_it_was_shown(fitted: DiceCalibration) -> None:
     assert fitted.kind == CALIBRATION_KIND and fitted.version == CALIBRATION_VERSION == 2
     assert fitted.created_utc == "2026-03-01T12:30:15Z"
@@ -68,10 +70,12 @@ def test_the_fit_describes_the_dice_it_was_shown(fitted: DiceCalibration) -> Non
     assert fitted.fitted_on["correct"] >= 70
 
 
+@pytest.mark.slow
 def test_the_fit_is_deterministic(examples: list[LabelledImage], fitted: DiceCalibration) -> None:
     assert calibrate(examples, now=NOW) == fitted
 
 
+@pytest.mark.slow
 def test_the_fit_reads_new_images_of_the_same_dice(fitted: DiceCalibration) -> None:
     fresh = training_set(images=12, seed=99)
     evaluation = evaluate(DiceReader(fitted), fresh)
@@ -81,6 +85,7 @@ def test_the_fit_reads_new_images_of_the_same_dice(fitted: DiceCalibration) -> N
     assert evaluation.images["any wrong"] == 0
 
 
+@pytest.mark.slow
 def test_the_least_confidence_sits_above_every_wrong_reading_of_the_calibration(
     examples: list[LabelledImage],
 ) -> None:
@@ -203,6 +208,7 @@ def run_tool(argv: list[str]) -> tuple[int, list[str]]:
     return status, lines
 
 
+@pytest.mark.slow
 def test_cli_fits_writes_and_checks(examples: list[LabelledImage], tmp_path: Path) -> None:
     image_dir, label_dir = write_yolo(tmp_path / "set", examples)
     out = tmp_path / "records"
@@ -318,6 +324,7 @@ def test_camera_errors(tmp_path: Path) -> None:
 # --- real photographs ------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_real_tray_photos_no_confident_wrong_reading() -> None:
     """byler (many kinds of dice, from above): calibrated on every 8th photo, read on the 4th after each of
     those. Harder than a table (one kind of dice there): the bound on how many are read is low."""

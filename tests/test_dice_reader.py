@@ -48,7 +48,8 @@ from tests.dice_scenes import (
     training_set,
 )
 
-pytestmark = pytest.mark.unit
+# the reader calibrates from photographs (module fixtures of seconds): slow, as a whole
+pytestmark = [pytest.mark.unit, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")
@@ -64,6 +65,7 @@ def reader(calibration: DiceCalibration) -> DiceReader:
 # --- synthetic: what must be read ------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_three_dice_are_read_left_to_right(reader: DiceReader) -> None:
     shuffled = [THREE[2], THREE[0], THREE[1]]  # drawing order does not matter; image order does
     result = reader.read(scene(shuffled))
@@ -270,6 +272,7 @@ def test_the_roi_limits_where_dice_are_looked_for(calibration: DiceCalibration) 
 # --- synthetic: never a confident wrong reading -----------------------------------------------------------
 
 
+@pytest.mark.slow
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     value=st.integers(1, 6),
@@ -350,6 +353,7 @@ def real_data(name: str) -> Path:
     return folder
 
 
+@pytest.mark.slow
 def test_real_webcam_photos_no_confident_wrong_reading() -> None:
     """matteop65 (white dice, webcam at a slant): calibrated on frames 0-11 of each `train_*` sequence, read
     on frames 30-39 (far from the calibration frames, so no near-duplicates)."""

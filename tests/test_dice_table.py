@@ -26,6 +26,9 @@ from drivers.dice.stillness import Stillness
 from drivers.dice.synthetic import DiceRenderer, DiceScene, random_scene, render, tray_area
 from drivers.dice.table import read_at_rest, read_still
 
+# the reader calibrates from photographs (module fixtures of seconds): slow, as a whole
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = 24
 
@@ -83,6 +86,7 @@ def reader(calibration: DiceCalibration) -> DiceReader:
 # --- calibration from values only --------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.unit
 def test_values_only_calibration_finds_the_tray_the_dice_and_reads_its_samples(
     fitted: tuple[Path, list[str]], calibration: DiceCalibration
@@ -104,6 +108,7 @@ def test_values_only_calibration_finds_the_tray_the_dice_and_reads_its_samples(
     assert lines[-1].startswith("Calibration written:")
 
 
+@pytest.mark.slow
 @pytest.mark.unit
 def test_the_calibration_file_is_never_replaced(fitted: tuple[Path, list[str]], tmp_path: Path) -> None:
     out, _ = fitted
@@ -202,6 +207,7 @@ def judge(scene: DiceScene, result: DiceReading | DiceRefusal) -> str:
     return "right"
 
 
+@pytest.mark.slow
 @pytest.mark.unit
 def test_synthetic_suite_never_a_confident_misread(reader: DiceReader) -> None:
     """Hundreds of scenes, 1-7 dice, every hazard: read right or refused; the calm ones mostly read."""
@@ -218,6 +224,7 @@ def test_synthetic_suite_never_a_confident_misread(reader: DiceReader) -> None:
     assert calm["right"] >= 0.8 * sum(calm.values()), calm
 
 
+@pytest.mark.slow
 @pytest.mark.unit
 def test_calm_frames_at_the_soft_end_of_focus_are_read(reader: DiceReader) -> None:
     """The calibration's sharpness limit lies below its own photos' softest dice, with a margin: a calm frame
@@ -232,6 +239,7 @@ def test_calm_frames_at_the_soft_end_of_focus_are_read(reader: DiceReader) -> No
     assert outcomes["right"] >= 28, outcomes
 
 
+@pytest.mark.slow
 @pytest.mark.unit
 def test_each_die_read_in_its_window_as_in_the_whole_tray(reader: DiceReader) -> None:
     """The fast way (the dice located in the shrunk tray, each segmented in a window) reads as segmenting the

@@ -110,6 +110,7 @@ class Studio:
             self._apply(step)
 
 
+@pytest.mark.slow
 def test_long_faulty_session_publishes_only_true_results() -> None:
     device = WheelDevice(seed=424242, speed=8.0, boot_seconds=0.5, faults=FAULTS)
     studio = Studio(device)

@@ -53,6 +53,7 @@ def test_the_panel_serves_a_kept_frame_and_nothing_else(tmp_path: Path) -> None:
         assert _camera_frame(service, device, wanted).status_code == 404, wanted
 
 
+@pytest.mark.slow
 @pytest.mark.unit
 def test_the_demo_cameras_calibration_is_what_the_code_fits(tmp_path: Path) -> None:
     """The committed calibration of the demo's synthetic camera is refitted whenever the calibration's code

@@ -686,6 +686,7 @@ def reference_round(deck: list[str], hands: int) -> dict[str, Any]:
     }
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     seed=st.integers(0, 2**32 - 1),

@@ -480,6 +480,7 @@ class LogLines(logging.Handler):
         self.lines.append(record.getMessage())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("game", GAMES)
 @settings(
     max_examples=80,
