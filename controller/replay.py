@@ -41,7 +41,7 @@ from controller.config import ConfigError, TableConfig, config_from_dict
 from controller.events import Envelope
 from controller.journal import Journal
 from controller.machine import MachineStep, TableMachine
-from controller.service import build_core, build_session
+from controller.table_build import build_core, build_session
 from drivers import readings as reading_types
 from drivers.capture import CaptureError, CaptureRecord, read_capture
 from drivers.readings import DiceRead, Reading

@@ -32,16 +32,16 @@ from controller.commands import INPUTS, Command, CommandError, command_name
 from controller.config import ConfigError, TableConfig
 from controller.events import Envelope
 from controller.files import private_dir
-from controller.games import game_spec, make_flow
-from controller.games.card_flow import CardFlow
+from controller.games import game_spec
 from controller.journal import CommandReply, Journal
 from controller.machine import MachineStep, TableMachine
 from controller.retention import Housekeeping, evidence_since
 from controller.runtime import TableCore
+from controller.table_build import build_core, build_session
 from controller.table_state import decode_state
 from drivers.capture import CaptureWriter
 from drivers.readings import Reading
-from drivers.registry import is_camera, link_opener, session_class
+from drivers.registry import is_camera, link_opener
 from drivers.runner import Link
 from drivers.session import DeviceSession, UnknownDeviceCommand
 from drivers.waiting import wait_event
@@ -52,21 +52,6 @@ DEFAULT_BAUDRATE = {"cammegh-ss2": 9600}
 
 EnvelopeListener = Callable[[Envelope], None]
 StateListener = Callable[[dict[str, Any]], None]
-
-
-def build_core(config: TableConfig) -> TableCore:
-    flow = make_flow(config.table.game, config.table.table_id, config.game_settings())
-    if isinstance(flow, CardFlow):
-        flow.manual_card_confirmation = config.table.manual_card_confirmation
-    return TableCore(
-        table_id=config.table.table_id, game=config.table.game, flow=flow, devices=list(config.devices)
-    )
-
-
-def build_session(name: str, protocol: str, options: dict[str, Any]) -> DeviceSession:
-    cls: Any = session_class(protocol)
-    session: DeviceSession = cls(name, **options)
-    return session
 
 
 def restore_core(core: TableCore, journal: Journal, *, discard_state: bool = False) -> bool:

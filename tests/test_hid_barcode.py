@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from controller.checks import runtime_problems
 from controller.config import ConfigError, config_from_dict
-from controller.service import build_session
+from controller.table_build import build_session
 from drivers.hid.keyboard import BarcodeDecoder, key_report, type_barcode
 from drivers.hid.session import HidBarcodeSession, default_card_barcodes, frame
 from drivers.hid.simulator import SimulatedScanner

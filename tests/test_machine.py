@@ -16,7 +16,7 @@ import pytest
 from controller.config import TableConfig, config_from_dict
 from controller.machine import MachineStep, TableMachine
 from controller.replay import replay_table
-from controller.service import build_core, build_session
+from controller.table_build import build_core, build_session
 from drivers.capture import CaptureRecord
 from drivers.line.framing import encode_line
 from drivers.line.session import WATCHDOG_S

@@ -21,7 +21,8 @@ from controller.games.baccarat import BaccaratFlow, BaccaratSettings
 from controller.games.card_flow import MAX_WRONG_CONFIRMATIONS
 from controller.panel.app import DEALER_ACTIONS
 from controller.runtime import Step, TableCore
-from controller.service import TableService, build_core
+from controller.service import TableService
+from controller.table_build import build_core
 from controller.testing.mosquitto import MosquittoBroker, MqttRecorder, wait_until
 from drivers.readings import CardSeen, CardUnread, DeviceOnline
 from drivers.shoe.simulator import ShoeSimulator
