@@ -157,11 +157,19 @@ class TableService:
     # -- the one path from the machine to the world -----------------------------------------------------
     # Everything from the machine's call to the journal commit, the publish and the writes is synchronous: no
     # await, so one input is applied whole before anything else runs on the loop (no lock needed).
-    def _apply(self, step: MachineStep, *, reply: CommandReply | None = None, command: bool = False) -> bool:
-        """Carry out one step of the machine: commit it, then write its bytes to the devices and hand its
-        requests to the cameras. Returns whether it was committed (False: the service is stopping, and no
-        byte of the step left: the device repeats what it was not told was kept). The requests the devices
-        refused are logged, unless they answer a `command` (its sender is told)."""
+    def apply_step(
+        self, step: MachineStep, *, reply: CommandReply | None = None, command: bool = False
+    ) -> bool:
+        """Carry out one step of the table's machine (`self.machine`): commit it, then write its bytes to the
+        devices and hand its requests to the cameras. Every input goes this way: a link's bytes and events
+        (`_TableLink`), a camera's readings, a command, a deadline, the recovery after a restart. Call it
+        with the step at once, in the same synchronous stretch as the machine's call that made it: an await in
+        between would let another input's step be committed before this one.
+
+        `reply`: a command's reply, journaled in the step's transaction. Returns whether the step was
+        committed (False: the service is stopping, and no byte of the step left: the device repeats what it
+        was not told was kept). The requests the devices refused are logged, unless they answer a
+        `command` (its sender is told)."""
         if not self.commit(step, reply=reply):
             if step.writes:
                 log.error(
@@ -246,7 +254,7 @@ class TableService:
     async def on_readings(self, readings: list[Reading]) -> None:
         """A camera's readings (health; what its frames were read as): one step of the machine. Returns once
         they are committed; raises ServiceFailure if they could not be."""
-        if not self._apply(self.machine.deliver(readings)):
+        if not self.apply_step(self.machine.deliver(readings)):
             raise ServiceFailure(self.failure or "stopping")
 
     async def handle_command(self, command: Command) -> dict[str, Any]:
@@ -274,7 +282,7 @@ class TableService:
         record = None
         if transaction is not None:
             record = CommandReply(command.by, transaction, name, {"status": "ok", "data": reply})
-        committed = self._apply(step, reply=record, command=True)
+        committed = self.apply_step(step, reply=record, command=True)
         self._record_command(command, now)
         reply["state"] = self.public_state()
         error: str | None = None
@@ -343,7 +351,7 @@ class TableService:
             if deadline is not None and deadline <= now:
                 step = self.machine.tick(now)
                 if step is not None:
-                    self._apply(step)
+                    self.apply_step(step)
                 await asyncio.sleep(0)  # let readings and commands in between two due deadlines
                 continue
             await wait_event(self._deadlines_changed, None if deadline is None else deadline - now)
@@ -374,7 +382,7 @@ class TableService:
             ", state restored after a restart" if self.restored else "",
         )
         if self.restored:
-            self._apply(self.machine.recovered(self.clock()))
+            self.apply_step(self.machine.recovered(self.clock()))
         self._publish_state()
         for name in self.core.devices:
             self.bus.set_device(name, self.core.devices[name].public())
@@ -417,13 +425,13 @@ class _TableLink:
         self.name = name
 
     async def link_opened(self, now: float) -> None:
-        self.service._apply(self.service.machine.link_opened(self.name, now))
+        self.service.apply_step(self.service.machine.link_opened(self.name, now))
 
     async def link_lost(self, now: float, reason: str) -> None:
-        self.service._apply(self.service.machine.link_lost(self.name, now, reason))
+        self.service.apply_step(self.service.machine.link_lost(self.name, now, reason))
 
     async def data_received(self, data: bytes, now: float) -> None:
-        self.service._apply(self.service.machine.feed(self.name, data, now))
+        self.service.apply_step(self.service.machine.feed(self.name, data, now))
 
 
 class ServiceFailure(RuntimeError):

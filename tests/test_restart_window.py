@@ -58,13 +58,13 @@ def table(tmp_path: Path, clock: Clock) -> TableService:
 async def feed(service: TableService, clock: Clock, line: str) -> None:
     """One line from the shoe, as the runner delivers it: the session's readings of it, in one call."""
     clock.now += 0.5
-    service._apply(service.machine.feed("shoe", encode_line(line), clock.now))
+    service.apply_step(service.machine.feed("shoe", encode_line(line), clock.now))
 
 
 def tick(service: TableService, clock: Clock, seconds: float) -> None:
     clock.now += seconds
     while (step := service.machine.tick(clock.now)) is not None:
-        service._apply(step)
+        service.apply_step(step)
 
 
 def dealt(journal_file: Path) -> list[str]:
@@ -118,7 +118,7 @@ async def test_the_first_line_after_a_restart_is_committed_whole(
 
     # restarted: the table recovers the round paused; the shoe's first line is its repeat of TH
     restarted = table(tmp_path, clock)
-    restarted._apply(restarted.machine.recovered(clock.now))
+    restarted.apply_step(restarted.machine.recovered(clock.now))
     made = failing_after(restarted, commits, failure)
     try:
         await feed(restarted, clock, "CARD 0002 TH")
@@ -131,10 +131,10 @@ async def test_the_first_line_after_a_restart_is_committed_whole(
     # started again: the shoe repeats TH until a table ACKs it (a repeat of a line the journal marks
     # delivered is ACKed and dropped: it must then be in the journal already)
     again = table(tmp_path, clock)
-    again._apply(again.machine.recovered(clock.now))
+    again.apply_step(again.machine.recovered(clock.now))
     await feed(again, clock, "CARD 0002 TH")
     step, _ = again.machine.command(Resume(by="supervisor"), clock.now)
-    again._apply(step)
+    again.apply_step(step)
     for line in ("CARD 0003 3D", "CARD 0004 3C", "CARD 0005 7H", "CARD 0006 4D"):
         await feed(again, clock, line)
     again.journal.close()
