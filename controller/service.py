@@ -14,6 +14,10 @@ Time is deadline-driven: the service sleeps until the machine's next deadline (t
 session's, merged) or the next input, never polls.
 After a restart the core is built from the configuration and the journaled state record is applied to it
 (`controller.table_state`); a record that does not fit stops the start with one line, never a silent reset.
+
+`TableService.run` is the process's composition root: one TaskGroup for the table's own tasks and the parts
+its caller runs with it (`tablectl run`: the panel, the metrics, the systemd watchdog; `tablectl demo`: its
+virtual dealer and the rest); a part that ends or fails stops the table.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import contextlib
 import logging
 import sqlite3
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -49,9 +53,15 @@ from drivers.waiting import wait_event
 log = logging.getLogger(__name__)
 
 DEFAULT_BAUDRATE = {"cammegh-ss2": 9600}
+#: how long a stopping table waits for its bus to say `offline` and disconnect
+BUS_CLOSE_SECONDS = 5.0
 
 EnvelopeListener = Callable[[Envelope], None]
 StateListener = Callable[[dict[str, Any]], None]
+#: a part of the running table (`TableService.run`): called once, it runs until cancelled; its end, or its
+#: error, stops the table. A task already running (started before the table, as the systemd watchdog is,
+#: or the demo's watcher) is handed over as `lambda: task`.
+Part = Callable[[], Awaitable[None]]
 
 
 def restore_core(core: TableCore, journal: Journal, *, discard_state: bool = False) -> bool:
@@ -151,6 +161,8 @@ class TableService:
         self._stopped = asyncio.Event()
         #: set when the service must stop because it can no longer keep its guarantees (journal unwritable)
         self.failure: str | None = None
+        #: the error of the first part of run() that failed
+        self._part_error: Exception | None = None
         #: the retention task (it also knows what the table's files take: the metrics read it)
         self.housekeeping = self._housekeeping()
 
@@ -372,7 +384,22 @@ class TableService:
             clock=self.clock,
         )
 
-    async def run(self, ready: Callable[[], Awaitable[None] | None] | None = None) -> None:
+    async def run(
+        self,
+        ready: Callable[[], Awaitable[None] | None] | None = None,
+        parts: Mapping[str, Part] | None = None,
+    ) -> None:
+        """Run the table until `stop()` (SIGTERM), a fail-stop or the end of a part: the composition root.
+
+        One TaskGroup holds everything the running table does: its own tasks (the bus, each device's link,
+        each camera, the deadlines, the retention) and the `parts` its caller runs with it (`tablectl run`:
+        the systemd watchdog, the dealer's panel, the metrics; the demo: its watcher, dealer, supervisor,
+        players and panel). `ready` is called once they are all started. A part that ends, or fails, stops
+        the table, and run() then raises the part's error (a fail-stop's ServiceFailure goes first).
+
+        It stops in order: the table's inputs (links, cameras, deadlines, retention), then its bus (which
+        says `offline`), then the parts (the watchdog pings on while the table stops, a command from the
+        panel still finds the journal open), then the journal closes."""
         log.info(
             "table %s (%s) boot %d, journal %s%s",
             self.config.table.table_id,
@@ -386,31 +413,59 @@ class TableService:
         self._publish_state()
         for name in self.core.devices:
             self.bus.set_device(name, self.core.devices[name].public())
+        self._part_error = None
         try:
             async with asyncio.TaskGroup() as group:
-                group.create_task(self.bus.run(), name="mqtt-bus")
-                for name, link in self.links.items():
-                    group.create_task(link.run(), name=f"device-{name}")
+                bus = group.create_task(self.bus.run(), name="mqtt-bus")
+                inputs = [
+                    group.create_task(link.run(), name=f"device-{name}") for name, link in self.links.items()
+                ]
                 for name, camera in self.cameras.items():
-                    group.create_task(camera.run(), name=f"camera-{name}")
-                group.create_task(self._deadline_loop(), name="deadlines")
-                group.create_task(self.housekeeping.run(), name="retention")
+                    inputs.append(group.create_task(camera.run(), name=f"camera-{name}"))
+                inputs.append(group.create_task(self._deadline_loop(), name="deadlines"))
+                inputs.append(group.create_task(self.housekeeping.run(), name="retention"))
+                for name, part in (parts or {}).items():
+                    group.create_task(self._run_part(name, part), name=name)
+                group.create_task(self._stop_in_order(bus, inputs), name="stop")
                 if ready is not None:
                     result = ready()
                     if result is not None:
                         await result
-                group.create_task(self._wait_stopped())
         except* _Stop:
             pass
         finally:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(self.bus.close(), 5)
+            with contextlib.suppress(Exception):  # (closed already, unless the run was cancelled)
+                await asyncio.wait_for(self.bus.close(), BUS_CLOSE_SECONDS)
             self.journal.close()
         if self.failure is not None:
             raise ServiceFailure(self.failure)
+        if self._part_error is not None:
+            raise self._part_error
 
-    async def _wait_stopped(self) -> None:
+    async def _run_part(self, name: str, part: Part) -> None:
+        """A part of the running table: when it ends the table stops, and its error is run()'s."""
+        try:
+            await part()
+        except Exception as exc:
+            log.info("%s failed (%s): stopping the table", name, exc)
+            if self._part_error is None:
+                self._part_error = exc
+        else:
+            log.info("%s ended: stopping the table", name)
+        self.stop()
+
+    async def _stop_in_order(self, bus: asyncio.Task[None], inputs: list[asyncio.Task[None]]) -> None:
+        """Once stopped: the table's inputs (links, cameras, deadlines, retention), then the bus (closed: it
+        says `offline`), then, raising _Stop out of the group, its parts. An error the tasks end with is
+        the group's: it is not swallowed here."""
         await self._stopped.wait()
+        for task in inputs:
+            task.cancel()
+        await asyncio.wait(inputs)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.bus.close(), BUS_CLOSE_SECONDS)
+        bus.cancel()  # (done already, unless it did not close in time)
+        await asyncio.wait((bus,))
         raise _Stop
 
     def stop(self) -> None:
