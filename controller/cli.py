@@ -19,11 +19,15 @@ import shutil
 import signal
 import sqlite3
 import sys
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from controller import __version__
+
+if TYPE_CHECKING:  # imported where they are used: `tablectl run` starts lean
+    from controller.sd_notify import Notifier
+    from controller.service import Part, TableService
 
 EXIT_USAGE = 2
 
@@ -156,11 +160,46 @@ async def open_table(
         await asyncio.sleep(interval)
 
 
+def _served(where: str, serve: Callable[[], Awaitable[None]]) -> Part:
+    """A server of the table (the panel, the metrics) as a part of its run: its failure (it cannot listen
+    on its port) is the operator's one line."""
+
+    async def part() -> None:
+        try:
+            await serve()
+        except Exception as exc:
+            raise OperatorError(f"{where}: {exc}") from None
+
+    return part
+
+
+def _table_parts(service: TableService, notifier: Notifier, watchdog: asyncio.Task[None]) -> dict[str, Part]:
+    """What `tablectl run` runs with the table (`TableService.run`'s parts): the systemd watchdog, already
+    pinging since before the journal opened, and the panel and the metrics if they are enabled."""
+    config = service.config
+    parts: dict[str, Part] = {}
+    if notifier.watching:  # (without a watchdog it ended at once)
+        parts["sd-watchdog"] = lambda: watchdog
+    if config.panel.enabled:
+        from controller.panel import serve_panel
+
+        panel = config.panel
+        parts["panel"] = _served(f"panel on {panel.host}:{panel.port}", lambda: serve_panel(service, panel))
+    if config.metrics.enabled:
+        from controller.metrics import TableMetrics, serve_metrics
+
+        metrics = config.metrics
+        parts["metrics"] = _served(
+            f"metrics on {metrics.host}:{metrics.port}", lambda: serve_metrics(TableMetrics(service), metrics)
+        )
+    return parts
+
+
 async def _run_service(config_path: str, discard_state: bool = False) -> int:
     from controller.config import load_config, plain_password_warning, redact_url
     from controller.files import private_umask
     from controller.sd_notify import Notifier
-    from controller.service import ServiceFailure, TableService
+    from controller.service import ServiceFailure
 
     private_umask()  # the journal, its WAL and the captures: 0600 in 0700, the service's alone
     config = load_config(config_path)
@@ -169,7 +208,7 @@ async def _run_service(config_path: str, discard_state: bool = False) -> int:
     if warning is not None:
         logging.getLogger("controller").warning("%s", warning)
     notifier = Notifier()
-    # pinged from the start: a table waiting for disk space is alive, not hung
+    # pinged from the start: a table waiting for disk space is alive, not hung (then the table's run owns it)
     watchdog = asyncio.create_task(notifier.watchdog(), name="sd-watchdog")
     try:
         service: TableService = await open_table(config, notifier, discard_state=discard_state)
@@ -182,20 +221,6 @@ async def _run_service(config_path: str, discard_state: bool = False) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(sig, service.stop)
-    panel: asyncio.Task[None] | None = None
-    if config.panel.enabled:
-        from controller.panel import serve_panel
-
-        panel = asyncio.create_task(serve_panel(service, config.panel), name="panel")
-        panel.add_done_callback(
-            lambda _: service.stop()
-        )  # it ends by itself only if it failed: stop the table
-    metrics: asyncio.Task[None] | None = None
-    if config.metrics.enabled:
-        from controller.metrics import TableMetrics, serve_metrics
-
-        metrics = asyncio.create_task(serve_metrics(TableMetrics(service), config.metrics), name="metrics")
-        metrics.add_done_callback(lambda _: service.stop())  # it ends by itself only if it failed
 
     async def ready() -> None:
         # the journal is open and the bus and device tasks are started: give the broker a moment
@@ -210,7 +235,8 @@ async def _run_service(config_path: str, discard_state: bool = False) -> int:
 
     stop_status = "stopping"
     try:
-        await service.run(ready=ready)
+        # a part's error (the panel's or the metrics' port taken) comes out as its OperatorError
+        await service.run(ready=ready, parts=_table_parts(service, notifier, watchdog))
     except ServiceFailure as exc:
         stop_status = f"failed: {exc}"
         print(
@@ -220,17 +246,9 @@ async def _run_service(config_path: str, discard_state: bool = False) -> int:
         return 1
     finally:
         notifier.stopping(stop_status)
-        watchdog.cancel()
+        watchdog.cancel()  # the table's run stopped it, unless it failed before it began
         await asyncio.gather(watchdog, return_exceptions=True)
         notifier.close()
-        for task in (panel, metrics):
-            if task is not None and not task.done():
-                task.cancel()
-                await asyncio.gather(task, return_exceptions=True)
-    if panel is not None and not panel.cancelled() and panel.exception() is not None:
-        raise OperatorError(f"panel on {config.panel.host}:{config.panel.port}: {panel.exception()}")
-    if metrics is not None and not metrics.cancelled() and metrics.exception() is not None:
-        raise OperatorError(f"metrics on {config.metrics.host}:{config.metrics.port}: {metrics.exception()}")
     return 0
 
 

@@ -44,6 +44,11 @@ class Notifier:
     def enabled(self) -> bool:
         return self.address is not None
 
+    @property
+    def watching(self) -> bool:
+        """Whether systemd watches this process: `watchdog()` then pings until cancelled."""
+        return self.watchdog_interval is not None and self.address is not None
+
     def notify(self, *lines: str) -> bool:
         """Send one notification; True if it was sent. Never raises: systemd going away must not stop us."""
         if self.address is None:
