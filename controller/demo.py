@@ -28,7 +28,7 @@ from controller.config import TableConfig, config_from_dict
 from controller.events import Envelope
 from controller.games import GAMES, game_spec
 from controller.games.spec import DemoPlayers
-from controller.service import TableService
+from controller.service import Part, TableService
 from drivers.registry import simulator_class
 
 log = logging.getLogger(__name__)
@@ -199,9 +199,15 @@ class VirtualDealer:
                 self.rng.randrange(2**32), decks=self.spec.demo.decks, cut_position=cut
             )
 
+    @property
+    def has_work(self) -> bool:
+        """Whether the game needs a dealer's hands: the wheel and the shaker do not, the table starts each
+        game itself."""
+        return "shoe" in self.spec.devices
+
     async def run(self) -> None:
-        if "shoe" not in self.spec.devices:
-            return  # the wheel needs no hands: the controller starts each game itself
+        if not self.has_work:
+            return
         while True:
             await asyncio.sleep(0.15 + self.rng.random() * 0.25)
             state = self.service.core.state()
@@ -390,9 +396,12 @@ async def run_demo(
         players = None if players_of_game is None else VirtualPlayers(service, players_of_game, seed)
         if on_ready is not None:
             on_ready(DemoTable(service, simulator, shuffler, overseer))
-        panel: asyncio.Task[None] | None = None
+        # what the demo runs with the table (`TableService.run`'s parts): each ends the demo when it ends (the
+        # watcher, after the last round) or fails (a virtual dealer, supervisor or player that raised: before,
+        # a dealer that raised left the table waiting for a card forever)
+        parts: dict[str, Part] = {}
         if panel_port is not None:
-            from controller.panel import serve_panel
+            from controller.panel import PanelError, serve_panel
 
             if not port_is_free(panel_port):
                 panel_port = free_port()
@@ -401,7 +410,17 @@ async def run_demo(
 
             # the demo's own dealer: its PIN is printed, the demo table is nobody's
             settings = PanelSettings(port=panel_port, dealers={"demo": hash_pin("0000")})
-            panel = asyncio.create_task(serve_panel(service, settings), name="panel")
+
+            async def serve_demo_panel() -> None:
+                try:
+                    await serve_panel(service, settings)
+                except PanelError as exc:
+                    # another demo took the port between the look and the bind: this one goes on without
+                    # its panel, as it always did (uvicorn has said why)
+                    log.info("demo: %s", exc)
+                    await asyncio.Event().wait()
+
+            parts["panel"] = serve_demo_panel
             print(
                 f"dealer panel: http://127.0.0.1:{panel_port}/ (sign in as dealer demo, PIN 0000)",
                 file=sys.stderr,
@@ -435,41 +454,30 @@ async def run_demo(
                             return
 
         subscribed = asyncio.Event()
+        # subscribed before the table starts, so that it prints every event; then the table's run owns it
         watcher = asyncio.create_task(watch(), name="the event watcher")
-        runner: asyncio.Task[None] | None = None
-        dealing: asyncio.Task[None] | None = None
-        overseeing: asyncio.Task[None] | None = None
-        playing: asyncio.Task[None] | None = None
+        parts["the event watcher"] = lambda: watcher
+        if dealer.has_work:
+            parts["the virtual dealer"] = dealer.run
+        if overseer is not None:
+            parts["the virtual supervisor"] = overseer.run
+        if players is not None:
+            parts["the players"] = lambda: players.run(host, int(port_s or 1883))
+        table: asyncio.Task[None] | None = None
         try:
             await asyncio.wait_for(subscribed.wait(), 10)
-            runner = asyncio.create_task(service.run(), name="the service")
-            dealing = asyncio.create_task(dealer.run(), name="the virtual dealer")
-            if overseer is not None:
-                overseeing = asyncio.create_task(overseer.run(), name="the virtual supervisor")
-            if players is not None:
-                playing = asyncio.create_task(players.run(host, int(port_s or 1883)), name="the players")
-            # a virtual dealer, supervisor or player that failed ends the demo with its error (before, a
-            # dealer that raised left the table waiting for a card forever); the wheel's dealer ends at once
-            parts: set[asyncio.Task[None]] = {watcher, runner, dealing}
-            parts.update(task for task in (overseeing, playing) if task is not None)
-            while not (watcher.done() or runner.done()):
-                finished, parts = await asyncio.wait(parts, return_when=asyncio.FIRST_COMPLETED)
-                for part in finished:
-                    if part.exception() is not None:
-                        raise part.exception()  # type: ignore[misc]
+            table = asyncio.create_task(service.run(parts=parts), name="the table")
+            await table
         finally:
-            # stop in dependency order, also on Ctrl-C: the service first (it says offline on the broker),
-            # then the watcher and the dealer, then the simulated device and the broker they talk to
-            if panel is not None:
-                panel.cancel()
-                await _bounded("the panel's stop", panel)
-            service.stop()
-            if runner is not None:
-                await _bounded("the service's stop", runner)
-            for task in (dealing, overseeing, playing, watcher):
-                if task is not None:
-                    task.cancel()
-                    await _bounded(f"{task.get_name()}'s stop", task)
+            # stop in dependency order, also on Ctrl-C: the table first (its own tasks, its bus saying
+            # offline, then its parts: the panel, the watcher, the dealer, ...), then the simulated devices
+            # and the broker they talk to
+            if table is not None:
+                service.stop()
+                await _bounded("the table's stop", table)
+            else:  # it never started: the watcher is still the demo's
+                watcher.cancel()
+                await _bounded(f"{watcher.get_name()}'s stop", watcher)
             await _bounded("the simulated device's stop", simulator.stop())
             if shuffler is not None:
                 await _bounded("the simulated shuffler's stop", shuffler.stop())
