@@ -41,6 +41,7 @@ def running_task_names() -> set[str]:
     return {task.get_name() for task in asyncio.all_tasks() if not task.done()}
 
 
+@pytest.mark.integration
 async def test_a_part_that_ends_stops_the_table(tmp_path: Path) -> None:
     service = TableService(table_config(tmp_path))
 
@@ -51,6 +52,7 @@ async def test_a_part_that_ends_stops_the_table(tmp_path: Path) -> None:
     assert not OWN_TASKS & running_task_names()
 
 
+@pytest.mark.integration
 async def test_a_failing_part_stops_the_table_own_tasks_first_and_its_error_is_the_runs(
     tmp_path: Path,
 ) -> None:
@@ -76,6 +78,7 @@ async def test_a_failing_part_stops_the_table_own_tasks_first_and_its_error_is_t
     assert seen_on_cancel["journal snapshot"] is not None
 
 
+@pytest.mark.integration
 async def test_a_task_started_before_the_table_is_handed_to_it_and_stopped_with_it(tmp_path: Path) -> None:
     """As the systemd watchdog: pinging before the journal opens (a full disk), then owned by the run."""
     pings: list[float] = []
@@ -107,6 +110,7 @@ def taken_port() -> Iterator[int]:
         yield holder.getsockname()[1]
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     ("section", "expected"),
     [
@@ -152,6 +156,7 @@ port = {taken_port}
     assert time.monotonic() - started < 20  # the table stopped: it did not run on without its panel
 
 
+@pytest.mark.e2e
 @pytest.mark.timeout(90)
 async def test_a_demo_whose_panel_cannot_listen_plays_on_without_it(
     monkeypatch: pytest.MonkeyPatch, taken_port: int
