@@ -426,7 +426,7 @@ def _read_pin() -> str:
 
 
 def cmd_panel_hash_pin(args: argparse.Namespace) -> int:
-    from controller.panel.auth import hash_pin
+    from controller.pins import hash_pin
 
     try:
         encoded = hash_pin(_read_pin())

@@ -33,6 +33,7 @@ from pydantic import (
 from pydantic_core import InitErrorDetails
 
 from controller.games import GAMES, game_spec
+from controller.pins import DEALER_ID_PATTERN, PinHash
 from drivers.registry import PROTOCOLS, options_model
 
 ENV_PREFIX = "TABLECTL__"
@@ -159,8 +160,6 @@ class PanelSettings(Strict):
     @field_validator("dealers")
     @classmethod
     def _dealers(cls, dealers: dict[str, str]) -> dict[str, str]:
-        from controller.panel.auth import DEALER_ID_PATTERN, PinHash
-
         for dealer, encoded in dealers.items():
             if not DEALER_ID_PATTERN.match(dealer):
                 raise ValueError(f"dealer id {dealer!r}: use letters, digits, '-' or '_' (max 32)")

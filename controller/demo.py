@@ -406,7 +406,7 @@ async def run_demo(
             if not port_is_free(panel_port):
                 panel_port = free_port()
             from controller.config import PanelSettings
-            from controller.panel.auth import hash_pin
+            from controller.pins import hash_pin
 
             # the demo's own dealer: its PIN is printed, the demo table is nobody's
             settings = PanelSettings(port=panel_port, dealers={"demo": hash_pin("0000")})

@@ -15,7 +15,7 @@ import pytest
 from controller.config import MetricsSettings, PanelSettings, config_from_dict
 from controller.metrics import TableMetrics, serve_metrics
 from controller.panel import serve_panel
-from controller.panel.auth import hash_pin
+from controller.pins import hash_pin
 from controller.service import TableService
 from controller.testing.console import running_console
 from controller.testing.mosquitto import HOST, MosquittoBroker, free_port, secured_broker, wait_until

@@ -17,7 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from controller.panel.auth import hash_pin
+from controller.pins import hash_pin
 from controller.testing.blackjack_reference import names_card
 from controller.testing.mosquitto import MosquittoBroker, MqttRecorder, free_port, wait_until
 from controller.testing.table_process import ServiceProcess

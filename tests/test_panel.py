@@ -27,7 +27,8 @@ from controller.events import Envelope
 from controller.panel import app as panel_app
 from controller.panel import serve_panel
 from controller.panel.app import StateSubscription, new_auth
-from controller.panel.auth import PanelAuth, hash_pin
+from controller.panel.auth import PanelAuth
+from controller.pins import hash_pin
 from controller.service import TableService
 from controller.testing.mosquitto import HOST, MosquittoBroker, free_port, require_binary, wait_until
 from drivers.shoe.simulator import ShoeSimulator

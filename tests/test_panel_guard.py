@@ -22,7 +22,8 @@ from controller.config import ConfigError, PanelSettings, config_from_dict
 from controller.http_server import REJECTIONS
 from controller.panel import app as panel_app
 from controller.panel.app import create_app, serve_panel
-from controller.panel.auth import PanelAuth, PinHash, hash_pin
+from controller.panel.auth import PanelAuth
+from controller.pins import PinHash, hash_pin
 from controller.testing.mosquitto import HOST, free_port, wait_until
 
 PORT = 18080

@@ -88,7 +88,7 @@ except PermissionError:
 import asyncio, sqlite3
 import cv2, numpy
 import controller.service, controller.panel.app, drivers.registry, serial, usb.core, uvicorn, aiomqtt
-from controller.panel.auth import hash_pin
+from controller.pins import hash_pin
 image = numpy.zeros((240, 320, 3), numpy.uint8)
 cv2.circle(image, (160, 120), 40, (255, 255, 255), -1)
 gray = cv2.GaussianBlur(cv2.cvtColor(image, cv2.COLOR_BGR2GRAY), (5, 5), 0)

@@ -46,7 +46,8 @@ from controller.http_server import (
     read_json,
     serve_until_cancelled,
 )
-from controller.panel.auth import DEALER_ID_PATTERN, PanelAuth, SignInError
+from controller.panel.auth import PanelAuth, SignInError
+from controller.pins import DEALER_ID_PATTERN
 from controller.service import TableService
 from drivers.waiting import with_timeout
 
