@@ -49,7 +49,6 @@ from pathlib import Path
 from typing import Any
 
 import aiomqtt
-import paho.mqtt.client as paho
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 from paho.mqtt.reasoncodes import ReasonCode
@@ -68,12 +67,11 @@ from controller.commands import (
 from controller.config import BrokerSettings, redact_url, tls_insecure_warning
 from controller.events import Envelope, iso_ms
 from controller.journal import Journal, PendingEvent
-from drivers.waiting import wait_event, with_timeout
+from controller.mqtt_client import ACK_TIMEOUT_SECONDS, AcknowledgingClient, code_value
+from drivers.waiting import wait_event
 
 logger = logging.getLogger(__name__)
 
-#: how long to wait for the broker to acknowledge a publish or a subscription before giving up on the link
-ACK_TIMEOUT_SECONDS = 10.0
 #: how long a stopping bus waits to say `offline` before disconnecting anyway
 OFFLINE_TIMEOUT_SECONDS = 2.0
 #: of the broker's Receive Maximum, this many publishes are left to the retained topics, replies and replays
@@ -97,8 +95,6 @@ REPLAY_MAX_EVENTS = 10_000
 REPLAY_EVENTS_PER_SECOND = 500.0
 #: replay_events waiting for the replay task; more are refused ("busy") rather than queued without bound
 REPLAY_QUEUE = 4
-#: MQTT 5 DISCONNECT reason code "Session taken over": another client connected with the table's client id
-SESSION_TAKEN_OVER = 0x8E
 #: takeovers within this many seconds of each other are repeated: logged as an error, not a warning
 TAKEOVER_WINDOW_SECONDS = 600.0
 #: the longest error message a reply carries (and a log line quotes); longer ones are cut, with `...`
@@ -141,140 +137,6 @@ class _Refusal:
     since: str
     attempts: int = 1
     backoff: float = 0.0
-
-
-class _Client(aiomqtt.Client):
-    """aiomqtt's client plus what aiomqtt drops: the reason code of the broker's PUBACK.
-
-    aiomqtt's `publish` returns once the PUBACK arrives, whatever its reason code, so an MQTT 5 broker's
-    "not authorized" (0x87) looks like a delivery. paho hands the code to `on_publish` (callback API v2),
-    which aiomqtt registers as `_on_publish`; this override passes it on to `publish_acknowledged`.
-    """
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._pubacks: dict[int, asyncio.Future[ReasonCode]] = {}
-        self._ack_callbacks: dict[int, Callable[[ReasonCode], None]] = {}
-        #: the broker's Receive Maximum (MQTT 5 CONNACK): how many QoS 1 publishes it takes in flight
-        self.receive_maximum: int | None = None
-        #: the broker closed this connection because another client connected with the same client id
-        #: (MQTT 5 DISCONNECT 0x8E). aiomqtt only raises "Disconnected during message iteration" and the like,
-        #: with the code on an exception's __cause__ at best; paho hands it to on_disconnect.
-        self.taken_over = False
-
-    def _on_connect(
-        self,
-        client: paho.Client,
-        userdata: Any,
-        flags: Any,
-        reason_code: ReasonCode,
-        properties: Properties | None = None,
-    ) -> None:
-        maximum = getattr(properties, "ReceiveMaximum", None)
-        if isinstance(maximum, int) and maximum > 0:
-            self.receive_maximum = maximum
-        super()._on_connect(client, userdata, flags, reason_code, properties)
-
-    def _on_disconnect(
-        self,
-        client: paho.Client,
-        userdata: Any,
-        flags: Any,
-        reason_code: ReasonCode,
-        properties: Properties | None = None,
-    ) -> None:
-        from_server = getattr(flags, "is_disconnect_packet_from_server", False)
-        if from_server and _code_value(reason_code) == SESSION_TAKEN_OVER:
-            self.taken_over = True
-        super()._on_disconnect(client, userdata, flags, reason_code, properties)
-
-    def _on_publish(
-        self,
-        client: paho.Client,
-        userdata: Any,
-        mid: int,
-        reason_code: ReasonCode,
-        properties: Properties,
-    ) -> None:
-        callback = self._ack_callbacks.pop(mid, None)
-        if callback is not None:
-            callback(reason_code)
-        ack = self._pubacks.pop(mid, None)
-        if ack is not None and not ack.done():
-            ack.set_result(reason_code)
-        super()._on_publish(client, userdata, mid, reason_code, properties)
-
-    def _on_socket_register_write(self, client: paho.Client, userdata: Any, sock: Any) -> None:
-        # aiomqtt schedules add_writer with call_soon_threadsafe (paho may call this from the executor thread
-        # that connects): a wake-up of the loop per publish, and a writer added after `flush()` already wrote.
-        # On the loop's own thread the writer is added at once.
-        try:
-            on_loop = asyncio.get_running_loop() is self._loop
-        except RuntimeError:
-            on_loop = False
-        if not on_loop:
-            super()._on_socket_register_write(client, userdata, sock)
-            return
-
-        def write() -> None:
-            try:
-                client.loop_write()
-            except Exception as exc:  # a broken pipe: the connection is gone (as aiomqtt does)
-                if not self._disconnected.done():
-                    self._disconnected.set_exception(exc)
-
-        self._loop.add_writer(sock.fileno(), write)
-
-    async def while_connected(self, work: Awaitable[Any]) -> Any:
-        """`work`'s result, or MqttError as soon as the connection is lost. aiomqtt's subscribe and publish
-        wait for their acknowledgement until their timeout even when the broker has already closed the
-        connection (a session taken over, say): the table would sit on a dead link for that long."""
-        task = asyncio.ensure_future(work)
-        try:
-            await asyncio.wait((task, self._disconnected), return_when=asyncio.FIRST_COMPLETED)
-        except asyncio.CancelledError:
-            task.cancel()
-            raise
-        if task.done():
-            return task.result()
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
-        lost = self._disconnected.exception()
-        raise aiomqtt.MqttError("the connection was lost") from lost
-
-    def publish_nowait(self, topic: str, payload: str, on_ack: Callable[[ReasonCode], None]) -> None:
-        """Publish at QoS 1, not retained, without waiting: `on_ack` gets the PUBACK's reason code (on this
-        loop). The bytes go out on `flush()` or on the loop's next turn."""
-        info = self._client.publish(topic, payload, qos=1)
-        if info.rc != paho.MQTT_ERR_SUCCESS:
-            raise aiomqtt.MqttCodeError(info.rc, "Could not publish message")
-        self._ack_callbacks[info.mid] = on_ack
-
-    def flush(self) -> None:
-        """Write what is queued now rather than on the loop's next turn (a socket that is full keeps the
-        rest for the loop's writer callback, as usual)."""
-        self._client.loop_write()
-
-    async def publish_acknowledged(
-        self, topic: str, payload: bytes | str, *, timeout: float = ACK_TIMEOUT_SECONDS
-    ) -> ReasonCode:
-        """Publish at QoS 1, not retained; return the PUBACK's reason code (always success under 3.1.1)."""
-        info = self._client.publish(topic, payload, qos=1)
-        if info.rc != paho.MQTT_ERR_SUCCESS:
-            raise aiomqtt.MqttCodeError(info.rc, "Could not publish message")
-        # No await since paho's publish: the PUBACK is read on this loop, so it cannot have been handled yet.
-        ack: asyncio.Future[ReasonCode] = asyncio.get_running_loop().create_future()
-        self._pubacks[info.mid] = ack
-        try:
-            return await with_timeout(ack, timeout)
-        except TimeoutError:
-            raise aiomqtt.MqttError("the broker did not acknowledge a publish in time") from None
-        finally:
-            self._pubacks.pop(info.mid, None)
-
-
-#: for the project's other MQTT clients that need a PUBACK's reason code (the supervisors' console)
-AcknowledgingClient = _Client
 
 
 class _StopRequested(Exception):
@@ -323,7 +185,7 @@ class TableBus:
         self._refusal: _Refusal | None = None  # the broker is refusing events (MQTT 5 PUBACK >= 0x80)
         self._disk: dict[str, Any] | None = None  # free space, in the status (`set_disk`)
         self._status_dirty = False
-        self._client: _Client | None = None  # the current (or last) connection's client
+        self._client: AcknowledgingClient | None = None  # the current (or last) connection's client
         self._takeovers: deque[float] = deque(maxlen=64)  # when the broker said "session taken over"
 
     # --- public API --------------------------------------------------------------------------------
@@ -488,7 +350,7 @@ class TableBus:
             status["disk"] = self._disk
         return _to_json(status)
 
-    def _new_client(self) -> _Client:
+    def _new_client(self) -> AcknowledgingClient:
         settings = self._settings
         v5 = settings.protocol == "5"
         connect_properties = None
@@ -503,7 +365,7 @@ class TableBus:
                 certfile=_path_or_none(settings.tls_cert_file),
                 keyfile=_path_or_none(settings.tls_key_file),
             )
-        return _Client(
+        return AcknowledgingClient(
             settings.host,
             settings.port,
             username=settings.username,
@@ -565,7 +427,7 @@ class TableBus:
             finally:
                 self._connected = False
 
-    async def _serve(self, client: _Client) -> None:
+    async def _serve(self, client: AcknowledgingClient) -> None:
         await client.while_connected(self._announce(client))
         replays: asyncio.Queue[tuple[ReplayEvents, _Reply]] = asyncio.Queue(REPLAY_QUEUE)
         try:
@@ -578,13 +440,13 @@ class TableBus:
         except* _StopRequested:
             await self._say_offline(client)
 
-    async def _announce(self, client: _Client) -> None:
+    async def _announce(self, client: AcknowledgingClient) -> None:
         # Subscribe before announcing `online`, so a command sent on seeing it is not lost. The last level is
         # the sender; `<kind>/<name>` without it only gets an error reply saying where to send instead.
         topics = [self._topic(kind, "+", "+") for kind in ("commands", "inputs")]
         topics += [self._topic(kind, "+") for kind in ("commands", "inputs")]
         codes = await client.subscribe([(topic, 1) for topic in topics])
-        if any(_code_value(code) >= _FAILURE_CODE for code in codes):
+        if any(code_value(code) >= _FAILURE_CODE for code in codes):
             logger.error(
                 "the broker refused the subscription to %s commands/inputs (codes %s): "
                 "check the broker's ACL for this table's identity",
@@ -648,7 +510,7 @@ class TableBus:
 
     # --- events ------------------------------------------------------------------------------------
 
-    async def _drain_outbox(self, client: _Client, connected_since: str) -> None:
+    async def _drain_outbox(self, client: AcknowledgingClient, connected_since: str) -> None:
         """Publish the outbox on this connection (`_EventSender`); handle refusals and lost PUBACKs."""
         window = self._settings.max_inflight
         if client.receive_maximum is not None:
@@ -681,7 +543,9 @@ class TableBus:
             self._sender = None
             sender.close()
 
-    async def _publish_event(self, client: _Client, envelope: Envelope, *, historical: bool) -> ReasonCode:
+    async def _publish_event(
+        self, client: AcknowledgingClient, envelope: Envelope, *, historical: bool
+    ) -> ReasonCode:
         if historical:
             envelope = envelope.model_copy(update={"historical": True})
         # replay_events: one at a time, waiting for PUBACK
@@ -691,7 +555,9 @@ class TableBus:
         _stop_if_cancelled()
         return code
 
-    async def _delivery_refused(self, client: _Client, event: PendingEvent, code: ReasonCode) -> None:
+    async def _delivery_refused(
+        self, client: AcknowledgingClient, event: PendingEvent, code: ReasonCode
+    ) -> None:
         """The broker refused an event: say so (once per episode), then wait before trying it again."""
         self.stats.refused += 1
         sequence = event.sequence
@@ -699,7 +565,7 @@ class TableBus:
         settings = self._settings
         if refusal is None:
             refusal = _Refusal(
-                code=_code_value(code),
+                code=code_value(code),
                 reason=str(code),
                 sequence=sequence,
                 since=iso_ms(self._journal.clock()),
@@ -804,7 +670,7 @@ class TableBus:
         await reply.ok(command.transaction, data or {})
 
     async def _serve_replays(
-        self, client: _Client, replays: asyncio.Queue[tuple[ReplayEvents, _Reply]]
+        self, client: AcknowledgingClient, replays: asyncio.Queue[tuple[ReplayEvents, _Reply]]
     ) -> None:
         """replay_events, one request at a time, beside the inbound loop (which keeps answering commands)."""
         while True:
@@ -825,7 +691,7 @@ class TableBus:
             else:
                 await reply.ok(command.transaction, data)
 
-    async def _replay(self, client: _Client, command: ReplayEvents) -> dict[str, Any]:
+    async def _replay(self, client: AcknowledgingClient, command: ReplayEvents) -> dict[str, Any]:
         """Re-send journaled events as historical, at most REPLAY_EVENTS_PER_SECOND, REPLAY_MAX_EVENTS."""
         pruned = self._journal.pruned_through
         if command.from_sequence <= pruned:
@@ -847,7 +713,7 @@ class TableBus:
                 break
             for envelope in chunk:
                 code = await self._publish_event(client, envelope, historical=True)
-                if _code_value(code) >= _FAILURE_CODE:
+                if code_value(code) >= _FAILURE_CODE:
                     raise CommandError(
                         f"the broker refused replayed event {envelope.sequence} ({code}) "
                         f"after {count} event(s)"
@@ -876,7 +742,7 @@ class _EventSender:
     the refused event, one event in flight at a time until the broker takes one.
     """
 
-    def __init__(self, bus: TableBus, client: _Client, connected_since: str, window: int) -> None:
+    def __init__(self, bus: TableBus, client: AcknowledgingClient, connected_since: str, window: int) -> None:
         self.bus = bus
         self.journal = bus._journal
         self.client = client
@@ -943,7 +809,7 @@ class _EventSender:
             event = self._events.pop(sequence)
             if self.refused is not None:
                 continue  # behind a refused event: stays in the outbox, sent again after it
-            if _code_value(code) >= _FAILURE_CODE:
+            if code_value(code) >= _FAILURE_CODE:
                 self.refused = (event, code)
                 continue
             self._acked.append(sequence)
@@ -1162,8 +1028,3 @@ def _to_json(value: Any) -> bytes:
 
 def _path_or_none(path: Path | None) -> str | None:
     return None if path is None else str(path)
-
-
-def _code_value(code: Any) -> int:
-    """SUBACK codes: ints under MQTT 3.1.1, ReasonCode objects under MQTT 5."""
-    return int(getattr(code, "value", code))

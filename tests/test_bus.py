@@ -24,6 +24,7 @@ from controller.commands import CloseBetting, Command, CommandError, Pause, Void
 from controller.config import BrokerSettings, TableConfig, config_from_dict, load_config
 from controller.events import Envelope, Event, RoundClosed, RoundOpened, make_event
 from controller.journal import Journal
+from controller.mqtt_client import AcknowledgingClient
 from controller.service import TableService
 from controller.testing.mosquitto import (
     MosquittoBroker,
@@ -335,8 +336,8 @@ async def test_a_publish_the_client_refuses_never_reaches_the_committer_and_lose
             raise bus_module.aiomqtt.MqttCodeError(4, "Could not publish message")
         original(self, topic, payload, on_ack)
 
-    original = bus_module._Client.publish_nowait
-    monkeypatch.setattr(bus_module._Client, "publish_nowait", flaky)
+    original = AcknowledgingClient.publish_nowait
+    monkeypatch.setattr(AcknowledgingClient, "publish_nowait", flaky)
     async with (
         MqttRecorder(mosquitto, [f"{ROOT}/events/#"]) as watcher,
         running_bus(settings_for(mosquitto), journal) as bus,

@@ -27,9 +27,9 @@ from typing import Any
 import aiomqtt
 from paho.mqtt.reasoncodes import ReasonCode
 
-from controller.bus import AcknowledgingClient
 from controller.config import BrokerSettings
 from controller.console.model import StudioModel
+from controller.mqtt_client import AcknowledgingClient
 
 log = logging.getLogger(__name__)
 
