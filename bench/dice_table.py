@@ -61,7 +61,7 @@ from calibration.dice import (
     load_samples,
     load_yolo_folder,
 )
-from drivers.dice.reader import DiceCalibration, DiceReader, DiceReading, DiceRefusal
+from drivers.dice.reader import AcceptedDice, DiceCalibration, DiceReader, DiceRefusal
 from drivers.dice.synthetic import DiceScene, random_scene, render
 
 if __package__:  # imported as `bench.dice_table` (tests/test_dice_table.py)
@@ -97,7 +97,7 @@ def as_samples(examples: list[LabelledImage]) -> list[ValueSample]:
     return [ValueSample(e.image, tuple(sorted(d.value for d in e.dice)), e.name) for e in examples]
 
 
-def score_image(example: LabelledImage, result: DiceReading | DiceRefusal, dice: Counter[str]) -> str:
+def score_image(example: LabelledImage, result: AcceptedDice | DiceRefusal, dice: Counter[str]) -> str:
     for die in example.dice:
         cx, cy = die.centre
         found = [
@@ -290,7 +290,7 @@ def synthetic_calibration(seed: int = 5, photos: int = 40) -> Any:
     return calibrate_from_samples(samples)
 
 
-def judge(scene: DiceScene, result: DiceReading | DiceRefusal) -> str:
+def judge(scene: DiceScene, result: AcceptedDice | DiceRefusal) -> str:
     if isinstance(result, DiceRefusal):
         return "refused"
     if not scene.readable:

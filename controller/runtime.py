@@ -191,16 +191,13 @@ class Step:
         return self
 
 
-PauseInfo = PauseRecord  # the name the runtime used before its state became a record
-
-
 class TableCore:
     def __init__(self, *, table_id: str, game: str, flow: GameFlow, devices: list[str]) -> None:
         self.table_id = table_id
         self.game = game
         self.flow = flow
         self.devices: dict[str, DeviceHealth] = {name: DeviceHealth() for name in devices}
-        self.pause: PauseInfo | None = None
+        self.pause: PauseRecord | None = None
         self.held: list[Reading] = []
         self.rejected: dict[str, int] = {}
 

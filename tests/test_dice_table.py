@@ -21,7 +21,7 @@ import pytest
 from calibration.dice import CalibrationError, load, load_samples
 from calibration.dice_cli import EXIT_OK, register
 from drivers.camera.sources import SyntheticSource
-from drivers.dice.reader import DiceCalibration, DiceReader, DiceReading, DiceRefusal
+from drivers.dice.reader import AcceptedDice, DiceCalibration, DiceReader, DiceRefusal
 from drivers.dice.stillness import Stillness
 from drivers.dice.synthetic import DiceRenderer, DiceScene, random_scene, render, tray_area
 from drivers.dice.table import read_at_rest, read_still
@@ -191,7 +191,7 @@ def test_another_calibration_version_is_refused_with_what_to_do(
 # --- the synthetic suite ------------------------------------------------------------------------------------
 
 
-def judge(scene: DiceScene, result: DiceReading | DiceRefusal) -> str:
+def judge(scene: DiceScene, result: AcceptedDice | DiceRefusal) -> str:
     """Each die read must be the drawn die under its box, with its value (order is the reader's business)."""
     if isinstance(result, DiceRefusal):
         return "refused"
@@ -292,7 +292,7 @@ def test_a_reading_carries_its_evidence(reader: DiceReader) -> None:
     while len(set(scene.values)) < 3:
         scene = random_scene(rng, hazard="none")
     result = reader.read(render(scene, seed=3), expect=3)
-    assert isinstance(result, DiceReading), result
+    assert isinstance(result, AcceptedDice), result
     assert result.values == scene.values and result.total == sum(scene.values)
     assert result.roi == reader.calibration.roi
     assert (
@@ -319,7 +319,7 @@ def test_up_to_seven_dice(reader: DiceReader) -> None:
         scene = random_scene(rng, dice=7, hazard="none")
         result = reader.read(render(scene, seed=index), expect=7)
         assert judge(scene, result) in ("right", "refused")
-        read += isinstance(result, DiceReading)
+        read += isinstance(result, AcceptedDice)
     assert read >= 3
 
 

@@ -2,12 +2,12 @@
 
 The API the sic bo flow calls:
 
-    from drivers.dice import DiceReader, DiceReading, DiceRefusal, load_calibration, read_at_rest
+    from drivers.dice import DiceReader, AcceptedDice, DiceRefusal, load_calibration, read_at_rest
 
     reader = DiceReader(load_calibration("dice-calibration.json"))   # CalibrationFileError: why not
     result = await read_at_rest(camera_runner.grab, reader, expect=3)   # waits for still dice, then reads
     result = reader.read(frame, expect=3)                  # one frame (a camera Frame or a BGR image)
-    if isinstance(result, DiceReading):
+    if isinstance(result, AcceptedDice):
         result.values        # (2, 5, 6) left to right; result.total; result.confidence (the least die's)
         result.dice          # DieReading per die: value, confidence, box (x, y, w, h), pip_centres
         result.frame         # the captured frame's file, when read from a captured Frame
@@ -24,9 +24,9 @@ benches). `drivers.dice.synthetic` renders dice scenes with their truth (tests, 
 from drivers.dice.calibration_file import CalibrationFileError, load_calibration
 from drivers.dice.camera import CameraError, CapturedFrame, DiceCamera
 from drivers.dice.reader import (
+    AcceptedDice,
     DiceCalibration,
     DiceReader,
-    DiceReading,
     DiceRefusal,
     DiceResult,
     DieReading,
@@ -36,13 +36,13 @@ from drivers.dice.stillness import Stillness
 from drivers.dice.table import read_at_rest, read_still
 
 __all__ = [
+    "AcceptedDice",
     "CalibrationFileError",
     "CameraError",
     "CapturedFrame",
     "DiceCalibration",
     "DiceCamera",
     "DiceReader",
-    "DiceReading",
     "DiceRefusal",
     "DiceResult",
     "DieReading",

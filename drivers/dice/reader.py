@@ -41,8 +41,8 @@ frame unless the expected number of dice were all read whole, when it cannot be 
 
 Public API (see also `drivers.dice` and `drivers.dice.table`):
 
-    DiceReader(calibration).read(frame, expect=3) -> DiceReading | DiceRefusal
-    DiceReading(values, dice, confidence, roi, frame)      # .total
+    DiceReader(calibration).read(frame, expect=3) -> AcceptedDice | DiceRefusal
+    AcceptedDice(values, dice, confidence, roi, frame)      # .total
     DiceRefusal(reason: RefusalReason, detail, dice, roi, frame)
     DieReading(value, confidence, box, pips, reason, problem, pip_centres)
 
@@ -228,7 +228,7 @@ class DieReading:
 
 
 @dataclass(frozen=True)
-class DiceReading:
+class AcceptedDice:
     """A frame read: as many dice as expected, flat and apart, each read above the least confidence."""
 
     values: tuple[int, ...]  # left to right in the frame
@@ -260,7 +260,7 @@ class DiceRefusal:
     values = None
 
 
-DiceResult = DiceReading | DiceRefusal
+DiceResult = AcceptedDice | DiceRefusal
 
 
 # --- internal measurements ----------------------------------------------------------------------------
@@ -369,7 +369,7 @@ class DiceReader:
 
     def read(
         self, frame: Any, expect: int | None = 3, *, whole_tray: bool = False
-    ) -> DiceReading | DiceRefusal:
+    ) -> AcceptedDice | DiceRefusal:
         """Read the dice of a frame: a `drivers.camera.Frame` or a BGR/grey uint8 image.
 
         `expect`: how many dice must lie in the tray (None: any number, at least one). Returns the values
@@ -924,7 +924,7 @@ def _problem_of(reason: str) -> RefusalReason:
 
 def _combine(
     readings: tuple[DieReading, ...], expect: int | None, roi: Box | None, frame: str
-) -> DiceReading | DiceRefusal:
+) -> AcceptedDice | DiceRefusal:
     read = tuple(r for r in readings if r.value is not None)
     if expect and len(read) == expect and all(r.problem == "edge" for r in readings if r.value is None):
         # every die the table has is read, each whole in view and past every check: a blob cut by the edge of
@@ -945,7 +945,7 @@ def _combine(
         return DiceRefusal(reason, "; ".join(details), readings, roi, frame)
     values = tuple(r.value for r in readings if r.value is not None)
     confidence = min(r.confidence for r in readings)
-    return DiceReading(values, readings, confidence, roi, frame)
+    return AcceptedDice(values, readings, confidence, roi, frame)
 
 
 def _die_distance2(lab: Pixels, background: Pixels, shadow_weight: float) -> Pixels:

@@ -3,7 +3,7 @@
     reader = DiceReader(load_calibration("dice-calibration.json"))
     result = await read_at_rest(camera_runner.grab, reader, expect=3)     # the service (asyncio)
     result = read_still(frames, reader, expect=3)                         # any iterable of frames
-    if isinstance(result, DiceReading): result.values, result.dice, result.frame
+    if isinstance(result, AcceptedDice): result.values, result.dice, result.frame
     else: result.reason ("moving", "count", "cocked", ...), result.detail -> re-shake
 
 Both feed each frame to a `Stillness` (by default `Stillness.for_calibration`), read the first frame that
@@ -17,7 +17,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
-from drivers.dice.reader import DiceReader, DiceReading, DiceRefusal
+from drivers.dice.reader import AcceptedDice, DiceReader, DiceRefusal
 from drivers.dice.stillness import Stillness
 
 DEFAULT_MAX_FRAMES = 50  # 2 s at 25 fps: dice still rocking after that are a re-shake
@@ -30,7 +30,7 @@ def read_still(
     expect: int | None = 3,
     stillness: Stillness | None = None,
     max_frames: int = DEFAULT_MAX_FRAMES,
-) -> DiceReading | DiceRefusal:
+) -> AcceptedDice | DiceRefusal:
     """Read the first frame of `frames` (images or `Frame`s) at which the dice have been still."""
     still = stillness or Stillness.for_calibration(reader.calibration)
     seen = 0
@@ -50,7 +50,7 @@ async def read_at_rest(
     expect: int | None = 3,
     stillness: Stillness | None = None,
     max_frames: int = DEFAULT_MAX_FRAMES,
-) -> DiceReading | DiceRefusal:
+) -> AcceptedDice | DiceRefusal:
     """`read_still` over frames from `grab` (e.g. `CameraRunner.grab`); the reading runs in a worker thread
     so the event loop is not held for its milliseconds. A camera error from `grab` propagates."""
     still = stillness or Stillness.for_calibration(reader.calibration)
