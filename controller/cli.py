@@ -444,7 +444,7 @@ LEAN_COMMANDS = frozenset({"run", "simulate"})
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The command line; given the command being run and it is in LEAN_COMMANDS, only the core commands."""
     from controller.games import GAMES
-    from drivers.registry import PROTOCOLS
+    from drivers.registry import PROTOCOLS, SIMULATED
 
     parser = argparse.ArgumentParser(prog="tablectl", description="Live-casino table hardware controller")
     parser.add_argument("--version", action="version", version=f"tablectl {__version__}")
@@ -513,7 +513,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         "simulate",
         help="serve a simulated device on a pty or TCP port (prints the path to put in devices.<name>.port)",
     )
-    p.add_argument("device", choices=("shoe", "wheel", "shuffler", "shaker"))
+    p.add_argument("device", choices=tuple(SIMULATED))
     p.add_argument("--pty", metavar="PATH", help="also make PATH a symlink to the pty (e.g. /tmp/shoe)")
     p.add_argument(
         "--tcp", type=int, metavar="PORT", help="serve on socket://127.0.0.1:PORT (0: any free port)"
@@ -605,7 +605,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     from controller.config import ConfigError
     from controller.games import UnknownGame
-    from drivers.registry import UnknownProtocol
+    from drivers.registry import MissingExtra, UnknownProtocol
 
     try:
         result: int = args.func(args)
@@ -613,7 +613,7 @@ def main(argv: list[str] | None = None) -> int:
     except (OperatorError, ConfigError) as exc:
         print(f"tablectl: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except (UnknownProtocol, UnknownGame) as exc:
+    except (UnknownProtocol, UnknownGame, MissingExtra) as exc:
         print(f"tablectl: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:

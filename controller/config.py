@@ -34,7 +34,7 @@ from pydantic_core import InitErrorDetails
 
 from controller.games import GAMES, game_spec
 from controller.pins import DEALER_ID_PATTERN, PinHash
-from drivers.registry import PROTOCOLS, options_model
+from drivers.registry import PROTOCOLS, MissingExtra, options_model
 
 ENV_PREFIX = "TABLECTL__"
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
@@ -601,7 +601,14 @@ def device_option_problems(devices: Mapping[str, Any]) -> list[InitErrorDetails]
         if protocol not in PROTOCOLS:
             continue
         try:
-            read = options_model(protocol).model_validate(options)
+            model = options_model(protocol)
+        except MissingExtra as exc:  # a camera without OpenCV installed
+            problems.append(
+                {"type": "value_error", "loc": ("devices", name), "input": None, "ctx": {"error": exc}}
+            )
+            continue
+        try:
+            read = model.model_validate(options)
         except ValidationError as exc:
             problems += _located(("devices", name, "options"), exc)
             continue

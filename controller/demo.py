@@ -17,7 +17,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -29,7 +29,8 @@ from controller.events import Envelope
 from controller.games import GAMES, game_spec
 from controller.games.spec import DemoPlayers
 from controller.service import Part, TableService
-from drivers.registry import simulator_class
+from drivers.registry import MissingExtra, Protocol, SimulatorSettings, is_camera, protocol
+from drivers.shoe.simulator import DEFAULT_CUT_POSITION
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +57,23 @@ def port_is_free(port: int) -> bool:
         return True
 
 
+#: the embedded broker's package is the demo extra's (with OpenCV, for sic bo's camera)
+DEMO_NEEDS = "the demo's broker needs amqtt: pip install 'tablectl[demo]' (or give --mqtt-url)"
+
+
+def check_demo_extras(game: str, *, embedded_broker: bool) -> None:
+    """MissingExtra, in one line, if the demo of `game` needs a package that is not installed: the embedded
+    broker's (amqtt), a camera's (OpenCV)."""
+    if embedded_broker:
+        try:
+            import amqtt  # noqa: F401
+        except ImportError:
+            raise MissingExtra(DEMO_NEEDS) from None
+    for protocols in game_spec(game).devices.values():
+        if is_camera(protocols[0]):
+            protocol(protocols[0])
+
+
 async def start_embedded_broker(port: int) -> Any:
     """amqtt, only for the demo: a real studio runs Mosquitto or another production broker."""
     from amqtt.broker import Broker
@@ -74,10 +92,6 @@ async def start_embedded_broker(port: int) -> Any:
     return broker
 
 
-#: the demo's simulated shuffler: a one-deck shuffle takes (4 s + 6 s) / 8, about a second
-DEMO_SHUFFLER_SPEED = 8.0
-
-
 def demo_uses_shuffler(game: str) -> bool:
     """The fresh-deck games (a deck per round) play with the simulated shuffler, as their tables do."""
     spec = game_spec(game)
@@ -85,40 +99,33 @@ def demo_uses_shuffler(game: str) -> bool:
 
 
 def make_shuffler() -> Any:
-    return simulator_class("shuffler-line")(speed=DEMO_SHUFFLER_SPEED)
+    return demo_simulator(protocol("shuffler-line"), SimulatorSettings())
+
+
+def demo_simulator(record: Protocol, settings: SimulatorSettings, *, faults: bool = False) -> Any:
+    """A protocol's simulator as the demo runs it: at the demo's speed, with the demo's faults if on."""
+    simulated = record.simulated
+    if simulated is None:
+        raise ValueError(f"no demo simulator for {record.name}")
+    demo_faults = simulated.demo_faults(settings.seed) if faults and simulated.demo_faults else None
+    return simulated.make(replace(settings, speed=simulated.demo_speed, faults=demo_faults))
 
 
 def make_simulator(game: str, seed: int, faults: bool) -> Any:
     spec = game_spec(game)
-    protocol = next(iter(spec.devices.values()))[0]
-    cls = simulator_class(protocol)
-    if protocol == "shoe-line":
-        from drivers.shoe.simulator import DEFAULT_CUT_POSITION, ShoeFaults
-
-        shoe_faults = (
-            ShoeFaults(noread_rate=0.05, noise_rate=0.02, bad_checksum_rate=0.02, seed=seed)
-            if faults
-            else ShoeFaults()
-        )
-        # a pack that is replaced every round has no cut card
-        cut_position = None if spec.fresh_deck_each_round else spec.demo.cut_position or DEFAULT_CUT_POSITION
-        return cls(decks=spec.demo.decks, seed=seed, faults=shoe_faults, cut_position=cut_position)
-    if protocol == "cammegh-ss2":
-        return cls(seed=seed, speed=8.0)
-    if protocol == "shaker-line":
-        from drivers.shaker.simulator import ShakerFaults
-
-        shaker_faults = ShakerFaults(noise_rate=0.02, bad_checksum_rate=0.02, seed=seed) if faults else None
-        return cls(seed=seed, speed=2.0, faults=shaker_faults)
-    raise ValueError(f"no demo simulator for {protocol}")
+    # a pack that is replaced every round has no cut card
+    cut_position = None if spec.fresh_deck_each_round else spec.demo.cut_position or DEFAULT_CUT_POSITION
+    settings = SimulatorSettings(seed=seed, decks=spec.demo.decks, cut_position=cut_position)
+    return demo_simulator(protocol(next(iter(spec.devices.values()))[0]), settings, faults=faults)
 
 
 def demo_cameras(game: str, data_dir: Path) -> dict[str, dict[str, Any]]:
     """The camera devices of a game's demo table (sic bo's dice camera), as config entries."""
-    from drivers.dice.shaker_scene import CALIBRATION_FILE
-    from drivers.registry import is_camera
-
     spec = game_spec(game)
+    if not any(is_camera(protocols[0]) for protocols in spec.devices.values()):
+        return {}
+    from drivers.dice.shaker_scene import CALIBRATION_FILE
+
     return {
         name: {
             "protocol": protocols[0],
@@ -134,6 +141,8 @@ def demo_cameras(game: str, data_dir: Path) -> dict[str, dict[str, Any]]:
 def attach_dice_scene(service: TableService, shaker: Any, seed: int) -> None:
     """Point the demo's cameras at the dice the simulated shaker rolled (random layouts, now and then a
     cocked, touching or stacked die, so that re-shakes happen)."""
+    if not service.cameras:
+        return  # no camera, no OpenCV: a card or wheel demo runs on a plain install with amqtt
     from drivers.camera import SyntheticSource
     from drivers.dice.shaker_scene import ShakerScene
 
@@ -192,8 +201,6 @@ class VirtualDealer:
     def _new_shoe_after_the_last_round(self, envelope: Envelope) -> None:
         """A shoe game: after the cut-card round the decks are reshuffled into a new shoe."""
         if envelope.type == "round.result" and envelope.data.get("last_round_of_shoe"):
-            from drivers.shoe.simulator import DEFAULT_CUT_POSITION
-
             cut = self.spec.demo.cut_position or DEFAULT_CUT_POSITION
             self.simulator.load_new_deck(
                 self.rng.randrange(2**32), decks=self.spec.demo.decks, cut_position=cut
@@ -356,6 +363,7 @@ async def run_demo(
     on_ready: Callable[[DemoTable], None] | None = None,
 ) -> int:
     spec = game_spec(game)
+    check_demo_extras(game, embedded_broker=mqtt_url is None)
     with tempfile.TemporaryDirectory(prefix="tablectl-demo-") as tmp:
         broker = None
         if mqtt_url is None:

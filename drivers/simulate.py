@@ -21,38 +21,29 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from drivers.registry import SIMULATED, Actions, Simulated, SimulatorSettings, common_actions
+
 log = logging.getLogger(__name__)
 
-DEVICES = ("shoe", "wheel", "shuffler", "shaker")
+#: the devices `tablectl simulate` serves
+DEVICES = tuple(SIMULATED)
 
 
 class SimulateError(ValueError):
     """A bad option, worded for the operator."""
 
 
-def faults_class(device: str) -> type[Any]:
-    if device == "shoe":
-        from drivers.shoe.simulator import ShoeFaults
-
-        return ShoeFaults
-    if device == "wheel":
-        from drivers.wheel.simulator import WheelFaults
-
-        return WheelFaults
-    if device == "shuffler":
-        from drivers.shuffler.simulator import ShufflerFaults
-
-        return ShufflerFaults
-    if device == "shaker":
-        from drivers.shaker.simulator import ShakerFaults
-
-        return ShakerFaults
-    raise SimulateError(f"unknown device {device!r}; one of {', '.join(DEVICES)}")
+def simulated(device: str) -> Simulated:
+    """How `tablectl simulate <device>` serves the device (its protocol's record says)."""
+    record = SIMULATED.get(device)
+    if record is None or record.simulated is None:
+        raise SimulateError(f"unknown device {device!r}; one of {', '.join(DEVICES)}")
+    return record.simulated
 
 
 def parse_faults(device: str, text: str | None, seed: int) -> Any:
     """`name=value,...` into the device's faults dataclass (its fields are the switches; `seed` too)."""
-    cls = faults_class(device)
+    cls = simulated(device).faults
     fields = {field.name: field for field in dataclasses.fields(cls)}
     values: dict[str, Any] = {}
     for item in filter(None, (part.strip() for part in (text or "").split(","))):
@@ -80,75 +71,9 @@ def parse_faults(device: str, text: str | None, seed: int) -> Any:
     return cls(**values)
 
 
-def build_simulator(device: str, *, seed: int, faults: Any, speed: float, decks: int) -> Any:
-    if device == "shoe":
-        from drivers.shoe.simulator import ShoeSimulator
-
-        return ShoeSimulator(decks=decks, seed=seed, faults=faults)
-    if device == "wheel":
-        from drivers.wheel.simulator import WheelSimulator
-
-        return WheelSimulator(seed=seed, speed=speed, faults=faults)
-    if device == "shuffler":
-        from drivers.shuffler.simulator import ShufflerSimulator
-
-        return ShufflerSimulator(speed=speed, faults=faults)
-    from drivers.shaker.simulator import ShakerSimulator
-
-    return ShakerSimulator(speed=speed, seed=seed, faults=faults)
-
-
-def actions(device: str, simulator: Any) -> dict[str, tuple[str, Callable[..., Any]]]:
+def actions(device: str, simulator: Any) -> Actions:
     """What a line on standard input does: name -> (help, function of the line's arguments)."""
-    table: dict[str, tuple[str, Callable[..., Any]]] = {
-        "unplug": ("pull the cable", simulator.unplug),
-        "replug": ("put the cable back", simulator.replug),
-        "silence": (
-            "the device stops talking (silence off: talks again)",
-            lambda on="on": simulator.silence(on != "off"),
-        ),
-        "noise": ("put garbage bytes on the line", lambda: simulator.inject(b"\x00\xff#~noise~#\r\n")),
-    }
-    if device == "shoe":
-        table |= {
-            "draw": ("the dealer draws a card", simulator.draw),
-            "noread": ("the next card is not read", simulator.force_noread),
-            "rescan": ("the dealer passes the unread card again", simulator.rescan),
-            "fault": ("FAULT <code> (e.g. fault COVER_OPEN)", lambda code="FAULT": simulator.fault(code)),
-            "clear": ("the fault is cleared", simulator.clear_fault),
-        }
-    elif device == "shuffler":
-        table |= {
-            "load": ("load <decks> decks (default 8)", lambda decks="8": simulator.load_decks(int(decks))),
-            "take": ("the dealer takes the shuffled cards", simulator.take_output),
-            "jam": ("the next shuffle jams", simulator.jam_next),
-            "open": ("open the door", simulator.open_door),
-            "close": ("close the door", simulator.close_door),
-        }
-    elif device == "shaker":
-        table |= {
-            "open": ("open the dome", simulator.open_dome),
-            "close": ("close the dome", simulator.close_dome),
-            "motor": ("the motor fails at the next shake", simulator.motor_fault_next),
-            "fault": ("FAULT <code>", lambda code="M01": simulator.fault(code)),
-            "clear": ("the fault is cleared", simulator.clear_fault),
-        }
-    return table
-
-
-async def _auto_deal(simulator: Any, period: float, seed: int, decks: int) -> None:
-    """A dealer who draws a card every `period` seconds whenever the gate is open; a new shoe when empty."""
-    shoe = 0
-    while True:
-        await asyncio.sleep(period)
-        if simulator.remaining == 0:
-            shoe += 1
-            from drivers.shoe.simulator import DEFAULT_CUT_POSITION
-
-            simulator.load_new_deck(seed + shoe, decks, DEFAULT_CUT_POSITION)
-            log.info("a new shoe (%d decks)", decks)
-            continue
-        simulator.draw()
+    return common_actions(simulator) | simulated(device).actions(simulator)
 
 
 async def _read_commands(device: str, simulator: Any) -> None:
@@ -190,15 +115,16 @@ async def serve(
     ready: Callable[[str], None] | None = None,
 ) -> None:
     """Serve the simulated device until cancelled (or SIGINT/SIGTERM when run as the command)."""
-    if device not in DEVICES:
-        raise SimulateError(f"unknown device {device!r}; one of {', '.join(DEVICES)}")
-    if deal_every and device != "shoe":
-        raise SimulateError("--deal-every is for a shoe (a wheel plays by itself)")
+    serving = simulated(device)
+    if deal_every and serving.auto_deal is None:
+        dealt = ", ".join(name for name, p in SIMULATED.items() if p.simulated and p.simulated.auto_deal)
+        raise SimulateError(f"--deal-every is for a {dealt} (a {device} plays by itself or on stdin)")
     if speed <= 0:
         raise SimulateError("--speed must be positive")
-    simulator = build_simulator(
-        device, seed=seed, faults=parse_faults(device, faults, seed), speed=speed, decks=decks
+    settings = SimulatorSettings(
+        seed=seed, faults=parse_faults(device, faults, seed), speed=speed, decks=decks
     )
+    simulator = serving.make(settings)
     url = await (simulator.start_tcp(port=tcp) if tcp is not None else simulator.start_pty(pty))
     (ready or (lambda u: print(u, flush=True)))(url)
     stop = asyncio.Event()
@@ -207,8 +133,8 @@ async def serve(
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
     tasks = [asyncio.create_task(_read_commands(device, simulator))]
-    if deal_every:
-        tasks.append(asyncio.create_task(_auto_deal(simulator, deal_every, seed, decks)))
+    if deal_every and serving.auto_deal is not None:
+        tasks.append(asyncio.create_task(serving.auto_deal(simulator, deal_every, settings)))
     try:
         await stop.wait()
     finally:
