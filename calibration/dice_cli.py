@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -30,6 +31,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from drivers.dice.reader import DiceCalibration, DiceResult
 
+#: what a dice tool says without the camera extra installed
+CAMERA_NEEDS = "the dice reader needs OpenCV: pip install 'tablectl[camera]'"
 EXIT_OK = 0
 EXIT_NOT_READABLE = 1
 EXIT_USAGE = 2
@@ -221,28 +224,53 @@ def describe(calibration: DiceCalibration) -> list[str]:
 
 
 def run_check(args: argparse.Namespace, show: Show | None = None) -> int:
-    import cv2
+    """`dice-check`: `read_photos`, each result in words."""
+    say: Show = show or (lambda text: print(text, flush=True))
 
+    def emit(path: Path, result: DiceResult, _ms: float) -> None:
+        for line in format_result(str(path), result):
+            say(line)
+
+    expected = args.expected if args.expected > 0 else None
+    return read_photos(
+        args.calibration, args.images, expected, emit, lambda problem: say(f"tablectl: error: {problem}")
+    )
+
+
+def read_photos(
+    calibration_file: Path,
+    images: Sequence[Path],
+    expect: int | None,
+    emit: Callable[[Path, DiceResult, float], None],
+    problem: Show,
+) -> int:
+    """Read each photo with a dice calibration, as the table reads a frame: `emit(path, result, ms)` each;
+    EXIT_OK if every photo was read, EXIT_NOT_READABLE if some was refused, EXIT_USAGE (and `problem` told
+    why) if the tool cannot run: no OpenCV, no calibration, a file that is not an image. The one reading loop
+    of `tablectl dice read` (JSON lines) and `tablectl calibrate dice-check` (words)."""
+    try:
+        import cv2
+    except ImportError:
+        problem(CAMERA_NEEDS)
+        return EXIT_USAGE
     from calibration.dice import CalibrationError, load
     from drivers.dice.reader import DiceReader
 
-    say: Show = show or (lambda text: print(text, flush=True))
     try:
-        calibration = load(args.calibration)
+        calibration = load(calibration_file)
     except CalibrationError as exc:
-        say(f"tablectl: error: {exc}")
+        problem(str(exc))
         return EXIT_USAGE
     reader = DiceReader(calibration)
-    expected = args.expected if args.expected > 0 else None
     status = EXIT_OK
-    for path in args.images:
+    for path in images:
         image = cv2.imread(str(path), cv2.IMREAD_COLOR)
         if image is None:
-            say(f"tablectl: error: {path}: not an image OpenCV can read")
+            problem(f"{path}: not an image OpenCV can read")
             return EXIT_USAGE
-        result = reader.read(image, expect=expected)
-        for line in format_result(str(path), result):
-            say(line)
+        started = time.perf_counter()
+        result = reader.read(image, expect=expect)
+        emit(path, result, (time.perf_counter() - started) * 1000)
         if not result.readable:
             status = EXIT_NOT_READABLE
     return status

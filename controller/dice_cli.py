@@ -7,7 +7,8 @@ Each line: {"image": path, "status": "ok" | "reject", "values": [...], "reason":
 "ms": reading time}. Exit status: 0 every image read, 1 some image refused, 2 the tool could not run
 (no calibration, a file that is not an image).
 
-OpenCV and the reader are imported when the command runs, not when `tablectl` builds its parser.
+OpenCV and the reader are imported when the command runs, not when `tablectl` builds its parser. The reading
+itself is `calibration.dice_cli.read_photos`, which `tablectl calibrate dice-check` prints in words.
 """
 
 from __future__ import annotations
@@ -15,12 +16,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-EXIT_OK = 0
-EXIT_REFUSED = 1
-EXIT_USAGE = 2
+if TYPE_CHECKING:
+    from drivers.dice.reader import DiceResult
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -36,25 +36,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_read(args: argparse.Namespace) -> int:
-    import cv2
+    from calibration.dice_cli import read_photos
 
-    from calibration.dice import CalibrationError, load
-    from drivers.dice.reader import DiceReader
-
-    try:
-        calibration = load(args.calibration)
-    except CalibrationError as exc:
-        return _error(str(exc))
-    reader = DiceReader(calibration)
-    expect = args.expect if args.expect > 0 else None
-    status = EXIT_OK
-    for path in args.images:
-        image = cv2.imread(str(path), cv2.IMREAD_COLOR)
-        if image is None:
-            return _error(f"{path}: not an image OpenCV can read")
-        started = time.perf_counter()
-        result = reader.read(image, expect=expect)
-        elapsed = (time.perf_counter() - started) * 1000
+    def emit(path: Path, result: DiceResult, ms: float) -> None:
         line = {
             "image": str(path),
             "status": "ok" if result.readable else "reject",
@@ -72,14 +56,13 @@ def run_read(args: argparse.Namespace) -> int:
                 }
                 for die in result.dice
             ],
-            "ms": round(elapsed, 2),
+            "ms": round(ms, 2),
         }
         print(json.dumps(line), flush=True)
-        if not result.readable:
-            status = EXIT_REFUSED
-    return status
+
+    expect = args.expect if args.expect > 0 else None
+    return read_photos(args.calibration, args.images, expect, emit, _error)
 
 
-def _error(message: str) -> int:
+def _error(message: str) -> None:
     print(f"tablectl: error: {message}", file=sys.stderr)
-    return EXIT_USAGE

@@ -143,3 +143,12 @@ def test_the_extras_hold_what_only_some_tables_need() -> None:
     assert any(d.startswith("amqtt") for d in extras["demo"])
     assert "tablectl[camera]" in extras["demo"]  # the sic bo demo reads dice from its camera
     assert "tablectl[camera,demo]" in extras["test"]
+
+
+def test_the_dice_tools_without_opencv_say_what_to_install(tmp_path: Path) -> None:
+    for tool in (["dice", "read", "--calibration"], ["calibrate", "dice-check", "--calibration"]):
+        result = tablectl_without_extras(*tool, str(tmp_path / "cal.json"), str(tmp_path / "x.png"))
+        assert result.returncode == 2
+        assert (result.stdout + result.stderr).strip().splitlines() == [
+            "tablectl: error: the dice reader needs OpenCV: pip install 'tablectl[camera]'"
+        ]
