@@ -86,18 +86,24 @@ class Simulated:
 @dataclass(frozen=True, slots=True)
 class Protocol:
     name: str
-    #: the model of `[devices.<name>.options]`
-    options: type[BaseModel]
     #: the byte session (None: a camera, run by `drivers.camera`, which has none)
     session: type[DeviceSession] | None
     #: the simulator class (the test suite's, the demo's)
     simulator: type[Any]
+    #: the model of `[devices.<name>.options]` (None: the session's `Options`)
+    options: type[BaseModel] = None  # type: ignore[assignment]
     #: how a runner opens its link, with the shape of `drivers.transport.open_serial`; `port` is its address
     open_link: Callable[..., Any] | None = open_serial
     #: its port is a USB address (`usb:VVVV:PPPP[:SERIAL]`), opened with pyusb
     usb: bool = False
     #: served by `tablectl simulate` (None: not on a pty or a TCP port)
     simulated: Simulated | None = field(default=None)
+
+    def __post_init__(self) -> None:
+        if self.options is None:
+            if self.session is None:
+                raise ValueError(f"{self.name}: a protocol without a session names its options model")
+            object.__setattr__(self, "options", self.session.Options)
 
     @property
     def camera(self) -> bool:
@@ -189,75 +195,44 @@ def _shaker_actions(simulator: ShakerSimulator) -> Actions:
     }
 
 
-SHOE = Protocol(
-    name="shoe-line",
-    options=ShoeSession.Options,
-    session=ShoeSession,
-    simulator=ShoeSimulator,
-    simulated=Simulated(
-        device="shoe",
-        faults=ShoeFaults,
-        make=lambda s: ShoeSimulator(
-            decks=s.decks, seed=s.seed, faults=s.faults, cut_position=s.cut_position
-        ),
-        actions=_shoe_actions,
-        demo_faults=lambda seed: ShoeFaults(
-            noread_rate=0.05, noise_rate=0.02, bad_checksum_rate=0.02, seed=seed
-        ),
-        auto_deal=_shoe_auto_deal,
-    ),
+#: the line devices `tablectl simulate` serves: their simulators, made from the command's settings
+_SIMULATED_SHOE = Simulated(
+    "shoe",
+    ShoeFaults,
+    lambda s: ShoeSimulator(decks=s.decks, seed=s.seed, faults=s.faults, cut_position=s.cut_position),
+    _shoe_actions,
+    demo_faults=lambda seed: ShoeFaults(noread_rate=0.05, noise_rate=0.02, bad_checksum_rate=0.02, seed=seed),
+    auto_deal=_shoe_auto_deal,
 )
-WHEEL = Protocol(
-    name="cammegh-ss2",
-    options=WheelSession.Options,
-    session=WheelSession,
-    simulator=WheelSimulator,
-    simulated=Simulated(
-        device="wheel",
-        faults=WheelFaults,
-        make=lambda s: WheelSimulator(seed=s.seed, speed=s.speed, faults=s.faults),
-        actions=_wheel_actions,
-        demo_speed=8.0,
-    ),
+_SIMULATED_WHEEL = Simulated(
+    "wheel",
+    WheelFaults,
+    lambda s: WheelSimulator(seed=s.seed, speed=s.speed, faults=s.faults),
+    _wheel_actions,
 )
-SHUFFLER = Protocol(
-    name="shuffler-line",
-    options=ShufflerSession.Options,
-    session=ShufflerSession,
-    simulator=ShufflerSimulator,
-    simulated=Simulated(
-        device="shuffler",
-        faults=ShufflerFaults,
-        make=lambda s: ShufflerSimulator(speed=s.speed, faults=s.faults),
-        actions=_shuffler_actions,
-        # a one-deck shuffle takes (4 s + 6 s) / 8, about a second
-        demo_speed=8.0,
-    ),
+_SIMULATED_SHUFFLER = Simulated(
+    "shuffler",
+    ShufflerFaults,
+    lambda s: ShufflerSimulator(speed=s.speed, faults=s.faults),
+    _shuffler_actions,
+    demo_speed=8.0,  # a one-deck shuffle takes (4 s + 6 s) / 8, about a second
 )
-SHAKER = Protocol(
-    name="shaker-line",
-    options=ShakerSession.Options,
-    session=ShakerSession,
-    simulator=ShakerSimulator,
-    simulated=Simulated(
-        device="shaker",
-        faults=ShakerFaults,
-        make=lambda s: ShakerSimulator(speed=s.speed, seed=s.seed, faults=s.faults),
-        actions=_shaker_actions,
-        demo_faults=lambda seed: ShakerFaults(noise_rate=0.02, bad_checksum_rate=0.02, seed=seed),
-        demo_speed=2.0,
-    ),
+_SIMULATED_SHAKER = Simulated(
+    "shaker",
+    ShakerFaults,
+    lambda s: ShakerSimulator(speed=s.speed, seed=s.seed, faults=s.faults),
+    _shaker_actions,
+    demo_faults=lambda seed: ShakerFaults(noise_rate=0.02, bad_checksum_rate=0.02, seed=seed),
+    demo_speed=2.0,
 )
+
+SHOE = Protocol("shoe-line", ShoeSession, ShoeSimulator, simulated=_SIMULATED_SHOE)
+WHEEL = Protocol("cammegh-ss2", WheelSession, WheelSimulator, simulated=_SIMULATED_WHEEL)
+SHUFFLER = Protocol("shuffler-line", ShufflerSession, ShufflerSimulator, simulated=_SIMULATED_SHUFFLER)
+SHAKER = Protocol("shaker-line", ShakerSession, ShakerSimulator, simulated=_SIMULATED_SHAKER)
 #: a USB HID barcode scanner: a byte session like the others, its link opened with pyusb; its simulator is a
 #: USB device for the tests, not served on a pty
-HID_BARCODE = Protocol(
-    name="hid-barcode",
-    options=HidBarcodeSession.Options,
-    session=HidBarcodeSession,
-    simulator=SimulatedScanner,
-    open_link=open_usb_hid,
-    usb=True,
-)
+HID_BARCODE = Protocol("hid-barcode", HidBarcodeSession, SimulatedScanner, open_link=open_usb_hid, usb=True)
 
 
 @functools.cache
@@ -273,9 +248,7 @@ def _camera() -> Protocol:
         if exc.name in ("cv2", "numpy"):
             raise MissingExtra(CAMERA_NEEDS) from None
         raise
-    return Protocol(
-        name="camera", options=CameraOptions, session=None, simulator=SyntheticSource, open_link=None
-    )
+    return Protocol("camera", None, SyntheticSource, options=CameraOptions, open_link=None)
 
 
 #: name -> its record, or the function that loads it (a camera's, which imports OpenCV)
