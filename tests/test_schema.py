@@ -63,7 +63,7 @@ from controller.games.infinite_blackjack import InfiniteBlackjackResult
 from controller.games.infinite_blackjack.events import ShoeBurn
 from controller.games.roulette import RouletteResult
 from controller.games.sicbo import SicBoResult
-from controller.games.sicbo.events import DiceReadEvent
+from controller.games.sicbo.events import ShakeReading
 from controller.games.single_deck_blackjack import SingleDeckBlackjackResult
 from controller.games.stud import StudResult
 from controller.games.stud.events import StudHand
@@ -322,7 +322,7 @@ SAMPLES: dict[str, list[EventData]] = {
     "reading.rejected": [RawRejected(device="wheel", reason="bad checksum", raw="*X;9")],
     "reading.held": [ReadingHeld(device="shoe", reading="CardSeen", raw="RESCAN 0012 9H*33", held=1)],
     "dice.read": [
-        DiceReadEvent(
+        ShakeReading(
             round_id="t7-0000006",
             cycle_id="6.1",
             attempt=1,

@@ -47,7 +47,7 @@ class SicBoResult(RoundResult):
     raw: str = Field("", description="the shaker's AT_REST line the reading followed")
 
 
-class DiceReadEvent(GameEvent):
+class ShakeReading(GameEvent):
     """The camera read the dice of one shake (or refused to): every reading is published, refusals too."""
 
     TYPE = "dice.read"

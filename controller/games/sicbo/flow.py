@@ -57,7 +57,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from controller.command_base import Command
 from controller.events import RawRejected, iso_ms
 from controller.flow import DeviceRequest, FlowOutput, FlowRecord, GameFlow, InputRejected, Phase
-from controller.games.sicbo.events import DiceReadEvent, SicBoResult
+from controller.games.sicbo.events import ShakeReading, SicBoResult
 from controller.lifecycle import Move, Refused
 from drivers.readings import DiceAtRest, DiceRead, Reading
 from drivers.session import DeviceCommand
@@ -275,7 +275,7 @@ class SicBoFlow(GameFlow):
         assert self.rounds.round_id is not None
         out.emit(
             "dice.read",
-            DiceReadEvent(
+            ShakeReading(
                 round_id=self.rounds.round_id,
                 cycle_id=reading.cycle_id,
                 attempt=self.shakes,

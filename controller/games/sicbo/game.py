@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from controller.games.sicbo.events import DiceReadEvent
+from controller.games.sicbo.events import ShakeReading
 from controller.games.sicbo.flow import ManualDice, SicBoFlow, SicBoSettings
 from controller.games.spec import Demo, GameSpec, View
 
@@ -25,7 +25,7 @@ GAME = GameSpec(
     # a device-only capture (the shaker's bytes and the camera's readings) replays with betting closing
     # at once: the dice are only ever shaken after betting closed
     replay_overrides={"round_gap_seconds": 0.0, "betting_seconds": 0.001},
-    events=(DiceReadEvent,),
+    events=(ShakeReading,),
     commands={"manual_dice": ManualDice},
     captured_devices=("camera",),
     describe=describe_result,
