@@ -77,6 +77,7 @@ def tablectl_without_extras(
     return without_extras(code, *args, blocked=blocked)
 
 
+@pytest.mark.integration
 def test_the_service_modules_import_without_the_extras() -> None:
     modules = "controller.service controller.cli controller.runtime controller.bus controller.machine "
     modules += "controller.replay controller.panel.app controller.metrics controller.checks drivers.registry"
@@ -85,6 +86,7 @@ def test_the_service_modules_import_without_the_extras() -> None:
     assert result.stdout.strip() == "ok"
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("table", [BACCARAT, ROULETTE], ids=["baccarat", "roulette"])
 def test_check_config_of_a_card_or_roulette_table_needs_no_extra(tmp_path: Path, table: str) -> None:
     config = tmp_path / "table.toml"
@@ -94,6 +96,7 @@ def test_check_config_of_a_card_or_roulette_table_needs_no_extra(tmp_path: Path,
     assert "OpenCV" not in result.stderr and "Traceback" not in result.stderr
 
 
+@pytest.mark.integration
 def test_a_configured_camera_without_opencv_is_one_clear_line(tmp_path: Path) -> None:
     config = tmp_path / "table.toml"
     config.write_text(SICBO.format(data=tmp_path))
@@ -111,6 +114,7 @@ def test_a_configured_camera_without_opencv_is_one_clear_line(tmp_path: Path) ->
     ]
 
 
+@pytest.mark.integration
 def test_the_demo_without_its_extra_says_what_to_install() -> None:
     result = tablectl_without_extras("demo", "--game", "baccarat", "--rounds", "1")
     assert result.returncode == 2
@@ -126,12 +130,14 @@ def test_the_demo_without_its_extra_says_what_to_install() -> None:
     ]
 
 
+@pytest.mark.e2e
 def test_a_card_demo_needs_amqtt_but_not_opencv() -> None:
     result = tablectl_without_extras("demo", "--game", "baccarat", "--rounds", "1", blocked=("cv2", "numpy"))
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.unit
 def test_the_extras_hold_what_only_some_tables_need() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     runtime = " ".join(project["dependencies"])
@@ -145,6 +151,7 @@ def test_the_extras_hold_what_only_some_tables_need() -> None:
     assert "tablectl[camera,demo]" in extras["test"]
 
 
+@pytest.mark.integration
 def test_the_dice_tools_without_opencv_say_what_to_install(tmp_path: Path) -> None:
     for tool in (["dice", "read", "--calibration"], ["calibrate", "dice-check", "--calibration"]):
         result = tablectl_without_extras(*tool, str(tmp_path / "cal.json"), str(tmp_path / "x.png"))

@@ -16,6 +16,8 @@ import pytest
 
 from controller.mqtt_client import AcknowledgingClient
 
+pytestmark = pytest.mark.unit
+
 #: each private hook the client overrides -> the parameters it expects aiomqtt's own to take (and to be
 #: called with by paho's callback API v2)
 HOOKS = {

@@ -10,6 +10,8 @@ from drivers.registry import PROTOCOLS, SIMULATED, SimulatorSettings, is_camera,
 from drivers.simulate import actions, parse_faults
 from drivers.wheel.simulator import WheelSimulator
 
+pytestmark = pytest.mark.unit
+
 
 def test_each_byte_protocol_names_its_session_options_and_simulator() -> None:
     for name in sorted(PROTOCOLS):
