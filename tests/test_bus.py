@@ -25,7 +25,6 @@ from controller.config import BrokerSettings, TableConfig, config_from_dict, loa
 from controller.events import Envelope, Event, RoundClosed, RoundOpened, make_event
 from controller.journal import Journal
 from controller.mqtt_client import AcknowledgingClient
-from controller.service import TableService
 from controller.testing.mosquitto import (
     MosquittoBroker,
     MqttRecorder,
@@ -37,6 +36,7 @@ from controller.testing.mosquitto import (
     secured_broker,
     wait_until,
 )
+from controller.testing.table_process import running_service
 from drivers.shoe.simulator import ShoeSimulator
 
 ROOT = "studio/s1/table/t1"
@@ -1034,18 +1034,6 @@ def baccarat_table(tmp_path: Path, broker: MosquittoBroker, port: str) -> TableC
         environ={},
         source="test",
     )
-
-
-@contextlib.asynccontextmanager
-async def running_service(config: TableConfig) -> AsyncIterator[TableService]:
-    service = TableService(config)
-    task = asyncio.create_task(service.run())
-    try:
-        await wait_until(lambda: service.bus.connected, what="the table to connect")
-        yield service
-    finally:
-        service.stop()
-        await asyncio.wait_for(task, 10)
 
 
 @pytest.mark.integration

@@ -5,25 +5,22 @@ manual_card_confirmation = "supervisor"`): the dealer's entry deals nothing unti
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from controller.commands import CommandError, parse_command
-from controller.config import ConfigError, TableConfig, config_from_dict
+from controller.config import ConfigError, config_from_dict
 from controller.flow import InputRejected
 from controller.games.baccarat import BaccaratFlow, BaccaratSettings
 from controller.games.card_flow import MAX_WRONG_CONFIRMATIONS
 from controller.panel.app import DEALER_ACTIONS
 from controller.runtime import Step, TableCore
-from controller.service import TableService
 from controller.table_build import build_core
 from controller.testing.mosquitto import MosquittoBroker, MqttRecorder, wait_until
+from controller.testing.table_process import running_service
 from drivers.readings import CardSeen, CardUnread, DeviceOnline
 from drivers.shoe.simulator import ShoeSimulator
 
@@ -231,18 +228,6 @@ def test_the_setting_is_validated(tmp_path: Path) -> None:
 # --- end to end: the supervisor's command over a real broker ------------------------------------------------
 
 
-@contextlib.asynccontextmanager
-async def running(config: TableConfig) -> AsyncIterator[TableService]:
-    service = TableService(config)
-    task = asyncio.create_task(service.run())
-    try:
-        await wait_until(lambda: service.bus.connected, what="the table to connect")
-        yield service
-    finally:
-        service.stop()
-        await asyncio.wait_for(task, 10)
-
-
 @pytest.mark.integration
 async def test_a_supervisor_confirms_over_mqtt_and_card_dealt_names_both(
     mosquitto: MosquittoBroker, tmp_path: Path
@@ -254,7 +239,7 @@ async def test_a_supervisor_confirms_over_mqtt_and_card_dealt_names_both(
     raw["devices"]["shoe"]["port"] = port
     config = config_from_dict(raw, environ={})
     try:
-        async with running(config) as service:
+        async with running_service(config) as service:
             async with MqttRecorder(mosquitto, [f"{ROOT}/#"]) as desk:
                 shoe.force_noread()
                 await wait_until(shoe.draw, timeout=15, what="betting to close and the gate to open")

@@ -20,7 +20,7 @@ from typing import Any
 
 import httpx
 import pytest
-from playwright.async_api import Browser, Page, async_playwright, expect
+from playwright.async_api import Browser, Page, expect
 
 from controller.config import PanelSettings, config_from_dict
 from controller.events import Envelope
@@ -30,7 +30,8 @@ from controller.panel.app import StateSubscription, new_auth
 from controller.panel.auth import PanelAuth
 from controller.pins import hash_pin
 from controller.service import TableService
-from controller.testing.mosquitto import HOST, MosquittoBroker, free_port, require_binary, wait_until
+from controller.testing.console import chromium
+from controller.testing.mosquitto import HOST, MosquittoBroker, free_port, wait_until
 from drivers.shoe.simulator import ShoeSimulator
 from drivers.wheel.simulator import WheelSimulator
 
@@ -171,13 +172,8 @@ async def start_table(tmp_path: Path, mosquitto: MosquittoBroker) -> AsyncIterat
 
 @pytest.fixture
 async def browser() -> AsyncIterator[Browser]:
-    chromium = require_binary("chromium", "/usr/bin")  # never a downloaded browser: the system's
-    async with async_playwright() as playwright:
-        launched = await playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-        try:
-            yield launched
-        finally:
-            await launched.close()
+    async with chromium() as launched:  # the system's Chromium, never a downloaded one
+        yield launched
 
 
 async def open_panel(

@@ -9,13 +9,12 @@ import contextlib
 import gzip
 import json
 import os
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from controller.config import ConfigError, RetentionSettings, TableConfig, config_from_dict
+from controller.config import ConfigError, RetentionSettings, config_from_dict
 from controller.events import Event, RoundOpened, make_event
 from controller.games.baccarat import BaccaratSettings
 from controller.journal import Journal, JournalError
@@ -30,9 +29,9 @@ from controller.retention import (
     write_archive,
 )
 from controller.schema import StatusMessage
-from controller.service import TableService
 from controller.testing.mosquitto import MosquittoBroker, MqttRecorder, wait_until
 from controller.testing.shoe_capture import record_shoes
+from controller.testing.table_process import running_service
 from drivers.capture import CaptureWriter, read_capture, rotated_captures
 from drivers.shoe.simulator import ShoeFaults, ShoeSimulator
 
@@ -322,18 +321,6 @@ def test_retention_settings_have_safe_defaults_and_are_validated(tmp_path: Path)
 
 
 # --- the service: a low disk in the retained status, on a real broker --------------------------------------
-
-
-@contextlib.asynccontextmanager
-async def running_service(config: TableConfig) -> AsyncIterator[TableService]:
-    service = TableService(config)
-    task = asyncio.create_task(service.run())
-    try:
-        await wait_until(lambda: service.bus.connected, what="the table to connect")
-        yield service
-    finally:
-        service.stop()
-        await asyncio.wait_for(task, 10)
 
 
 @pytest.mark.integration

@@ -12,14 +12,18 @@ Needs paho-mqtt and pytest (through `controller.testing.mosquitto`): pyproject's
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 import signal
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from controller.config import TableConfig
+from controller.service import TableService
 from controller.testing.mosquitto import MosquittoBroker, MqttRecorder, wait_until
 from drivers.shoe.simulator import ShoeSimulator
 
@@ -173,3 +177,17 @@ async def draw(shoe: ShoeSimulator, recorder: MqttRecorder, n: int) -> None:
         before = len(events(recorder, "card.dealt"))
         await wait_until(shoe.draw, timeout=10, what="the shoe's gate to open for a draw")
         await recorder.wait_for_count(f"{BASE}/events/card.dealt", before + 1, timeout=10)
+
+
+@contextlib.asynccontextmanager
+async def running_service(config: TableConfig) -> AsyncIterator[TableService]:
+    """`TableService` in this process (its bus, links and journal real), connected to its broker; stopped
+    (and waited for) on exit."""
+    service = TableService(config)
+    task = asyncio.create_task(service.run())
+    try:
+        await wait_until(lambda: service.bus.connected, what="the table to connect")
+        yield service
+    finally:
+        service.stop()
+        await asyncio.wait_for(task, 10)
