@@ -39,8 +39,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from controller.config import RetentionSettings, load_config
+from controller.config import RetentionSettings
 from controller.retention import DAY_SECONDS, frame_time
+from controller.table_build import TABLE_CONFIGS
 
 Outcome = tuple[str, bool, str]
 
@@ -250,7 +251,9 @@ async def _status_checks(broker: str) -> list[Outcome]:
 
 async def run_attacks(args: argparse.Namespace) -> list[Outcome]:
     """The checks as (name, held, detail); `args` as `parse_args` makes them."""
-    settings = load_config(args.config).retention if getattr(args, "config", None) else RetentionSettings()
+    settings = (
+        TABLE_CONFIGS.load(args.config).retention if getattr(args, "config", None) else RetentionSettings()
+    )
     now = args.now if getattr(args, "now", None) is not None else time.time()
     data_dir = Path(args.data_dir)
     if not data_dir.is_dir():

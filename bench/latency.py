@@ -560,13 +560,15 @@ def journal_settings(service: Any) -> dict[str, Any]:
 async def run_tablectl(
     script: list[ScriptedRound], broker_port: int, data_dir: Path, pacing: Pacing
 ) -> PhaseResult:
-    from controller.config import config_from_dict
     from controller.service import TableService
+    from controller.table_build import TABLE_CONFIGS
 
     result = PhaseResult("tablectl")
     loop = asyncio.get_running_loop()
     shoe = PtyShoe(loop)
-    config = config_from_dict(tablectl_config(broker_port, shoe.path, data_dir), environ={}, source="bench")
+    config = TABLE_CONFIGS.from_dict(
+        tablectl_config(broker_port, shoe.path, data_dir), environ={}, source="bench"
+    )
     service = TableService(config)
     commits = time_journal_commits(service)
     root = config.topic_root

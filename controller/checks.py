@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from controller.config import ConfigError, TableConfig, config_problems, merged_config_file
+from controller.config import ConfigError, TableConfig, merged_config_file
+from controller.table_build import TABLE_CONFIGS
 from drivers.registry import is_camera, is_usb, session_class
 
 #: pyserial URL schemes (`serial_for_url`); the network ones need `host:port`.
@@ -163,7 +164,7 @@ def check_config(path: str | Path, *, environ: Mapping[str, str] | None = None) 
 
     One pass: a schema error in one section does not hide another section's errors, nor the ports and
     files that can be checked beside them."""
-    config, problems = config_problems(path, environ=environ)
+    config, problems = TABLE_CONFIGS.problems(path, environ=environ)
     if config is not None:
         return [f"{path}: {line}" for line in runtime_problems(config)]
     try:

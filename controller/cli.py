@@ -196,13 +196,14 @@ def _table_parts(service: TableService, notifier: Notifier, watchdog: asyncio.Ta
 
 
 async def _run_service(config_path: str, discard_state: bool = False) -> int:
-    from controller.config import load_config, plain_password_warning, redact_url
+    from controller.config import plain_password_warning, redact_url
     from controller.files import private_umask
     from controller.sd_notify import Notifier
     from controller.service import ServiceFailure
+    from controller.table_build import TABLE_CONFIGS
 
     private_umask()  # the journal, its WAL and the captures: 0600 in 0700, the service's alone
-    config = load_config(config_path)
+    config = TABLE_CONFIGS.load(config_path)
     check_ports(config)
     warning = plain_password_warning(config.broker)
     if warning is not None:
@@ -341,11 +342,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from controller.config import load_config
     from controller.replay import replay_file
+    from controller.table_build import TABLE_CONFIGS
     from drivers.capture import CaptureError
 
-    base = load_config(args.config) if args.config else None
+    base = TABLE_CONFIGS.load(args.config) if args.config else None
     reread = None
     if args.reread_with:
         from drivers.dice.adapter import DiceReading
@@ -374,7 +375,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 def cmd_check_config(args: argparse.Namespace) -> int:
     from controller.checks import check_config
-    from controller.config import load_config
+    from controller.table_build import TABLE_CONFIGS
 
     path = args.config or args.config_option
     if path is None:
@@ -385,7 +386,7 @@ def cmd_check_config(args: argparse.Namespace) -> int:
     if problems:
         return 1
     if args.show:
-        print(json.dumps(load_config(path).model_dump(mode="json"), indent=2, default=str))
+        print(json.dumps(TABLE_CONFIGS.load(path).model_dump(mode="json"), indent=2, default=str))
     else:
         print(f"{path}: OK")
     return 0

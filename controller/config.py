@@ -6,7 +6,11 @@ Environment overrides use `TABLECTL__<SECTION>__<KEY>=value` (double underscores
 An invalid file gives one `ConfigError` line naming the bad key; the CLI prints it and exits non-zero.
 Each device's `options` are checked against its protocol's options model (`drivers.registry.options_model`)
 when the file is loaded: `[devices.wheel.options] pol_interval = 1` is `devices.wheel.options.pol_interval`.
-`config_problems` lists every problem instead of the first (`tablectl check-config`).
+A table's file names its game, and the game's settings and devices are checked against the game's own
+rules: this module knows no game. Whoever loads a table's file hands it the games the controller runs, as a
+`ConfigLoader(games)` (the one built with `controller.games.GAMES` is `controller.table_build.TABLE_CONFIGS`);
+`ConfigLoader.problems` lists every problem instead of the first (`tablectl check-config`). The device kinds
+(`drivers.registry`: protocol names, their options models) are the layer below, read here directly.
 """
 
 from __future__ import annotations
@@ -16,8 +20,9 @@ import os
 import re
 import tomllib
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal, Self
+from typing import Annotated, Any, Literal, Protocol, Self
 from urllib.parse import urlsplit
 
 import pydantic
@@ -26,13 +31,14 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
 from pydantic_core import InitErrorDetails
 
-from controller.games import GAMES, game_spec
 from controller.pins import DEALER_ID_PATTERN, PinHash
 from drivers.registry import PROTOCOLS, MissingExtra, options_model
 
@@ -42,6 +48,45 @@ _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 
 class ConfigError(ValueError):
     """A configuration problem, worded for the operator (one line)."""
+
+
+class GameRules(Protocol):
+    """What a table's configuration needs to know of a game (`controller.games.spec.GameSpec` is one)."""
+
+    @property
+    def devices(self) -> Mapping[str, tuple[str, ...]]:
+        """device name -> the protocols that can serve it"""
+
+    @property
+    def captured_devices(self) -> tuple[str, ...]:
+        """the devices whose capture the game's results point at: the config must set it"""
+
+    @property
+    def optional_devices(self) -> Mapping[str, tuple[str, ...]]:
+        """role -> the protocols that can play it, for a device the game can use but does not need"""
+
+    @property
+    def cards_entered_by_hand(self) -> bool:
+        """whether its dealer may enter a card by hand (`[table] manual_card_confirmation` applies)"""
+
+    def settings_class(self) -> type[BaseModel]: ...
+
+    def optional_device_setting(self, role: str) -> str: ...
+
+    def optional_devices_in_use(self, settings: BaseModel) -> dict[str, str]: ...
+
+
+#: the key of pydantic's validation context under which a table's file gets the games it may name
+GAMES_CONTEXT = "games"
+
+
+def games_of(info: ValidationInfo) -> Mapping[str, GameRules]:
+    """The games a `TableConfig` is validated against (`ConfigLoader`); never validated without them."""
+    games = info.context.get(GAMES_CONTEXT) if isinstance(info.context, Mapping) else None
+    if games is None:
+        raise TypeError("a table's config is validated with the games it may name: use ConfigLoader(games)")
+    rules: Mapping[str, GameRules] = games
+    return rules
 
 
 class Strict(BaseModel):
@@ -102,9 +147,10 @@ class TableSettings(Strict):
 
     @field_validator("game")
     @classmethod
-    def _known_game(cls, value: str) -> str:
-        if value not in GAMES:
-            raise ValueError(f"unknown game {value!r}; known: {', '.join(sorted(GAMES))}")
+    def _known_game(cls, value: str, info: ValidationInfo) -> str:
+        games = games_of(info)
+        if value not in games:
+            raise ValueError(f"unknown game {value!r}; known: {', '.join(sorted(games))}")
         return value
 
 
@@ -464,10 +510,18 @@ class BrokerConfigFile(Strict):
         return data
 
     @classmethod
-    def from_dict(cls, raw: Mapping[str, Any], *, environ: Mapping[str, str] | None, source: str) -> Self:
-        """The file's table with the environment's overrides, validated; ConfigError (one line) if not."""
+    def from_dict(
+        cls,
+        raw: Mapping[str, Any],
+        *,
+        environ: Mapping[str, str] | None,
+        source: str,
+        context: Mapping[str, Any] | None = None,
+    ) -> Self:
+        """The file's table with the environment's overrides, validated (with pydantic's validation
+        `context`); ConfigError (one line) if not."""
         try:
-            return cls.model_validate(_merged(raw, environ))
+            return cls.model_validate(_merged(raw, environ), context=context)
         except ValidationError as exc:
             raise ConfigError(f"{source}: {_describe(exc)}") from None
 
@@ -482,12 +536,15 @@ class TableConfig(BrokerConfigFile):
     panel: PanelSettings = PanelSettings()
     retention: RetentionSettings = RetentionSettings()
     metrics: MetricsSettings = MetricsSettings()
+    #: the game's settings model (its rules', given when the file was validated)
+    _settings_class: type[BaseModel] = PrivateAttr()
 
     @model_validator(mode="after")
-    def _devices_fit_the_game(self) -> TableConfig:
+    def _devices_fit_the_game(self, info: ValidationInfo) -> TableConfig:
         # Every problem at once (`tablectl check-config` lists them), each named by its full key.
         problems = device_option_problems(self.devices)
-        spec = game_spec(self.table.game)
+        spec = games_of(info)[self.table.game]
+        self._settings_class = spec.settings_class()
         for name, protocols in spec.devices.items():
             device = self.devices.get(name)
             if device is None:
@@ -508,32 +565,28 @@ class TableConfig(BrokerConfigFile):
                         f'results are read from (e.g. capture = "/var/lib/tablectl/captures/{name}.jsonl")'
                     )
                 )
-        if self.table.manual_card_confirmation == "supervisor":
-            from controller.games.card_flow import CardFlow
-
-            if not issubclass(spec.flow_class(), CardFlow):
-                problems.append(
-                    _problem(
-                        f"table.manual_card_confirmation: a {self.table.game} table has no cards entered by "
-                        'hand; leave it "dealer"'
-                    )
+        if self.table.manual_card_confirmation == "supervisor" and not spec.cards_entered_by_hand:
+            problems.append(
+                _problem(
+                    f"table.manual_card_confirmation: a {self.table.game} table has no cards entered by "
+                    'hand; leave it "dealer"'
                 )
+            )
         # validate the game section now, so a typo fails at start-up, not mid-shoe
         try:
-            settings = spec.settings_class().model_validate(self.game)
+            settings = self._settings_class.model_validate(self.game)
         except ValidationError as exc:
             problems += _located(("game",), exc)
         else:
-            problems += self._optional_device_problems(settings)
+            problems += self._optional_device_problems(spec, settings)
         if problems:
             raise ValidationError.from_exception_data(type(self).__name__, problems)
         return self
 
-    def _optional_device_problems(self, settings: BaseModel) -> list[InitErrorDetails]:
+    def _optional_device_problems(self, spec: GameRules, settings: BaseModel) -> list[InitErrorDetails]:
         """An optional device (a card game's shuffler) is used when its game setting names it: the device
         must then be configured with a protocol that can play the role, and a device configured under the
         role's name must not be left unused (it would be waited for, yet never asked for anything)."""
-        spec = game_spec(self.table.game)
         in_use = spec.optional_devices_in_use(settings)
         problems = []
         for role, protocols in spec.optional_devices.items():
@@ -565,7 +618,8 @@ class TableConfig(BrokerConfigFile):
         return f"studio/{self.table.studio_id}/table/{self.table.table_id}"
 
     def game_settings(self) -> BaseModel:
-        return game_spec(self.table.game).settings_class().model_validate(self.game)
+        """The `[game]` section read by the game's settings model."""
+        return self._settings_class.model_validate(self.game)
 
 
 def _problem(message: str) -> InitErrorDetails:
@@ -662,12 +716,6 @@ def _merged(raw: Mapping[str, Any], environ: Mapping[str, str] | None) -> dict[s
     return _merge(dict(raw), _env_overrides(os.environ if environ is None else environ))
 
 
-def config_from_dict(
-    raw: Mapping[str, Any], *, environ: Mapping[str, str] | None = None, source: str = "config"
-) -> TableConfig:
-    return TableConfig.from_dict(raw, environ=environ, source=source)
-
-
 def read_config_file(path: str | Path) -> dict[str, Any]:
     """The TOML table of a config file; ConfigError if it cannot be read or parsed."""
     path = Path(path)
@@ -681,52 +729,69 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
 
 
-def load_config(path: str | Path, *, environ: Mapping[str, str] | None = None) -> TableConfig:
-    return config_from_dict(read_config_file(path), environ=environ, source=str(path))
-
-
 def merged_config_file(path: str | Path, *, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The file's table with the environment's overrides, not validated (ConfigError if unreadable)."""
     return _merged(read_config_file(path), environ)
 
 
-def config_problems(
-    path: str | Path, *, environ: Mapping[str, str] | None = None
-) -> tuple[TableConfig | None, list[str]]:
-    """The config of a file and every problem of it (not only the first), each `<file>: <key>: <what>`.
+@dataclass(frozen=True, slots=True)
+class ConfigLoader:
+    """The one way a table's file is read: validated against `games`, the games the controller runs (name ->
+    its rules), which whoever loads it hands in (`controller.table_build.TABLE_CONFIGS`)."""
 
-    The config is None when it does not validate; its device options are checked even then."""
-    try:
-        raw = read_config_file(path)
-    except ConfigError as exc:
-        return None, [str(exc)]
-    merged = _merged(raw, environ)
-    try:
-        return TableConfig.model_validate(merged), []
-    except ValidationError as exc:
-        lines = describe_each(exc)
-    # A section's own errors hide nothing of another's: pydantic checks the whole file's cross-section rules
-    # (the devices a game needs, the game's own settings) only once every field is valid, so the sections
-    # that can be checked alone are checked here too, each once.
-    devices = merged.get("devices")
-    if isinstance(devices, Mapping):
-        option_problems = device_option_problems(devices)
-        if option_problems:
-            extra = describe_each(ValidationError.from_exception_data("TableConfig", option_problems))
-            lines += [line for line in extra if line not in lines]
-    lines += [line for line in _game_section_problems(merged) if line not in lines]
-    return None, [f"{path}: {line}" for line in lines]
+    games: Mapping[str, GameRules]
 
+    def from_dict(
+        self, raw: Mapping[str, Any], *, environ: Mapping[str, str] | None = None, source: str = "config"
+    ) -> TableConfig:
+        """A table's config from its TOML table (and the environment's overrides); ConfigError if invalid."""
+        return TableConfig.from_dict(raw, environ=environ, source=source, context=self._context)
 
-def _game_section_problems(merged: Mapping[str, Any]) -> list[str]:
-    """The `[game]` section checked against the game `[table] game` names, if it names one."""
-    table = merged.get("table")
-    game = table.get("game") if isinstance(table, Mapping) else None
-    section = merged.get("game", {})
-    if not isinstance(game, str) or game not in GAMES or not isinstance(section, Mapping):
+    def load(self, path: str | Path, *, environ: Mapping[str, str] | None = None) -> TableConfig:
+        """A table's config from its file; ConfigError (one line) if it cannot be read or is invalid."""
+        return self.from_dict(read_config_file(path), environ=environ, source=str(path))
+
+    def problems(
+        self, path: str | Path, *, environ: Mapping[str, str] | None = None
+    ) -> tuple[TableConfig | None, list[str]]:
+        """The config of a file and every problem of it (not only the first), each `<file>: <key>: <what>`.
+
+        The config is None when it does not validate; its device options are checked even then."""
+        try:
+            raw = read_config_file(path)
+        except ConfigError as exc:
+            return None, [str(exc)]
+        merged = _merged(raw, environ)
+        try:
+            return TableConfig.model_validate(merged, context=self._context), []
+        except ValidationError as exc:
+            lines = describe_each(exc)
+        # A section's own errors hide nothing of another's: pydantic checks the whole file's cross-section
+        # rules (the devices a game needs, the game's own settings) only once every field is valid, so the
+        # sections that can be checked alone are checked here too, each once.
+        devices = merged.get("devices")
+        if isinstance(devices, Mapping):
+            option_problems = device_option_problems(devices)
+            if option_problems:
+                extra = describe_each(ValidationError.from_exception_data("TableConfig", option_problems))
+                lines += [line for line in extra if line not in lines]
+        lines += [line for line in self._game_section_problems(merged) if line not in lines]
+        return None, [f"{path}: {line}" for line in lines]
+
+    @property
+    def _context(self) -> dict[str, Any]:
+        return {GAMES_CONTEXT: self.games}
+
+    def _game_section_problems(self, merged: Mapping[str, Any]) -> list[str]:
+        """The `[game]` section checked against the game `[table] game` names, if it names one."""
+        table = merged.get("table")
+        game = table.get("game") if isinstance(table, Mapping) else None
+        section = merged.get("game", {})
+        if not isinstance(game, str) or game not in self.games or not isinstance(section, Mapping):
+            return []
+        try:
+            self.games[game].settings_class().model_validate(section)
+        except ValidationError as exc:
+            located = _located(("game",), exc)
+            return describe_each(ValidationError.from_exception_data("TableConfig", located))
         return []
-    try:
-        game_spec(game).settings_class().model_validate(section)
-    except ValidationError as exc:
-        return describe_each(ValidationError.from_exception_data("TableConfig", _located(("game",), exc)))
-    return []

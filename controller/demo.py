@@ -24,11 +24,12 @@ from typing import Any, TextIO
 import aiomqtt
 
 from controller.commands import CommandError, Resume
-from controller.config import TableConfig, config_from_dict
+from controller.config import TableConfig
 from controller.events import Envelope
 from controller.games import GAMES, game_spec
 from controller.games.spec import DemoPlayers
 from controller.service import Part, TableService
+from controller.table_build import TABLE_CONFIGS
 from drivers.registry import MissingExtra, Protocol, SimulatorSettings, is_camera, protocol
 from drivers.shoe.simulator import DEFAULT_CUT_POSITION
 
@@ -384,7 +385,7 @@ async def run_demo(
             shuffler_port = await shuffler.start_pty(str(Path(tmp) / "shuffler.pty"))
             devices["shuffler"] = {"protocol": "shuffler-line", "port": shuffler_port}
             game_settings["shuffler_device"] = "shuffler"
-        config: TableConfig = config_from_dict(
+        config: TableConfig = TABLE_CONFIGS.from_dict(
             {
                 "table": {"studio_id": "demo", "table_id": f"demo-{game}", "game": game, "data_dir": tmp},
                 "broker": {"url": mqtt_url, "protocol": "3.1.1" if broker is not None else "5"},

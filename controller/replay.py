@@ -37,11 +37,11 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from controller.commands import CommandError, parse_command
-from controller.config import ConfigError, TableConfig, config_from_dict
+from controller.config import ConfigError, TableConfig
 from controller.events import Envelope
 from controller.journal import Journal
 from controller.machine import MachineStep, TableMachine
-from controller.table_build import build_core, build_session
+from controller.table_build import TABLE_CONFIGS, build_core, build_session
 from drivers import readings as reading_types
 from drivers.capture import CaptureError, CaptureRecord, read_capture
 from drivers.readings import DiceRead, Reading
@@ -102,7 +102,7 @@ def replay_config(
     # waits for them (the rounds are the capture's; the shuffles were the shuffler's capture).
     for role in spec.optional_devices:
         raw.setdefault("game", {})[spec.optional_device_setting(role)] = None
-    return config_from_dict(raw, environ={}, source="replay")
+    return TABLE_CONFIGS.from_dict(raw, environ={}, source="replay")
 
 
 def _games() -> dict[str, Any]:

@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 
 from bench.chaos import Campaign, CampaignSettings, mount_tmpfs, unmount
-from controller.config import config_from_dict
 from controller.events import CardDealt
 from controller.journal import Journal
 from controller.runtime import make_event
 from controller.service import ServiceFailure, TableService
+from controller.table_build import TABLE_CONFIGS
 from controller.testing.mosquitto import MosquittoBroker, MqttRecorder, wait_until
 from controller.testing.table_process import (
     BASE,
@@ -107,7 +107,7 @@ def fill_database(db: sqlite3.Connection) -> None:
 async def test_a_full_disk_fail_stops_without_acknowledging_the_card_it_could_not_journal(
     tmp_path: Path, mosquitto: MosquittoBroker, shoe: ShoeSimulator
 ) -> None:
-    config = config_from_dict(
+    config = TABLE_CONFIGS.from_dict(
         {
             "table": {"studio_id": "s1", "table_id": TABLE, "game": "baccarat", "data_dir": str(tmp_path)},
             "broker": {"url": mosquitto.url},

@@ -12,11 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from controller.config import MetricsSettings, PanelSettings, config_from_dict
+from controller.config import MetricsSettings, PanelSettings
 from controller.metrics import TableMetrics, serve_metrics
 from controller.panel import serve_panel
 from controller.pins import hash_pin
 from controller.service import TableService
+from controller.table_build import TABLE_CONFIGS
 from controller.testing.console import running_console
 from controller.testing.mosquitto import HOST, MosquittoBroker, free_port, secured_broker, wait_until
 from drivers.shoe.simulator import ShoeSimulator
@@ -44,7 +45,7 @@ async def test_every_attack_of_the_script_holds_against_the_real_servers(
 ) -> None:
     shoe = ShoeSimulator(cards=["9S", "8D", "KC", "5H"] * 5, cut_position=None)
     port_path = await shoe.start_pty(str(tmp_path / "shoe.pty"))
-    config = config_from_dict(
+    config = TABLE_CONFIGS.from_dict(
         {
             "table": {
                 "studio_id": "s1",

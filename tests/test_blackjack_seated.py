@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from controller.commands import parse_command
-from controller.config import config_from_dict
 from controller.events import Envelope
 from controller.service import TableService
+from controller.table_build import TABLE_CONFIGS
 from controller.testing.mosquitto import MosquittoBroker, MqttRecorder, wait_until
 from drivers.shoe.simulator import ShoeSimulator
 
@@ -26,7 +26,7 @@ async def test_seated_boxes_show_in_the_retained_state_at_once_and_only_they_are
 ) -> None:
     shoe = ShoeSimulator(decks=8, seed=3)
     port = await shoe.start_pty(str(tmp_path / "shoe.pty"))
-    config = config_from_dict(
+    config = TABLE_CONFIGS.from_dict(
         {
             "table": {"studio_id": "s1", "table_id": "seats", "game": "blackjack", "data_dir": str(tmp_path)},
             "broker": {"url": mosquitto.url},

@@ -15,7 +15,8 @@ import pydantic
 import pytest
 
 from controller.bus import BrokerSettings
-from controller.config import ConfigError, config_from_dict, plain_password_warning, redact_url
+from controller.config import ConfigError, plain_password_warning, redact_url
+from controller.table_build import TABLE_CONFIGS
 from controller.testing.mosquitto import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -48,7 +49,7 @@ def tablectl(*args: str, env: dict[str, str] | None = None) -> subprocess.Comple
 )
 def test_credentials_in_the_broker_url_are_refused_without_repeating_them(url: str) -> None:
     with pytest.raises(ConfigError) as refused:
-        config_from_dict({**BASE, "broker": {"url": url}}, environ={})
+        TABLE_CONFIGS.from_dict({**BASE, "broker": {"url": url}}, environ={})
     message = str(refused.value)
     assert SECRET not in message and "***@broker" in message
     assert "TABLECTL__BROKER__PASSWORD" in message
@@ -91,7 +92,7 @@ def test_check_config_and_run_refuse_them_from_the_file_or_the_environment(tmp_p
 )
 def test_credentials_hidden_past_the_authority_are_refused_too(url: str) -> None:
     with pytest.raises(ConfigError) as refused:
-        config_from_dict({**BASE, "broker": {"url": url}}, environ={})
+        TABLE_CONFIGS.from_dict({**BASE, "broker": {"url": url}}, environ={})
     message = str(refused.value)
     assert SECRET not in message and "credentials do not go in the URL" in message, message
     # and BrokerSettings itself (the console's, a bench's) refuses them without repeating them

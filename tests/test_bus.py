@@ -21,10 +21,11 @@ from paho.mqtt.properties import Properties
 from controller import bus as bus_module
 from controller.bus import TableBus
 from controller.commands import CloseBetting, Command, CommandError, Pause, VoidRound
-from controller.config import BrokerSettings, TableConfig, config_from_dict, load_config
+from controller.config import BrokerSettings, TableConfig
 from controller.events import Envelope, Event, RoundClosed, RoundOpened, make_event
 from controller.journal import Journal
 from controller.mqtt_client import AcknowledgingClient
+from controller.table_build import TABLE_CONFIGS
 from controller.testing.mosquitto import (
     MosquittoBroker,
     MqttRecorder,
@@ -655,7 +656,7 @@ async def test_mqtt5_reply_goes_to_the_response_topic_with_correlation_data(
 @pytest.mark.integration
 async def test_example_acl_lets_each_identity_do_only_its_job(tmp_path: Path) -> None:
     # The table of examples/baccarat.toml, with its broker user, against the example ACL as it ships.
-    example = load_config(REPO / "examples" / "baccarat.toml", environ={})
+    example = TABLE_CONFIGS.load(REPO / "examples" / "baccarat.toml", environ={})
     root, table_user = example.topic_root, example.broker.username
     assert table_user is not None
     users = {table_user: "table-secret", "supervisor-desk-1": "desk-1", "supervisor-desk-2": "desk-2"}
@@ -1024,7 +1025,7 @@ async def test_mqtt311_refusals_are_warned_of_only_where_a_broker_can_refuse(
 
 
 def baccarat_table(tmp_path: Path, broker: MosquittoBroker, port: str) -> TableConfig:
-    return config_from_dict(
+    return TABLE_CONFIGS.from_dict(
         {
             "table": {"studio_id": "s1", "table_id": "t1", "game": "baccarat", "data_dir": str(tmp_path)},
             "broker": {"url": broker.url, "reconnect_min_seconds": 0.05, "reconnect_max_seconds": 0.2},

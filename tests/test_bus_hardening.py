@@ -19,11 +19,12 @@ import pytest
 
 from controller.bus import TableBus
 from controller.commands import Command
-from controller.config import BrokerSettings, config_from_dict, load_config
+from controller.config import BrokerSettings
 from controller.events import RoundOpened, make_event
 from controller.journal import Journal
 from controller.metrics import TableMetrics
 from controller.service import TableService
+from controller.table_build import TABLE_CONFIGS
 from controller.testing.mosquitto import (
     ExampleBroker,
     MosquittoBroker,
@@ -37,7 +38,7 @@ from drivers.shoe.simulator import ShoeSimulator
 pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parent.parent
-EXAMPLE = load_config(REPO / "examples" / "baccarat.toml", environ={})
+EXAMPLE = TABLE_CONFIGS.load(REPO / "examples" / "baccarat.toml", environ={})
 ROOT = EXAMPLE.topic_root
 TABLE_USER = EXAMPLE.broker.username or ""
 #: the id the service gives itself (TableService): predictable from the studio and table ids
@@ -255,7 +256,7 @@ async def test_the_example_broker_lets_nobody_take_over_a_tables_session(
 
 
 def shoe_table(tmp_path: Path, url: str, port: str) -> Any:
-    return config_from_dict(
+    return TABLE_CONFIGS.from_dict(
         {
             "table": {"studio_id": EXAMPLE.table.studio_id, "table_id": EXAMPLE.table.table_id,
                       "game": "baccarat", "data_dir": str(tmp_path / "data")},

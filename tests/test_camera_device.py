@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from controller.commands import Resume
-from controller.config import config_from_dict
 from controller.events import Envelope
 from controller.service import TableService
+from controller.table_build import TABLE_CONFIGS
 from controller.testing.mosquitto import MosquittoBroker, wait_until
 from drivers.camera import SyntheticSource
 from drivers.shoe.simulator import ShoeSimulator
@@ -26,7 +26,7 @@ async def test_a_covered_camera_pauses_the_round_and_its_recovery_lets_it_resume
 ) -> None:
     shoe = ShoeSimulator(decks=8, seed=5)
     port = await shoe.start_pty(str(tmp_path / "shoe.pty"))
-    config = config_from_dict(
+    config = TABLE_CONFIGS.from_dict(
         {
             "table": {"studio_id": "s1", "table_id": "cam", "game": "baccarat", "data_dir": str(tmp_path)},
             "broker": {"url": mosquitto.url},

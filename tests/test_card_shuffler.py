@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from controller.commands import Resume
-from controller.config import ConfigError, config_from_dict
+from controller.config import ConfigError
 from controller.flow import FlowOutput, GameFlow, InputRejected
 from controller.games import GAMES
 from controller.games.andar_bahar import AndarBaharFlow, AndarBaharSettings
@@ -23,6 +23,7 @@ from controller.games.baccarat import BaccaratFlow, BaccaratSettings
 from controller.games.card_flow import PROMPT_SHUFFLING, CardFlow
 from controller.games.stud import StudFlow, StudSettings
 from controller.runtime import TableCore
+from controller.table_build import TABLE_CONFIGS
 from controller.testing.card_table import UNLOCK, DrivesCardFlow, event_types, held, only
 from drivers.line.framing import encode_line
 from drivers.readings import CutCardSeen, DeviceOnline, Reading
@@ -281,9 +282,10 @@ SHUFFLER = {"shuffler": {"protocol": "shuffler-line", "port": "/dev/ttyACM1"}}
 def test_every_card_game_takes_an_optional_shuffler(game: str) -> None:
     assert GAMES[game].optional_devices == {"shuffler": ("shuffler-line",)}
     assert issubclass(GAMES[game].flow_class(), CardFlow)
-    config = config_from_dict(card_table(game, SHUFFLER, {"shuffler_device": "shuffler"}), environ={})
+    config = TABLE_CONFIGS.from_dict(card_table(game, SHUFFLER, {"shuffler_device": "shuffler"}), environ={})
     assert config.game_settings().shuffler_device == "shuffler"  # type: ignore[attr-defined]
-    assert config_from_dict(card_table(game, {}, {}), environ={}).game_settings().shuffler_device is None  # type: ignore[attr-defined]
+    without = TABLE_CONFIGS.from_dict(card_table(game, {}, {}), environ={})
+    assert without.game_settings().shuffler_device is None  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize(
@@ -306,4 +308,4 @@ def test_a_shuffler_that_cannot_work_is_named_in_the_config(
     devices: dict[str, Any], settings: dict[str, Any], problem: str
 ) -> None:
     with pytest.raises(ConfigError, match="^config: " + problem.replace("(", r"\(").replace(".", r"\.")):
-        config_from_dict(card_table("andar_bahar", devices, settings), environ={})
+        TABLE_CONFIGS.from_dict(card_table("andar_bahar", devices, settings), environ={})

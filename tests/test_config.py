@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import ast
 import inspect
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from pydantic import BaseModel, ConfigDict
 
+from controller import config as config_module
 from controller.checks import check_config, port_problem
-from controller.config import ConfigError, config_from_dict, config_problems, load_config
+from controller.config import ConfigError, ConfigLoader, TableConfig
+from controller.table_build import TABLE_CONFIGS
 from drivers.registry import CAMERA_PROTOCOLS, PROTOCOLS, options_model, session_class
 from drivers.session import SessionOptions
 
@@ -27,13 +33,13 @@ def base() -> dict:
 
 @pytest.mark.parametrize("name", ["baccarat.toml", "roulette.toml"])
 def test_examples_load(name: str) -> None:
-    config = load_config(EXAMPLES / name, environ={})
+    config = TABLE_CONFIGS.load(EXAMPLES / name, environ={})
     assert config.topic_root.startswith("studio/lisbon-1/table/")
     config.game_settings()
 
 
 def test_environment_overrides_file() -> None:
-    config = config_from_dict(
+    config = TABLE_CONFIGS.from_dict(
         base(), environ={"TABLECTL__BROKER__URL": "mqtts://b:8883", "TABLECTL__GAME__DECKS": "6"}
     )
     assert config.broker.url == "mqtts://b:8883"
@@ -61,20 +67,81 @@ def test_bad_config_names_the_key(mutate, expected: str) -> None:
     raw = base()
     mutate(raw)
     with pytest.raises(ConfigError) as info:
-        config_from_dict(raw, environ={}, source="table.toml")
+        TABLE_CONFIGS.from_dict(raw, environ={}, source="table.toml")
     message = str(info.value)
     assert "\n" not in message
     assert message.startswith("table.toml: ")
     assert expected in message
 
 
+@dataclass(frozen=True)
+class ScaleGame:
+    """A game of this test's own: the config checks a table against the games it is handed, whatever they
+    are."""
+
+    devices: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: {"scale": ("shoe-line",)})
+    captured_devices: tuple[str, ...] = ()
+    optional_devices: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    cards_entered_by_hand: bool = False
+
+    class Settings(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        grams: int = 100
+
+    def settings_class(self) -> type[BaseModel]:
+        return self.Settings
+
+    def optional_device_setting(self, role: str) -> str:
+        return f"{role}_device"
+
+    def optional_devices_in_use(self, settings: BaseModel) -> dict[str, str]:
+        return {}
+
+
+def test_a_table_is_checked_against_the_games_its_loader_is_given() -> None:
+    loader = ConfigLoader({"weighing": ScaleGame()})
+    raw = {
+        "table": {"table_id": "w-01", "game": "weighing"},
+        "devices": {"scale": {"protocol": "shoe-line", "port": "/dev/null"}},
+        "game": {"grams": "250"},
+    }
+    assert loader.from_dict(raw, environ={}).game_settings() == ScaleGame.Settings(grams=250)
+    with pytest.raises(ConfigError, match=r"^config: game\.gram: Extra inputs are not permitted"):
+        loader.from_dict({**raw, "game": {"gram": 1}}, environ={})
+    with pytest.raises(ConfigError, match=r"^config: table\.game: unknown game 'baccarat'; known: weighing$"):
+        loader.from_dict(base(), environ={})
+    with pytest.raises(
+        ConfigError, match=r"^config: table\.game: unknown game 'weighing'; known: andar_bahar, "
+    ):
+        TABLE_CONFIGS.from_dict(raw, environ={})
+
+
+def test_a_table_config_is_never_validated_without_its_games() -> None:
+    with pytest.raises(TypeError, match=r"use ConfigLoader\(games\)"):
+        TableConfig.model_validate(base())
+
+
+def test_the_config_module_names_no_game_nor_web_app() -> None:
+    """The games come in from whoever loads a file (`controller.table_build.TABLE_CONFIGS`): the settings
+    module imports neither the games' registry nor the panel or the console, not even inside a function."""
+    tree = ast.parse(Path(inspect.getfile(config_module)).read_text(encoding="utf-8"))
+    imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    imported |= {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    assert imported, "no imports read"
+    assert not {
+        name
+        for name in imported
+        if name.startswith(("controller.games", "controller.panel", "controller.console"))
+    }
+
+
 def test_unreadable_files(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="no such config file"):
-        load_config(tmp_path / "missing.toml")
+        TABLE_CONFIGS.load(tmp_path / "missing.toml")
     bad = tmp_path / "bad.toml"
     bad.write_text("[table\n")
     with pytest.raises(ConfigError, match="not valid TOML"):
-        load_config(bad)
+        TABLE_CONFIGS.load(bad)
 
 
 # --- device options: each protocol's model, checked at load --------------------------------------------
@@ -103,7 +170,7 @@ def test_bad_device_option_names_its_key(options: dict, expected: str) -> None:
     raw = roulette()
     raw["devices"]["wheel"]["options"] = options
     with pytest.raises(ConfigError) as info:
-        config_from_dict(raw, environ={}, source="table.toml")
+        TABLE_CONFIGS.from_dict(raw, environ={}, source="table.toml")
     message = str(info.value)
     assert "\n" not in message
     assert message.startswith(f"table.toml: {expected}")
@@ -113,14 +180,14 @@ def test_a_protocol_without_options_refuses_any() -> None:
     raw = base()
     raw["devices"]["shoe"]["options"] = {"watchdog": 5}
     with pytest.raises(ConfigError, match=r"^config: devices\.shoe\.options\.watchdog: Extra inputs"):
-        config_from_dict(raw, environ={})
+        TABLE_CONFIGS.from_dict(raw, environ={})
 
 
 def test_options_are_kept_as_read_and_build_the_session() -> None:
     raw = roulette()
     raw["devices"]["wheel"]["options"] = {"single_line": False}
     environ = {"TABLECTL__DEVICES__WHEEL__OPTIONS__POLL_INTERVAL": "1"}
-    config = config_from_dict(raw, environ=environ)
+    config = TABLE_CONFIGS.from_dict(raw, environ=environ)
     options = config.devices["wheel"].options
     assert options == {"single_line": False, "poll_interval": 1.0}  # defaults stay the session's
     session = session_class("cammegh-ss2")("wheel", **options)
@@ -151,7 +218,7 @@ def test_every_problem_is_listed_at_once(tmp_path: Path) -> None:
     raw["game"] = {"round_gap_seconds": "long"}
     path = tmp_path / "table.toml"
     path.write_text(toml(raw))
-    config, problems = config_problems(path, environ={})
+    config, problems = TABLE_CONFIGS.problems(path, environ={})
     assert config is None
     assert {line.split(": ")[1] for line in problems} == {
         "devices.wheel.options.pol_interval",
@@ -168,7 +235,7 @@ def test_option_problems_are_listed_even_when_the_file_has_others(tmp_path: Path
     raw["table"]["table_id"] = "rou/01"  # fails the table section: the game check does not even run
     path = tmp_path / "table.toml"
     path.write_text(toml(raw))
-    _, problems = config_problems(path, environ={})
+    _, problems = TABLE_CONFIGS.problems(path, environ={})
     keys = [line.split(": ")[1] for line in problems]
     assert keys == ["table.table_id", "devices.wheel.options.pol_interval"]
 

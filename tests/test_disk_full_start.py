@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 import controller.cli as cli
-from controller.config import config_from_dict
 from controller.service import TableService
+from controller.table_build import TABLE_CONFIGS
 
 
 class Notes:
@@ -33,7 +33,7 @@ class Notes:
 
 
 def table_config(tmp_path: Path) -> Any:
-    return config_from_dict(
+    return TABLE_CONFIGS.from_dict(
         {
             "table": {
                 "studio_id": "s1",

@@ -19,8 +19,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from controller.checks import runtime_problems
-from controller.config import ConfigError, config_from_dict
-from controller.table_build import build_session
+from controller.config import ConfigError
+from controller.table_build import TABLE_CONFIGS, build_session
 from drivers.hid.keyboard import BarcodeDecoder, key_report, type_barcode
 from drivers.hid.session import HidBarcodeSession, default_card_barcodes, frame
 from drivers.hid.simulator import SimulatedScanner
@@ -256,7 +256,7 @@ def scanner_table(port: str = "usb:05e0:1200:SCAN0001", **options: object) -> di
 
 @pytest.mark.unit
 def test_a_card_game_reads_its_cards_with_a_barcode_scanner() -> None:
-    config = config_from_dict(scanner_table(cut_card="CUT", same_code_guard=1.5), environ={})
+    config = TABLE_CONFIGS.from_dict(scanner_table(cut_card="CUT", same_code_guard=1.5), environ={})
     device = config.devices["shoe"]
     session = build_session("shoe", device.protocol, device.options)
     assert isinstance(session, HidBarcodeSession) and session.cut_card == "CUT"
@@ -264,12 +264,12 @@ def test_a_card_game_reads_its_cards_with_a_barcode_scanner() -> None:
     assert is_usb("hid-barcode") and link_opener("hid-barcode") is open_usb_hid
     assert runtime_problems(config) == []
     with pytest.raises(ConfigError, match=r"devices\.shoe\.options\.cards"):
-        config_from_dict(scanner_table(cards={"SA": "1S"}), environ={})
+        TABLE_CONFIGS.from_dict(scanner_table(cards={"SA": "1S"}), environ={})
 
 
 @pytest.mark.unit
 def test_check_config_names_a_usb_address_it_cannot_use() -> None:
-    config = config_from_dict(scanner_table(port="/dev/ttyACM0"), environ={})
+    config = TABLE_CONFIGS.from_dict(scanner_table(port="/dev/ttyACM0"), environ={})
     (problem,) = runtime_problems(config)
     assert problem.startswith("devices.shoe.port: '/dev/ttyACM0' is not a USB device address: use usb:")
     assert parse_usb_address("usb:05E0:1200") == parse_usb_address("usb:05e0:1200")

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from controller.config import TableConfig, config_from_dict
+from controller.config import TableConfig
 from controller.machine import MachineStep, TableMachine
 from controller.replay import replay_table
-from controller.table_build import build_core, build_session
+from controller.table_build import TABLE_CONFIGS, build_core, build_session
 from drivers.capture import CaptureRecord
 from drivers.line.framing import encode_line
 from drivers.line.session import WATCHDOG_S
@@ -27,7 +27,7 @@ T0 = 1_700_000_000.0
 
 
 def config() -> TableConfig:
-    return config_from_dict(
+    return TABLE_CONFIGS.from_dict(
         {
             "table": {"studio_id": "s1", "table_id": "ab1", "game": "andar_bahar"},
             "broker": {"url": "mqtt://127.0.0.1:9"},

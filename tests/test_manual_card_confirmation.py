@@ -12,13 +12,13 @@ from typing import Any
 import pytest
 
 from controller.commands import CommandError, parse_command
-from controller.config import ConfigError, config_from_dict
+from controller.config import ConfigError
 from controller.flow import InputRejected
 from controller.games.baccarat import BaccaratFlow, BaccaratSettings
 from controller.games.card_flow import MAX_WRONG_CONFIRMATIONS
 from controller.panel.app import DEALER_ACTIONS
 from controller.runtime import Step, TableCore
-from controller.table_build import build_core
+from controller.table_build import TABLE_CONFIGS, build_core
 from controller.testing.mosquitto import MosquittoBroker, MqttRecorder, wait_until
 from controller.testing.table_process import running_service
 from drivers.readings import CardSeen, CardUnread, DeviceOnline
@@ -46,7 +46,7 @@ def raw_config(tmp_path: Path, confirmation: str | None = None, **extra: Any) ->
 
 
 def core_for(tmp_path: Path, confirmation: str | None) -> TableCore:
-    core = build_core(config_from_dict(raw_config(tmp_path, confirmation), environ={}))
+    core = build_core(TABLE_CONFIGS.from_dict(raw_config(tmp_path, confirmation), environ={}))
     core.on_reading(DeviceOnline(device="shoe", time=T0), T0)
     core.on_tick(T0)  # the first round opens
     core.on_tick(T0 + 1.0)  # betting closes
@@ -178,7 +178,7 @@ def test_the_pending_entry_is_not_journaled_and_a_restart_asks_for_it_again(tmp_
     unread(core, "1", now)
     before = core.export_state_json()
     core.on_command(command("manual_card", {"card": "7D"}, "dealer:d1"), now)
-    restarted = build_core(config_from_dict(raw_config(tmp_path, "supervisor"), environ={}))
+    restarted = build_core(TABLE_CONFIGS.from_dict(raw_config(tmp_path, "supervisor"), environ={}))
     restarted.restore_state(core.export_state())
     assert core.export_state()["flow"]["unread_ref"] == "1"  # the state row: the card still waits, as before
     # on record, only the prompt changed: the pending entry itself is not journaled
@@ -191,7 +191,7 @@ def test_the_pending_entry_is_not_journaled_and_a_restart_asks_for_it_again(tmp_
 
 @pytest.mark.unit
 def test_the_default_deals_a_hand_entry_at_once_as_before(tmp_path: Path) -> None:
-    config = config_from_dict(raw_config(tmp_path), environ={})
+    config = TABLE_CONFIGS.from_dict(raw_config(tmp_path), environ={})
     assert config.table.manual_card_confirmation == "dealer"
     core = core_for(tmp_path, None)
     now = T0 + 2
@@ -216,13 +216,13 @@ def test_the_default_deals_a_hand_entry_at_once_as_before(tmp_path: Path) -> Non
 @pytest.mark.unit
 def test_the_setting_is_validated(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"table\.manual_card_confirmation"):
-        config_from_dict(raw_config(tmp_path, "pit-boss"), environ={})
+        TABLE_CONFIGS.from_dict(raw_config(tmp_path, "pit-boss"), environ={})
     roulette = raw_config(tmp_path, "supervisor")
     roulette["table"]["game"] = "roulette"
     roulette["devices"] = {"wheel": {"protocol": "cammegh-ss2", "port": "/dev/null"}}
     roulette["game"] = {}
     with pytest.raises(ConfigError, match="has no cards entered by hand"):
-        config_from_dict(roulette, environ={})
+        TABLE_CONFIGS.from_dict(roulette, environ={})
 
 
 # --- end to end: the supervisor's command over a real broker ------------------------------------------------
@@ -237,7 +237,7 @@ async def test_a_supervisor_confirms_over_mqtt_and_card_dealt_names_both(
     raw = raw_config(tmp_path, "supervisor")
     raw["broker"] = {"url": mosquitto.url, "reconnect_min_seconds": 0.05, "reconnect_max_seconds": 0.2}
     raw["devices"]["shoe"]["port"] = port
-    config = config_from_dict(raw, environ={})
+    config = TABLE_CONFIGS.from_dict(raw, environ={})
     try:
         async with running_service(config) as service:
             async with MqttRecorder(mosquitto, [f"{ROOT}/#"]) as desk:

@@ -20,11 +20,12 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
-from controller.config import MetricsSettings, config_from_dict
+from controller.config import MetricsSettings
 from controller.events import Envelope
 from controller.http_server import REJECTIONS
 from controller.metrics import TableMetrics, allowed_hosts, pause_cause, serve_metrics, void_cause
 from controller.service import TableService
+from controller.table_build import TABLE_CONFIGS
 from controller.testing.mosquitto import HOST, MosquittoBroker, free_port, wait_until
 from drivers.shoe.simulator import ShoeSimulator
 
@@ -60,7 +61,7 @@ async def table_with_metrics(
 ) -> AsyncIterator[tuple[TableService, ShoeSimulator, str]]:
     shoe = ShoeSimulator(cards=CARDS * 5, cut_position=None)
     port_path = await shoe.start_pty(str(tmp_path / "shoe.pty"))
-    config = config_from_dict(
+    config = TABLE_CONFIGS.from_dict(
         {
             "table": {
                 "studio_id": "s1",
@@ -263,7 +264,7 @@ port = {metrics_port}
 
 def exposed_names(tmp_path: Path) -> set[str]:
     """Every sample name a scrape can hold (a full set of label values does not matter here)."""
-    config = config_from_dict(
+    config = TABLE_CONFIGS.from_dict(
         {
             "table": {"table_id": "t1", "game": "baccarat", "data_dir": str(tmp_path / "d")},
             "devices": {"shoe": {"protocol": "shoe-line", "port": "/dev/null"}},

@@ -22,7 +22,7 @@ import httpx
 import pytest
 from playwright.async_api import Browser, Page, expect
 
-from controller.config import PanelSettings, config_from_dict
+from controller.config import PanelSettings
 from controller.events import Envelope
 from controller.panel import app as panel_app
 from controller.panel import serve_panel
@@ -30,6 +30,7 @@ from controller.panel.app import StateSubscription, new_auth
 from controller.panel.auth import PanelAuth
 from controller.pins import hash_pin
 from controller.service import TableService
+from controller.table_build import TABLE_CONFIGS
 from controller.testing.console import chromium
 from controller.testing.mosquitto import HOST, MosquittoBroker, free_port, wait_until
 from drivers.shoe.simulator import ShoeSimulator
@@ -130,7 +131,7 @@ async def start_table(tmp_path: Path, mosquitto: MosquittoBroker) -> AsyncIterat
             device = WheelSimulator(seed=11, speed=10.0, boot_seconds=0.5)
             name, protocol, game_settings = "wheel", "cammegh-ss2", {}
         port_path = await device.start_pty(str(tmp_path / f"{name}.pty"))
-        config = config_from_dict(
+        config = TABLE_CONFIGS.from_dict(
             {
                 "table": {
                     "studio_id": "s1",

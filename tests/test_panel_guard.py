@@ -18,12 +18,13 @@ import pytest
 from controller import http_server
 from controller.cli import main
 from controller.commands import Command
-from controller.config import ConfigError, PanelSettings, config_from_dict
+from controller.config import ConfigError, PanelSettings
 from controller.http_server import REJECTIONS
 from controller.panel import app as panel_app
 from controller.panel.app import create_app, serve_panel
 from controller.panel.auth import PanelAuth
 from controller.pins import PinHash, hash_pin
+from controller.table_build import TABLE_CONFIGS
 from controller.testing.mosquitto import HOST, free_port, wait_until
 
 PORT = 18080
@@ -249,14 +250,18 @@ def test_panel_settings_validate_dealers_and_host_names() -> None:
         "table": {"table_id": "t1", "game": "roulette"},
         "devices": {"wheel": {"protocol": "cammegh-ss2", "port": "/dev/null"}},
     }
-    good = config_from_dict({**base, "panel": {"dealers": HASHES, "allowed_hosts": ["Table-7"]}}, environ={})
+    good = TABLE_CONFIGS.from_dict(
+        {**base, "panel": {"dealers": HASHES, "allowed_hosts": ["Table-7"]}}, environ={}
+    )
     assert good.panel.allowed_hosts == ["table-7"] and good.panel.max_streams == 16
     with pytest.raises(ConfigError, match=r"panel\.dealers: .*dealer d1: not a PIN hash"):
-        config_from_dict({**base, "panel": {"dealers": {"d1": "2468"}}}, environ={})
+        TABLE_CONFIGS.from_dict({**base, "panel": {"dealers": {"d1": "2468"}}}, environ={})
     with pytest.raises(ConfigError, match="not a host name"):
-        config_from_dict({**base, "panel": {"allowed_hosts": ["http://evil.example:8080"]}}, environ={})
+        TABLE_CONFIGS.from_dict(
+            {**base, "panel": {"allowed_hosts": ["http://evil.example:8080"]}}, environ={}
+        )
     # a PIN hash can come from the environment instead of the file
-    from_env = config_from_dict(base, environ={"TABLECTL__PANEL__DEALERS__D9": HASHES["d1"]})
+    from_env = TABLE_CONFIGS.from_dict(base, environ={"TABLECTL__PANEL__DEALERS__D9": HASHES["d1"]})
     assert from_env.panel.dealers == {"d9": HASHES["d1"]}
 
 

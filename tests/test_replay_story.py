@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from controller.commands import Pause, Resume, VoidRound
-from controller.config import config_from_dict
 from controller.events import Envelope
 from controller.replay import replay_file
 from controller.service import TableService
+from controller.table_build import TABLE_CONFIGS
 from controller.testing.mosquitto import MosquittoBroker, wait_until
 from drivers.capture import read_capture
 from drivers.line.framing import encode_line
@@ -31,7 +31,7 @@ async def test_replay_of_a_tables_own_capture_reproduces_its_events(
     shoe = ShoeSimulator(decks=8, seed=31)
     port = await shoe.start_pty(str(tmp_path / "shoe.pty"))
     capture = tmp_path / "shoe.jsonl"
-    config = config_from_dict(
+    config = TABLE_CONFIGS.from_dict(
         {
             "table": {"studio_id": "s1", "table_id": "story", "game": "baccarat", "data_dir": str(tmp_path)},
             "broker": {"url": mosquitto.url},

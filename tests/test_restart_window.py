@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 
 from controller.commands import Resume
-from controller.config import config_from_dict
 from controller.journal import Journal
 from controller.service import ServiceFailure, TableService
+from controller.table_build import TABLE_CONFIGS
 from drivers.line.framing import encode_line
 
 pytestmark = pytest.mark.integration
@@ -43,7 +43,7 @@ class Clock:
 
 
 def table(tmp_path: Path, clock: Clock) -> TableService:
-    config = config_from_dict(
+    config = TABLE_CONFIGS.from_dict(
         {
             "table": {"studio_id": "s1", "table_id": "b1", "game": "baccarat", "data_dir": str(tmp_path)},
             "broker": {"url": "mqtt://127.0.0.1:9"},  # never connected: the bus does not run here

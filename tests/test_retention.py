@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from controller.config import ConfigError, RetentionSettings, config_from_dict
+from controller.config import ConfigError, RetentionSettings
 from controller.events import Event, RoundOpened, make_event
 from controller.games.baccarat import BaccaratSettings
 from controller.journal import Journal, JournalError
@@ -29,6 +29,7 @@ from controller.retention import (
     write_archive,
 )
 from controller.schema import StatusMessage
+from controller.table_build import TABLE_CONFIGS
 from controller.testing.mosquitto import MosquittoBroker, MqttRecorder, wait_until
 from controller.testing.shoe_capture import record_shoes
 from controller.testing.table_process import running_service
@@ -302,11 +303,11 @@ def base_config(tmp_path: Path, **retention: Any) -> dict[str, Any]:
 
 @pytest.mark.unit
 def test_retention_settings_have_safe_defaults_and_are_validated(tmp_path: Path) -> None:
-    config = config_from_dict(base_config(tmp_path), environ={})
+    config = TABLE_CONFIGS.from_dict(base_config(tmp_path), environ={})
     assert config.retention == RetentionSettings()
     assert (config.retention.event_days, config.retention.event_archive) == (30.0, "gzip")
     env = {"TABLECTL__RETENTION__EVENT_DAYS": "7", "TABLECTL__RETENTION__EVENT_ARCHIVE": "drop"}
-    overridden = config_from_dict(base_config(tmp_path), environ=env)
+    overridden = TABLE_CONFIGS.from_dict(base_config(tmp_path), environ=env)
     assert (overridden.retention.event_days, overridden.retention.event_archive) == (7.0, "drop")
     for bad, where in (
         ({"event_days": 0}, "retention.event_days"),
@@ -317,7 +318,7 @@ def test_retention_settings_have_safe_defaults_and_are_validated(tmp_path: Path)
         ({"keep_days": 3}, "retention.keep_days"),
     ):
         with pytest.raises(ConfigError, match=where):
-            config_from_dict(base_config(tmp_path, **bad), environ={})
+            TABLE_CONFIGS.from_dict(base_config(tmp_path, **bad), environ={})
 
 
 # --- the service: a low disk in the retained status, on a real broker --------------------------------------
@@ -331,7 +332,7 @@ async def test_a_low_disk_shows_in_the_retained_status(mosquitto: MosquittoBroke
     raw["broker"] = {"url": mosquitto.url, "reconnect_min_seconds": 0.05, "reconnect_max_seconds": 0.2}
     raw["devices"]["shoe"] |= {"port": port, "capture": str(tmp_path / "captures" / "shoe.jsonl")}
     os.makedirs(tmp_path / "captures")
-    config = config_from_dict(raw, environ={})
+    config = TABLE_CONFIGS.from_dict(raw, environ={})
     status_topic = f"{SOURCE}/status"
     try:
         async with running_service(config) as service:

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from controller.config import ConfigError, RetentionSettings, config_from_dict
+from controller.config import ConfigError, RetentionSettings
 from controller.events import RoundOpened, make_event
 from controller.journal import Journal
 from controller.retention import (
@@ -30,6 +30,7 @@ from controller.retention import (
     tidy_captures,
     usage,
 )
+from controller.table_build import TABLE_CONFIGS
 from drivers.camera import CameraCaptureWriter, FrameRecord, read_camera_capture
 from drivers.capture import CaptureWriter, rotated_captures
 from drivers.readings import DeviceOnline
@@ -313,7 +314,7 @@ def test_the_new_bounds_are_configurable_and_validated(tmp_path: Path) -> None:
         "table": {"studio_id": "s1", "table_id": "t1", "game": "baccarat", "data_dir": str(tmp_path)},
         "devices": {"shoe": {"protocol": "shoe-line", "port": "/dev/null"}},
     }
-    defaults = config_from_dict(raw, environ={}).retention
+    defaults = TABLE_CONFIGS.from_dict(raw, environ={}).retention
     assert defaults.archive_days == 365 and defaults.frame_days == 7
     assert defaults.frame_max_bytes == 8 * 1024**3 and defaults.camera_frames_per_file == 500
     for bad, where in (
@@ -324,7 +325,7 @@ def test_the_new_bounds_are_configurable_and_validated(tmp_path: Path) -> None:
         ({"frame_max_bytes": 1000}, "retention.frame_max_bytes"),
     ):
         with pytest.raises(ConfigError, match=where):
-            config_from_dict({**raw, "retention": bad}, environ={})
+            TABLE_CONFIGS.from_dict({**raw, "retention": bad}, environ={})
 
 
 @pytest.mark.integration

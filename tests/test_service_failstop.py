@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from controller.config import config_from_dict
 from controller.events import Envelope
 from controller.service import ServiceFailure, TableService
+from controller.table_build import TABLE_CONFIGS
 from controller.testing.mosquitto import MosquittoBroker, MqttRecorder, wait_until
 from drivers.shoe.simulator import ShoeSimulator
 
@@ -22,7 +22,7 @@ async def test_unwritable_journal_stops_the_service_and_publishes_nothing_more(
 ) -> None:
     shoe = ShoeSimulator(cards=["9S", "8D", "KC", "5H"] * 4, cut_position=None)
     port = await shoe.start_pty(str(tmp_path / "shoe.pty"))
-    config = config_from_dict(
+    config = TABLE_CONFIGS.from_dict(
         {
             "table": {"studio_id": "s1", "table_id": "bac-fs", "game": "baccarat", "data_dir": str(tmp_path)},
             "broker": {"url": mosquitto.url},

@@ -14,11 +14,12 @@ from typing import Any
 import pytest
 
 from controller.commands import Resume
-from controller.config import ConfigError, config_from_dict
+from controller.config import ConfigError
 from controller.events import Envelope
 from controller.games.sicbo import ManualDice
 from controller.replay import replay_file
 from controller.service import TableService
+from controller.table_build import TABLE_CONFIGS
 from controller.testing.mosquitto import MosquittoBroker
 from drivers.camera import SyntheticSource
 from drivers.capture import CaptureError
@@ -49,7 +50,7 @@ def shaker_truth(shaker: ShakerSimulator) -> Callable[[], tuple[str, tuple[int, 
 
 
 def table_config(tmp_path: Path, mosquitto: MosquittoBroker, shaker_port: str, **game: Any) -> Any:
-    return config_from_dict(
+    return TABLE_CONFIGS.from_dict(
         {
             "table": {"studio_id": "s1", "table_id": "sb", "game": "sicbo", "data_dir": str(tmp_path)},
             "broker": {"url": mosquitto.url},
@@ -230,7 +231,7 @@ async def test_a_covered_camera_pauses_the_table_and_unreadable_dice_wait_for_th
 @pytest.mark.unit
 def test_a_sicbo_table_must_keep_its_camera_frames(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"devices\.camera\.capture is missing: a sicbo table keeps"):
-        config_from_dict(
+        TABLE_CONFIGS.from_dict(
             {
                 "table": {"table_id": "sb", "game": "sicbo", "data_dir": str(tmp_path)},
                 "devices": {

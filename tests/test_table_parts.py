@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from controller import demo as demo_module
-from controller.config import config_from_dict
 from controller.service import TableService
+from controller.table_build import TABLE_CONFIGS
 
 ROOT = Path(__file__).resolve().parent.parent
 #: the table's own tasks (`TableService.run`), by their task names
@@ -27,7 +27,7 @@ OWN_TASKS = {"mqtt-bus", "device-shoe", "deadlines", "retention"}
 
 
 def table_config(tmp_path: Path) -> Any:
-    return config_from_dict(
+    return TABLE_CONFIGS.from_dict(
         {
             "table": {"studio_id": "s1", "table_id": "b1", "game": "baccarat", "data_dir": str(tmp_path)},
             "broker": {"url": "mqtt://127.0.0.1:9"},  # refused: the bus retries, the table runs on

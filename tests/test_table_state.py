@@ -13,13 +13,13 @@ import pytest
 from pydantic import Field
 
 from controller.cards import Card, CardCode
-from controller.config import config_from_dict
 from controller.flow import SECRET, FlowRecord, secret_fields
 from controller.games import GAMES, game_spec, make_flow
 from controller.games.baccarat import BaccaratFlow, BaccaratSettings
 from controller.journal import Journal
 from controller.runtime import STATE_VERSION, StateMismatch, TableCore
 from controller.service import restore_core
+from controller.table_build import TABLE_CONFIGS
 from controller.table_state import decode_state, encode_state, migrate
 from drivers.readings import CardSeen, DeviceOnline
 
@@ -131,7 +131,7 @@ def test_older_versions_are_migrated_step_by_step() -> None:
 
 @pytest.mark.integration
 def test_a_fresh_state_continues_the_journals_round_numbering(tmp_path: Path) -> None:
-    config = config_from_dict(
+    config = TABLE_CONFIGS.from_dict(
         {
             "table": {"table_id": "golden", "game": "baccarat", "data_dir": str(tmp_path)},
             "devices": {"shoe": {"protocol": "shoe-line", "port": "/dev/null"}},

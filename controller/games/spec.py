@@ -18,6 +18,7 @@ from pydantic import BaseModel
 from controller.command_base import Command
 from controller.events import GameEvent, RoundResult
 from controller.flow import GameFlow
+from controller.games.card_flow import CardFlow
 
 #: what a game's demo players send now: (a key the demo sends once, the input's name, its payload)
 DemoInput = tuple[str, str, dict[str, Any]]
@@ -114,6 +115,12 @@ class GameSpec:
     def result(self) -> type[RoundResult]:
         """The `round.result` data model (it has `game: Literal["<name>"]`)."""
         return self.flow.result_model
+
+    @property
+    def cards_entered_by_hand(self) -> bool:
+        """Whether its dealer may enter a card by hand after a no-read (a card game's): then
+        `[table] manual_card_confirmation` says who decides such a card."""
+        return issubclass(self.flow, CardFlow)
 
     def flow_class(self) -> type[GameFlow]:
         return self.flow
