@@ -11,7 +11,6 @@ import asyncio
 import contextlib
 import errno
 import getpass
-import importlib
 import json
 import logging
 import os
@@ -591,9 +590,15 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         "calibrate", help="calibration tools (wheel sensors, firing position, bias, dice camera)"
     )
     cal_sub = cal.add_subparsers(dest="calibration", required=True, metavar="TOOL")
-    # each calibration tool (a library plus its CLI module) registers its own subcommands
-    for module in ("calibration.wheel_cli", "calibration.bias_cli", "calibration.dice_cli"):
-        importlib.import_module(module).register(cal_sub)
+    # each calibration tool (a library plus its CLI module) registers its own subcommands; the CLI modules
+    # import their libraries (OpenCV for the dice) only when a command runs
+    from calibration.bias_cli import register as register_bias
+    from calibration.dice_cli import register as register_dice_calibration
+    from calibration.wheel_cli import register as register_wheel
+
+    register_wheel(cal_sub)
+    register_bias(cal_sub)
+    register_dice_calibration(cal_sub)
     return parser
 
 
