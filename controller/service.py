@@ -33,7 +33,7 @@ from typing import Any
 
 from controller.bus import TableBus
 from controller.commands import INPUTS, Command, CommandError, command_name
-from controller.config import ConfigError, TableConfig
+from controller.config import ConfigError, DeviceSettings, TableConfig
 from controller.events import Envelope
 from controller.files import private_dir
 from controller.games import game_spec
@@ -45,7 +45,7 @@ from controller.table_build import build_core, build_session
 from controller.table_state import decode_state
 from drivers.capture import CaptureWriter
 from drivers.readings import Reading
-from drivers.registry import is_camera, link_opener
+from drivers.registry import is_camera, link_opener, protocol
 from drivers.runner import Link
 from drivers.session import DeviceSession, UnknownDeviceCommand
 from drivers.waiting import wait_event
@@ -138,7 +138,7 @@ class TableService:
         sessions: dict[str, DeviceSession] = {}
         for name, device in config.devices.items():
             if is_camera(device.protocol):
-                self.cameras[name] = self._build_camera(name, device.port, device.options, device.capture)
+                self.cameras[name] = self._build_camera(name, device)
                 continue
             sessions[name] = build_session(name, device.protocol, device.options)
             capture = CaptureWriter(device.capture) if device.capture else None
@@ -311,21 +311,22 @@ class TableService:
             raise CommandError(error)
         return reply
 
-    def _build_camera(self, name: str, source: str, options: dict[str, Any], capture: Path | None) -> Any:
+    def _build_camera(self, name: str, device: DeviceSettings) -> Any:
         # imported here: a table without a camera never loads the camera code (nor, later, OpenCV)
         from functools import partial
 
         from drivers.camera import CameraCaptureWriter, CameraOptions, CameraRunner, make_source
         from drivers.dice.station import DiceStation
 
-        camera_options = CameraOptions.model_validate(options)
+        camera_options = CameraOptions.model_validate(device.options)
+        renderers = protocol(device.protocol).renderers  # what a `synthetic:<name>` source may name
         camera = CameraRunner(
             name,
-            partial(make_source, source, camera_options),
+            partial(make_source, device.port, camera_options, renderers=renderers),
             options=camera_options,
             on_readings=self.on_readings,
             clock=self.clock,
-            capture=CameraCaptureWriter(capture) if capture else None,
+            capture=CameraCaptureWriter(device.capture) if device.capture else None,
         )
         reader = None
         if camera_options.dice_calibration:

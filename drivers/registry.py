@@ -7,8 +7,9 @@ A vendor's real protocol is one more record here (like python-can's interface re
 
 Two kinds of device: byte streams (a `DeviceSession` driven by `drivers.runner`) and cameras (frames, driven
 by `drivers.camera.CameraRunner`; `port` is the frame source: a device index or path, a stream URL, a
-GStreamer pipeline, `folder:<dir>`, `synthetic`). Both report health with the same readings. A camera needs
-OpenCV and numpy (`pip install 'tablectl[camera]'`): its record is loaded only when a camera is asked for
+GStreamer pipeline, `folder:<dir>`, `synthetic`, or `synthetic:<name>` for one of the camera record's
+`renderers`). Both report health with the same readings. A camera needs OpenCV and numpy
+(`pip install 'tablectl[camera]'`): its record is loaded only when a camera is asked for
 (`protocol("camera")`), so that a card or roulette table never imports them and runs without them.
 """
 
@@ -19,7 +20,7 @@ import functools
 import logging
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
@@ -36,6 +37,9 @@ from drivers.shuffler.simulator import ShufflerFaults, ShufflerSimulator
 from drivers.transport import open_serial
 from drivers.wheel.session import WheelSession
 from drivers.wheel.simulator import WheelFaults, WheelSimulator
+
+if TYPE_CHECKING:  # the camera's modules need numpy: loaded with its record only (`_camera`)
+    from drivers.camera.sources import RendererFactory
 
 log = logging.getLogger(__name__)
 
@@ -98,6 +102,8 @@ class Protocol:
     usb: bool = False
     #: served by `tablectl simulate` (None: not on a pty or a TCP port)
     simulated: Simulated | None = field(default=None)
+    #: a camera's synthetic pictures: name -> renderer class, for `port = "synthetic:<name>"`
+    renderers: Mapping[str, RendererFactory] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.options is None:
@@ -244,11 +250,20 @@ def _camera() -> Protocol:
 
         from drivers.camera.options import CameraOptions
         from drivers.camera.sources import SyntheticSource
+        from drivers.dice.synthetic import DiceRenderer
     except ImportError as exc:
         if exc.name in ("cv2", "numpy"):
             raise MissingExtra(CAMERA_NEEDS) from None
         raise
-    return Protocol("camera", None, SyntheticSource, options=CameraOptions, open_link=None)
+    return Protocol(
+        "camera",
+        None,
+        SyntheticSource,
+        options=CameraOptions,
+        open_link=None,
+        # rounds of three dice rolling and coming to rest (sic bo's camera without a camera)
+        renderers={"dice": DiceRenderer},
+    )
 
 
 #: name -> its record, or the function that loads it (a camera's, which imports OpenCV)

@@ -141,12 +141,16 @@ def test_make_source_folders_and_synthetic(tmp_path: Path) -> None:
     assert isinstance(synthetic, SyntheticSource)
     with synthetic:
         assert synthetic.read().shape == (48, 64, 3)
-    plugged = make_source("synthetic:tests.test_camera_sources:StripeRenderer", options)
+    renderers = {"stripes": StripeRenderer}
+    plugged = make_source("synthetic:stripes", options, renderers=renderers)
     assert isinstance(plugged, SyntheticSource) and isinstance(plugged.renderer, StripeRenderer)
-    with pytest.raises(CameraError, match="cannot be loaded"):
-        make_source("synthetic:tests.test_camera_sources:NoSuchRenderer", options)
-    with pytest.raises(CameraError, match=r"package\.module:factory"):
-        make_source("synthetic:nocolon", options)
+    assert (plugged.renderer.width, plugged.renderer.height) == (64, 48)
+    with plugged:
+        assert plugged.read()[0, 0, 0] >= 190 and plugged.renderer.calls == [0]
+    with pytest.raises(CameraError, match=r"unknown renderer 'dots'; known: stripes \(or 'synthetic' alone"):
+        make_source("synthetic:dots", options, renderers=renderers)
+    with pytest.raises(CameraError, match="unknown renderer 'stripes'; known: none"):
+        make_source("synthetic:stripes", options)  # a renderer is named only by whoever builds the source
     with pytest.raises(CameraError, match="empty"):
         make_source("  ", options)
 

@@ -393,13 +393,13 @@ async def test_read_at_rest_grabs_until_still(reader: DiceReader) -> None:
 
 
 @pytest.mark.unit
-def test_the_renderer_loads_from_a_config_string() -> None:
+def test_the_camera_record_names_the_dice_renderer_for_a_config_string() -> None:
     from drivers.camera.options import CameraOptions
     from drivers.camera.sources import make_source
+    from drivers.registry import protocol
 
-    source = make_source(
-        "synthetic:drivers.dice.synthetic:DiceRenderer", CameraOptions(width=640, height=360)
-    )
+    renderers = protocol("camera").renderers
+    source = make_source("synthetic:dice", CameraOptions(width=640, height=360), renderers=renderers)
     assert isinstance(source, SyntheticSource) and isinstance(source.renderer, DiceRenderer)
     with source:
         assert source.read().shape == (360, 640, 3)

@@ -21,7 +21,7 @@ from controller.replay import replay_file
 from controller.service import TableService
 from controller.table_build import TABLE_CONFIGS
 from controller.testing.mosquitto import MosquittoBroker
-from drivers.camera import SyntheticSource
+from drivers.camera import CameraError, SyntheticSource
 from drivers.capture import CaptureError
 from drivers.dice.adapter import DiceReading
 from drivers.dice.shaker_scene import CALIBRATION_FILE, ShakerScene
@@ -241,3 +241,32 @@ def test_a_sicbo_table_must_keep_its_camera_frames(tmp_path: Path) -> None:
             },
             environ={},
         )
+
+
+@pytest.mark.integration
+def test_a_camera_port_names_the_dice_renderer_the_camera_record_knows(tmp_path: Path) -> None:
+    """`port = "synthetic:dice"`: a camera without a camera, drawing rounds of dice (no OpenCV device)."""
+    from drivers.dice.synthetic import DiceRenderer
+
+    def camera_port(port: str) -> dict[str, Any]:
+        return {
+            "table": {"table_id": "sb", "game": "sicbo", "data_dir": str(tmp_path)},
+            "devices": {
+                "shaker": {"protocol": "shaker-line", "port": "/dev/null"},
+                "camera": {"protocol": "camera", "port": port, "capture": str(tmp_path / "camera.jsonl")},
+            },
+        }
+
+    service = TableService(TABLE_CONFIGS.from_dict(camera_port("synthetic:dice"), environ={}))
+    try:
+        source = service.cameras["camera"].source_factory()
+        assert isinstance(source, SyntheticSource) and isinstance(source.renderer, DiceRenderer)
+        assert (source.renderer.width, source.renderer.height) == (640, 480)  # the options' (defaults)
+    finally:
+        service.journal.close()
+    service = TableService(TABLE_CONFIGS.from_dict(camera_port("synthetic:poker-chips"), environ={}))
+    try:
+        with pytest.raises(CameraError, match=r"unknown renderer 'poker-chips'; known: dice \("):
+            service.cameras["camera"].source_factory()
+    finally:
+        service.journal.close()

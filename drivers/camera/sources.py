@@ -6,18 +6,18 @@
 - `SyntheticSource`: rendered frames (a tray by default, any renderer callable) with sensor noise and the
   failures a real camera has (frozen, black, covered, unplugged) on demand: tests and the demo.
 
-`make_source(source, options)` picks one from the `source` string of the config. A source is opened, read and
-closed by one thread (the runner's worker): `read()` blocks until the next frame. OpenCV is imported only when
-a source that needs it is opened.
+`make_source(source, options, renderers=...)` picks one from the `source` string of the config; the renderers
+a `synthetic:<name>` source may name are handed in by whoever builds it (the service hands the camera
+record's, `drivers.registry`). A source is opened, read and closed by one thread (the runner's worker):
+`read()` blocks until the next frame. OpenCV is imported only when a source that needs it is opened.
 """
 
 from __future__ import annotations
 
-import importlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -33,6 +33,12 @@ REPLAY_FPS = 25.0
 #: A renderer draws frame number `index` (0, 1, ...) at source time `t` (seconds since the source opened)
 #: as a BGR uint8 image. The synthetic source adds the sensor noise.
 Renderer = Callable[[int, float], NDArray[np.uint8]]
+
+
+class RendererFactory(Protocol):
+    """Makes a renderer of frames of a size: a renderer class (`drivers.dice.synthetic.DiceRenderer`)."""
+
+    def __call__(self, *, width: int, height: int) -> Renderer: ...
 
 
 class _Pacer:
@@ -309,26 +315,19 @@ class SyntheticSource(FrameSource):
         return np.clip(image.astype(np.int16) + noise, 0, 255).astype(np.uint8)
 
 
-def load_renderer(path: str, width: int, height: int) -> Renderer:
-    """A renderer from "package.module:factory": `factory(width=..., height=...)` must return the renderer."""
-    module_name, _, attr = path.partition(":")
-    if not module_name or not attr:
-        raise CameraError(f"renderer {path!r}: expected 'package.module:factory'")
-    try:
-        factory = getattr(importlib.import_module(module_name), attr)
-    except (ImportError, AttributeError) as exc:
-        raise CameraError(f"renderer {path!r} cannot be loaded: {exc}") from None
-    renderer: Renderer = factory(width=width, height=height)
-    return renderer
-
-
 # --- from the config -------------------------------------------------------------------------------------
 
 
-def make_source(source: str, options: CameraOptions | None = None) -> FrameSource:
+def make_source(
+    source: str,
+    options: CameraOptions | None = None,
+    *,
+    renderers: Mapping[str, RendererFactory] | None = None,
+) -> FrameSource:
     """The source a config's `source` string names (not opened yet: opening blocks, the runner does it).
 
-    - "synthetic", or "synthetic:package.module:factory" for another renderer;
+    - "synthetic": an empty tray; "synthetic:<name>": the frames of the renderer `renderers` names
+      (made with the options' width and height), e.g. "synthetic:dice";
     - "folder:<path>", or the path of an existing folder: its images;
     - "capture:<path of a camera capture's .jsonl>": the frames it kept, verified (a replay);
     - anything else goes to OpenCV: "0" (device index), "/dev/video0", "rtsp://...", "http://...",
@@ -340,8 +339,8 @@ def make_source(source: str, options: CameraOptions | None = None) -> FrameSourc
     if not text:
         raise CameraError("camera source is empty: give a device index, a path, a URL or a pipeline")
     if text == "synthetic" or text.startswith("synthetic:"):
-        renderer_path = text.partition(":")[2]
-        renderer = load_renderer(renderer_path, options.width, options.height) if renderer_path else None
+        name = text.partition(":")[2]
+        renderer = _named_renderer(text, name, renderers or {}, options) if name else None
         return SyntheticSource(renderer, width=options.width, height=options.height, fps=fps)
     if text.startswith("capture:"):
         return CaptureSource(text.removeprefix("capture:"))
@@ -352,3 +351,16 @@ def make_source(source: str, options: CameraOptions | None = None) -> FrameSourc
     return VideoSource(
         text, open_timeout_s=options.open_timeout_s, read_timeout_s=options.read_timeout_s, fps=options.fps
     )
+
+
+def _named_renderer(
+    source: str, name: str, renderers: Mapping[str, RendererFactory], options: CameraOptions
+) -> Renderer:
+    factory = renderers.get(name)
+    if factory is None:
+        known = ", ".join(sorted(renderers)) or "none"
+        raise CameraError(
+            f"camera source {source!r}: unknown renderer {name!r}; known: {known} "
+            "(or 'synthetic' alone: an empty tray)"
+        )
+    return factory(width=options.width, height=options.height)

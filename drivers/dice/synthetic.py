@@ -14,9 +14,9 @@ A `DiceScene` says whether it can be read (`readable`: every die flat, apart, in
 reader must give then; in a scene that is not readable (touching, cocked, stacked) any reading is wrong. The
 photographic hazards (blur, dark, glare) may be read or refused, but a reading must be right.
 
-`DiceRenderer(width=, height=)` is a renderer for `drivers.camera.sources.SyntheticSource` (and for the
-config's `source = "synthetic:drivers.dice.synthetic:DiceRenderer"`): rounds of dice rolling for some frames
-and then at rest; `scene_at(index)` is the truth of the frame `index`.
+`DiceRenderer(width=, height=)` is a renderer for `drivers.camera.sources.SyntheticSource` (and, named `dice`
+by the camera's record in `drivers.registry`, for a camera's `port = "synthetic:dice"`): rounds of dice
+rolling for some frames and then at rest; `scene_at(index)` is the truth of the frame `index`.
 """
 
 from __future__ import annotations
