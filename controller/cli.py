@@ -348,10 +348,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
     base = TABLE_CONFIGS.load(args.config) if args.config else None
     reread = None
     if args.reread_with:
-        from drivers.dice.adapter import DiceReading
+        from drivers.dice.adapter import CalibratedDiceReader
 
         try:
-            reread = DiceReading.from_file(args.reread_with).read
+            reread = CalibratedDiceReader.from_file(args.reread_with).read
         except ValueError as exc:
             raise OperatorError(str(exc)) from None
     try:

@@ -330,10 +330,10 @@ class TableService:
         )
         reader = None
         if camera_options.dice_calibration:
-            from drivers.dice.adapter import DiceReading
+            from drivers.dice.adapter import CalibratedDiceReader
 
             try:
-                reader = DiceReading.from_file(camera_options.dice_calibration).read
+                reader = CalibratedDiceReader.from_file(camera_options.dice_calibration).read
             except ValueError as exc:
                 raise ConfigError(f"devices.{name}.options.dice_calibration: {exc}") from None
         self.dice_stations[name] = DiceStation(camera, reader, clock=self.clock)

@@ -23,7 +23,7 @@ from controller.table_build import TABLE_CONFIGS
 from controller.testing.mosquitto import MosquittoBroker
 from drivers.camera import CameraError, SyntheticSource
 from drivers.capture import CaptureError
-from drivers.dice.adapter import DiceReading
+from drivers.dice.adapter import CalibratedDiceReader
 from drivers.dice.shaker_scene import CALIBRATION_FILE, ShakerScene
 from drivers.shaker.simulator import ShakerSimulator
 
@@ -162,7 +162,7 @@ async def test_a_round_with_a_refused_reading_reshakes_reads_and_replays_to_the_
     assert results[:2] == [first, second]
     assert [t for t, *_ in again[: len(live)]] == [t for t, *_ in live]
     # ...or a new reading of every saved frame, each checked against its sha256
-    reader = DiceReading.from_file(CALIBRATION_FILE)
+    reader = CalibratedDiceReader.from_file(CALIBRATION_FILE)
     reread = list(
         replay_file(
             "sicbo",

@@ -1,9 +1,10 @@
 """The one place the table knows the dice reader's API: a frame in, the values or a refusal out.
 
 Everything else (the camera side of sic bo, replay's re-reading of saved frames, the demo) calls
-`DiceReading.read(image, expected)` and gets a `Readout`: plain values, the refusal's reason and the per-die
-evidence (value, confidence, box, reason) as JSON-ready dicts. A new reader (or a new reader API) changes this
-module only. Pure: no camera, no clock; reading is CPU work, so callers run it in a worker thread.
+`CalibratedDiceReader.read(image, expected)` and gets a `Readout`: plain values, the refusal's reason and the
+per-die evidence (value, confidence, box, reason) as JSON-ready dicts. A new reader (or a new reader API)
+changes this module only. Pure: no camera, no clock; reading is CPU work, so callers run it in a worker
+thread.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ class Readout:
     dice: tuple[dict[str, Any], ...]
 
 
-class DiceReading:
+class CalibratedDiceReader:
     """A dice reader set up with the table's calibration."""
 
     def __init__(self, calibration: Any) -> None:
@@ -36,7 +37,7 @@ class DiceReading:
         self._reader = DiceReader(calibration)
 
     @classmethod
-    def from_file(cls, path: str | Path) -> DiceReading:
+    def from_file(cls, path: str | Path) -> CalibratedDiceReader:
         """The reader with the calibration file `path` (`tablectl calibrate dice`). ValueError if unusable."""
         from drivers.dice.calibration_file import load_calibration
 
