@@ -69,7 +69,9 @@ class GameRules(Protocol):
     def cards_entered_by_hand(self) -> bool:
         """whether its dealer may enter a card by hand (`[table] manual_card_confirmation` applies)"""
 
-    def settings_class(self) -> type[BaseModel]: ...
+    @property
+    def settings(self) -> type[BaseModel]:
+        """the model of its `[game]` section"""
 
     def optional_device_setting(self, role: str) -> str: ...
 
@@ -537,14 +539,14 @@ class TableConfig(BrokerConfigFile):
     retention: RetentionSettings = RetentionSettings()
     metrics: MetricsSettings = MetricsSettings()
     #: the game's settings model (its rules', given when the file was validated)
-    _settings_class: type[BaseModel] = PrivateAttr()
+    _game_settings_model: type[BaseModel] = PrivateAttr()
 
     @model_validator(mode="after")
     def _devices_fit_the_game(self, info: ValidationInfo) -> TableConfig:
         # Every problem at once (`tablectl check-config` lists them), each named by its full key.
         problems = device_option_problems(self.devices)
         spec = games_of(info)[self.table.game]
-        self._settings_class = spec.settings_class()
+        self._game_settings_model = spec.settings
         for name, protocols in spec.devices.items():
             device = self.devices.get(name)
             if device is None:
@@ -574,7 +576,7 @@ class TableConfig(BrokerConfigFile):
             )
         # validate the game section now, so a typo fails at start-up, not mid-shoe
         try:
-            settings = self._settings_class.model_validate(self.game)
+            settings = self._game_settings_model.model_validate(self.game)
         except ValidationError as exc:
             problems += _located(("game",), exc)
         else:
@@ -619,7 +621,7 @@ class TableConfig(BrokerConfigFile):
 
     def game_settings(self) -> BaseModel:
         """The `[game]` section read by the game's settings model."""
-        return self._settings_class.model_validate(self.game)
+        return self._game_settings_model.model_validate(self.game)
 
 
 def _problem(message: str) -> InitErrorDetails:
@@ -790,7 +792,7 @@ class ConfigLoader:
         if not isinstance(game, str) or game not in self.games or not isinstance(section, Mapping):
             return []
         try:
-            self.games[game].settings_class().model_validate(section)
+            self.games[game].settings.model_validate(section)
         except ValidationError as exc:
             located = _located(("game",), exc)
             return describe_each(ValidationError.from_exception_data("TableConfig", located))

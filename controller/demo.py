@@ -401,7 +401,7 @@ async def run_demo(
         attach_dice_scene(service, simulator, seed)
         dealer = VirtualDealer(service, simulator, seed, shuffler)
         overseer = VirtualSupervisor(service) if supervisor else None
-        players_of_game = spec.demo_players()
+        players_of_game = spec.demo.players
         players = None if players_of_game is None else VirtualPlayers(service, players_of_game, seed)
         if on_ready is not None:
             on_ready(DemoTable(service, simulator, shuffler, overseer))

@@ -260,7 +260,7 @@ class TableService:
         state = self.core.state()
         state["last_sequence"] = self.journal.last_sequence
         # how a screen draws this game (the panel; a supervisor's console)
-        state["view"] = game_spec(self.config.table.game).panel_view()
+        state["view"] = game_spec(self.config.table.game).view.as_state()
         return state
 
     async def on_readings(self, readings: list[Reading]) -> None:

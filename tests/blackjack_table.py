@@ -37,7 +37,7 @@ class Table(DrivesCardFlow):
 
     def __post_init__(self) -> None:
         spec = game_spec(self.game)
-        self.flow = make_flow(self.game, "bj1", spec.settings_class().model_validate(self.settings))
+        self.flow = make_flow(self.game, "bj1", spec.settings.model_validate(self.settings))
 
     def keep(self, out: FlowOutput) -> FlowOutput:
         self.log += [(event.type, event.data) for event in out.events]

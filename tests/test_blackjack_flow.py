@@ -709,7 +709,7 @@ def test_the_demo_players_say_only_what_the_rules_allow_and_leave_nothing_to_the
     rng = random.Random(5)
     settings = {"blackjack": {"seats": 3}, "infinite_blackjack": {"burn_confirmation": False}}
     table = Table(game, settings.get(game, {}))
-    players = game_spec(game).demo_players()
+    players = game_spec(game).demo.players
     core = core_for(table)
     said: set[str] = set()
     seated: dict[str, list[int]] = {}

@@ -281,7 +281,7 @@ SHUFFLER = {"shuffler": {"protocol": "shuffler-line", "port": "/dev/ttyACM1"}}
 @pytest.mark.parametrize("game", ["andar_bahar", "baccarat", "stud"])
 def test_every_card_game_takes_an_optional_shuffler(game: str) -> None:
     assert GAMES[game].optional_devices == {"shuffler": ("shuffler-line",)}
-    assert issubclass(GAMES[game].flow_class(), CardFlow)
+    assert issubclass(GAMES[game].flow, CardFlow)
     config = TABLE_CONFIGS.from_dict(card_table(game, SHUFFLER, {"shuffler_device": "shuffler"}), environ={})
     assert config.game_settings().shuffler_device == "shuffler"  # type: ignore[attr-defined]
     without = TABLE_CONFIGS.from_dict(card_table(game, {}, {}), environ={})

@@ -74,6 +74,11 @@ def test_bad_config_names_the_key(mutate, expected: str) -> None:
     assert expected in message
 
 
+class ScaleSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    grams: int = 100
+
+
 @dataclass(frozen=True)
 class ScaleGame:
     """A game of this test's own: the config checks a table against the games it is handed, whatever they
@@ -83,13 +88,7 @@ class ScaleGame:
     captured_devices: tuple[str, ...] = ()
     optional_devices: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     cards_entered_by_hand: bool = False
-
-    class Settings(BaseModel):
-        model_config = ConfigDict(extra="forbid")
-        grams: int = 100
-
-    def settings_class(self) -> type[BaseModel]:
-        return self.Settings
+    settings: type[BaseModel] = ScaleSettings
 
     def optional_device_setting(self, role: str) -> str:
         return f"{role}_device"
@@ -105,7 +104,7 @@ def test_a_table_is_checked_against_the_games_its_loader_is_given() -> None:
         "devices": {"scale": {"protocol": "shoe-line", "port": "/dev/null"}},
         "game": {"grams": "250"},
     }
-    assert loader.from_dict(raw, environ={}).game_settings() == ScaleGame.Settings(grams=250)
+    assert loader.from_dict(raw, environ={}).game_settings() == ScaleSettings(grams=250)
     with pytest.raises(ConfigError, match=r"^config: game\.gram: Extra inputs are not permitted"):
         loader.from_dict({**raw, "game": {"gram": 1}}, environ={})
     with pytest.raises(ConfigError, match=r"^config: table\.game: unknown game 'baccarat'; known: weighing$"):

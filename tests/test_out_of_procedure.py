@@ -170,7 +170,7 @@ def test_the_held_card_survives_a_restart() -> None:
 
 def single_deck_core() -> TableCore:
     spec = game_spec("single_deck_blackjack")
-    settings = spec.settings_class().model_validate({"betting_seconds": 5, "decision_seconds": 30})
+    settings = spec.settings.model_validate({"betting_seconds": 5, "decision_seconds": 30})
     flow = make_flow("single_deck_blackjack", "t1", settings)
     return TableCore(table_id="t1", game="single_deck_blackjack", flow=flow, devices=["shoe"])
 
@@ -201,7 +201,7 @@ def test_single_deck_hole_card_read_again_while_a_box_decides_is_named_nowhere()
 
 def infinite_core() -> TableCore:
     spec = game_spec("infinite_blackjack")
-    flow = make_flow("infinite_blackjack", "t1", spec.settings_class().model_validate({"betting_seconds": 5}))
+    flow = make_flow("infinite_blackjack", "t1", spec.settings.model_validate({"betting_seconds": 5}))
     return TableCore(table_id="t1", game="infinite_blackjack", flow=flow, devices=["shoe"])
 
 

@@ -59,7 +59,7 @@ pytestmark = pytest.mark.unit
 
 
 def test_every_card_game_has_its_settlements() -> None:
-    card_games = {name for name, spec in GAMES.items() if issubclass(spec.flow_class(), CardFlow)}
+    card_games = {name for name, spec in GAMES.items() if issubclass(spec.flow, CardFlow)}
     missing = card_games - set(SETTLEMENTS)
     assert not missing, f"add the settlement functions of {sorted(missing)} to SETTLEMENTS"
     assert set(SETTLEMENTS) <= set(GAMES)

@@ -158,7 +158,7 @@ class Table:
 
     def __post_init__(self) -> None:
         spec = game_spec(self.game)
-        self.settings = spec.settings_class().model_validate(SETTINGS[self.game])
+        self.settings = spec.settings.model_validate(SETTINGS[self.game])
         self.core = self._core()
         self.journal = Journal(":memory:", source="studio/s1/table/t1")
         self.session = ShoeSession("shoe")

@@ -28,7 +28,7 @@ GOLDEN = Path(__file__).parent / "golden_state"
 
 def fresh_core(game: str, **settings: Any) -> TableCore:
     spec = game_spec(game)
-    flow = make_flow(game, "golden", spec.settings_class().model_validate(settings))
+    flow = make_flow(game, "golden", spec.settings.model_validate(settings))
     return TableCore(table_id="golden", game=game, flow=flow, devices=list(spec.devices))
 
 

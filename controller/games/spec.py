@@ -122,15 +122,6 @@ class GameSpec:
         `[table] manual_card_confirmation` says who decides such a card."""
         return issubclass(self.flow, CardFlow)
 
-    def flow_class(self) -> type[GameFlow]:
-        return self.flow
-
-    def settings_class(self) -> type[BaseModel]:
-        return self.settings
-
-    def result_class(self) -> type[RoundResult]:
-        return self.result
-
     def optional_device_setting(self, role: str) -> str:
         """The name of the game setting that names the device playing the optional `role`."""
         return f"{role}_device"
@@ -143,9 +134,3 @@ class GameSpec:
             if isinstance(name, str):
                 in_use[role] = name
         return in_use
-
-    def demo_players(self) -> DemoPlayers | None:
-        return self.demo.players
-
-    def panel_view(self) -> dict[str, Any]:
-        return self.view.as_state()
