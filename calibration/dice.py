@@ -399,15 +399,6 @@ def _fit_die_shape(base: DiceCalibration, singles: list[_Single]) -> DiceCalibra
     )
 
 
-def _lenient_values(reader: DiceReader, measures: list[FaceMeasure]) -> set[int]:
-    values = set()
-    for measure in measures:
-        value, _, _ = reader.judge(measure)
-        if value is not None:
-            values.add(value)
-    return values
-
-
 def _fit_pip_detection(base: DiceCalibration, singles: list[_Single]) -> DiceCalibration:
     """The pip polarity and least contrast whose fitted tolerances read the most dice right and the fewest
     wrong."""

@@ -375,9 +375,7 @@ class TableCore:
             # the reading's type only: its content may be a secret (a face-down card)
             log.exception("game flow failed on a %s from %s", type(reading).__name__, reading.device)
             self._reject(step, reading, "internal error in the game flow", now, "flow error")
-            self._pause(
-                step, now, "internal error in the game flow", by="system", device=None, cause="internal_error"
-            )
+            self._pause_on_bug(step, now)
 
     def on_tick(self, now: float) -> Step:
         step = Step()
@@ -391,9 +389,7 @@ class TableCore:
             self._take(step, self.flow.on_tick(now), now)
         except Exception:
             log.exception("game flow failed on tick")
-            self._pause(
-                step, now, "internal error in the game flow", by="system", device=None, cause="internal_error"
-            )
+            self._pause_on_bug(step, now)
 
     def on_command(self, command: Command, now: float) -> tuple[Step, dict[str, Any]]:
         """Apply a validated table command. Raises CommandError (nothing changed) if it does not apply."""

@@ -217,10 +217,6 @@ class ShakerScene:
         return frame
 
 
-def empty_tray(width: int = 640, height: int = 480) -> NDArray[np.uint8]:
-    return draw(Layout((), 1.0, 0.0, 0.1, 0.6, "flat"), width, height)
-
-
 def die_box(die: Die) -> tuple[float, float, float, float]:
     """The box (x, y, w, h) around a die as drawn: a label for the reader's calibration."""
     points = _outline(die)
