@@ -159,3 +159,16 @@ def test_the_dice_tools_without_opencv_say_what_to_install(tmp_path: Path) -> No
         assert (result.stdout + result.stderr).strip().splitlines() == [
             "tablectl: error: the dice reader needs OpenCV: pip install 'tablectl[camera]'"
         ]
+
+
+@pytest.mark.integration
+def test_the_help_lists_every_command_and_calibration_tool_without_opencv() -> None:
+    """Building the whole parser imports each tool's CLI module, never the libraries behind its commands."""
+    result = tablectl_without_extras("--help")
+    assert result.returncode == 0, result.stderr
+    for command in ("run", "demo", "check-config", "schema", "dice", "calibrate"):
+        assert command in result.stdout
+    result = tablectl_without_extras("calibrate", "--help")
+    assert result.returncode == 0, result.stderr
+    for tool in ("wheel-sensors", "wheel-bias", "dice", "dice-check"):
+        assert tool in result.stdout
