@@ -79,12 +79,12 @@ class GameRules(Protocol):
 
 
 #: the key of pydantic's validation context under which a table's file gets the games it may name
-GAMES_CONTEXT = "games"
+_GAMES_CONTEXT = "games"
 
 
-def games_of(info: ValidationInfo) -> Mapping[str, GameRules]:
+def _games_of(info: ValidationInfo) -> Mapping[str, GameRules]:
     """The games a `TableConfig` is validated against (`ConfigLoader`); never validated without them."""
-    games = info.context.get(GAMES_CONTEXT) if isinstance(info.context, Mapping) else None
+    games = info.context.get(_GAMES_CONTEXT) if isinstance(info.context, Mapping) else None
     if games is None:
         raise TypeError("a table's config is validated with the games it may name: use ConfigLoader(games)")
     rules: Mapping[str, GameRules] = games
@@ -150,7 +150,7 @@ class TableSettings(Strict):
     @field_validator("game")
     @classmethod
     def _known_game(cls, value: str, info: ValidationInfo) -> str:
-        games = games_of(info)
+        games = _games_of(info)
         if value not in games:
             raise ValueError(f"unknown game {value!r}; known: {', '.join(sorted(games))}")
         return value
@@ -545,7 +545,7 @@ class TableConfig(BrokerConfigFile):
     def _devices_fit_the_game(self, info: ValidationInfo) -> TableConfig:
         # Every problem at once (`tablectl check-config` lists them), each named by its full key.
         problems = device_option_problems(self.devices)
-        spec = games_of(info)[self.table.game]
+        spec = _games_of(info)[self.table.game]
         self._game_settings_model = spec.settings
         for name, protocols in spec.devices.items():
             device = self.devices.get(name)
@@ -782,7 +782,7 @@ class ConfigLoader:
 
     @property
     def _context(self) -> dict[str, Any]:
-        return {GAMES_CONTEXT: self.games}
+        return {_GAMES_CONTEXT: self.games}
 
     def _game_section_problems(self, merged: Mapping[str, Any]) -> list[str]:
         """The `[game]` section checked against the game `[table] game` names, if it names one."""
