@@ -16,7 +16,7 @@ name; on any other address it answers every Host unless `allowed_hosts` names th
 and the studio keeps it to the monitoring network (a firewall rule for its Prometheus). A flood of scrapes
 costs the table little: scrapes within `render_interval_seconds` of a render share it, the values are read
 on the loop once per render and the text is formatted in a worker thread; idle connections never hold
-one of its 16 connections (`controller.http_server`).
+one of its 16 connections (`controller.web.server`).
 
 Every series carries `studio` and `table` labels (alerts and dashboards name the table without relabelling).
 Free-text reasons are not label values (a supervisor's reason, a device's detail: unbounded): pauses and
@@ -51,7 +51,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from controller import __version__
 from controller.config import MetricsSettings, is_loopback
 from controller.events import Envelope
-from controller.http_server import REJECTIONS, Rejections, embedded_server, serve_until_cancelled
+from controller.web.server import REJECTIONS, Rejections, embedded_server, serve_until_cancelled
 
 if TYPE_CHECKING:
     from controller.service import TableService

@@ -20,7 +20,6 @@ import httpx
 import pytest
 
 from controller.console.app import EXTRA_CONNECTIONS, ConsoleSession
-from controller.http_server import REJECTIONS
 from controller.testing.console import running_console
 from controller.testing.mosquitto import (
     HOST,
@@ -30,6 +29,7 @@ from controller.testing.mosquitto import (
     secured_broker,
     wait_until,
 )
+from controller.web.server import REJECTIONS
 
 pytestmark = pytest.mark.integration
 

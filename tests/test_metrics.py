@@ -22,11 +22,11 @@ from prometheus_client.samples import Sample
 
 from controller.config import MetricsSettings
 from controller.events import Envelope
-from controller.http_server import REJECTIONS
 from controller.metrics import TableMetrics, allowed_hosts, pause_cause, serve_metrics, void_cause
 from controller.service import TableService
 from controller.table_build import TABLE_CONFIGS
 from controller.testing.mosquitto import HOST, MosquittoBroker, free_port, wait_until
+from controller.web.server import REJECTIONS
 from drivers.shoe.simulator import ShoeSimulator
 
 ROOT = Path(__file__).resolve().parent.parent

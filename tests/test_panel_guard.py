@@ -15,17 +15,17 @@ from typing import Any
 import httpx
 import pytest
 
-from controller import http_server
 from controller.cli import main
 from controller.commands import Command
 from controller.config import ConfigError, PanelSettings
-from controller.http_server import REJECTIONS
 from controller.panel import app as panel_app
 from controller.panel.app import create_app, serve_panel
 from controller.panel.auth import PanelAuth
 from controller.pins import PinHash, hash_pin
 from controller.table_build import TABLE_CONFIGS
 from controller.testing.mosquitto import HOST, free_port, wait_until
+from controller.web import json_body, server
+from controller.web.server import REJECTIONS
 
 PORT = 18080
 ORIGIN = f"http://127.0.0.1:{PORT}"
@@ -390,7 +390,7 @@ async def test_idle_and_half_sent_connections_never_keep_the_dealer_out() -> Non
                     assert paused.status_code == 200, paused.text
             assert [type(c).__name__ for c in service.commands] == ["Pause"]
             # a connection that sent half a head is closed by the server, well within a few seconds
-            async with asyncio.timeout(http_server.REQUEST_HEAD_SECONDS + 2):
+            async with asyncio.timeout(server.REQUEST_HEAD_SECONDS + 2):
                 for reader, _ in half:
                     assert await reader.read() == b""
         finally:
@@ -421,7 +421,7 @@ async def test_a_deeply_nested_json_body_is_a_400_with_a_reason_and_no_traceback
 
 @pytest.mark.unit
 def test_the_depth_check_skips_brackets_inside_strings() -> None:
-    assert not http_server.json_depth_exceeded(b'{"reason": "' + b"[" * 100 + b'"}')
-    assert not http_server.json_depth_exceeded(b'{"a": "x\\"' + b"[" * 100 + b'"}')
-    assert http_server.json_depth_exceeded(b"[" * 33 + b"]" * 33)
-    assert not http_server.json_depth_exceeded(b"[" * 32 + b"]" * 32)
+    assert not json_body.json_depth_exceeded(b'{"reason": "' + b"[" * 100 + b'"}')
+    assert not json_body.json_depth_exceeded(b'{"a": "x\\"' + b"[" * 100 + b'"}')
+    assert json_body.json_depth_exceeded(b"[" * 33 + b"]" * 33)
+    assert not json_body.json_depth_exceeded(b"[" * 32 + b"]" * 32)

@@ -46,15 +46,10 @@ from controller.console.link import USER_PATTERN, SignInRefused, StudioLink
 from controller.console.model import StudioModel
 from controller.console.settings import ConsoleConfig
 from controller.events import iso_ms
-from controller.http_server import (
-    REJECTIONS,
-    BadRequestBody,
-    embedded_server,
-    read_json,
-    serve_until_cancelled,
-)
 from controller.panel.app import PageGuard, PanelHeaders
 from controller.panel.auth import WrongPinLimiter
+from controller.web.json_body import BadRequestBody, read_json
+from controller.web.server import REJECTIONS, embedded_server, serve_until_cancelled
 from drivers.waiting import wait_event
 
 log = logging.getLogger(__name__)

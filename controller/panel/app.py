@@ -39,16 +39,11 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from controller.commands import BUS_COMMANDS, INPUTS, TABLE_COMMANDS, CommandError, parse_command
 from controller.config import PanelSettings
-from controller.http_server import (
-    REJECTIONS,
-    BadRequestBody,
-    embedded_server,
-    read_json,
-    serve_until_cancelled,
-)
 from controller.panel.auth import PanelAuth, SignInError
 from controller.pins import DEALER_ID_PATTERN
 from controller.service import TableService
+from controller.web.json_body import BadRequestBody, read_json
+from controller.web.server import REJECTIONS, embedded_server, serve_until_cancelled
 from drivers.waiting import with_timeout
 
 log = logging.getLogger(__name__)
