@@ -24,32 +24,32 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hmac
 import json
 import logging
 import secrets
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
-from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, Response
-from starlette.routing import Mount, Route
-from starlette.staticfiles import StaticFiles
-from starlette.types import Receive, Scope, Send
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
 
 from controller.commands import CommandError, check_remote_identity, parse_command
 from controller.console.link import USER_PATTERN, SignInRefused, StudioLink
 from controller.console.model import StudioModel
 from controller.console.settings import ConsoleConfig
 from controller.events import iso_ms
-from controller.panel.app import PageGuard, PanelHeaders
-from controller.panel.auth import WrongPinLimiter
-from controller.web.json_body import BadRequestBody, read_json
+from controller.web.event_stream import HEARTBEAT_SECONDS, EventStream, EventWriter, StreamSlots
+from controller.web.json_body import BadRequestBody, body_refusal, read_json
+from controller.web.page_app import page_app
+from controller.web.page_guard import PageGuard
 from controller.web.server import REJECTIONS, embedded_server, serve_until_cancelled
+from controller.web.sessions import Sessions, new_session_id
+from controller.web.sign_in import SessionCookie, SignInError, WrongSecretLimiter, sign_in_refusal
 from drivers.waiting import wait_event
 
 log = logging.getLogger(__name__)
@@ -62,8 +62,6 @@ TOKEN_PLACEHOLDER = "__CONSOLE_TOKEN__"
 CONSOLE_COMMANDS = ("pause", "resume", "void_round", "device_action", "rebirth")
 #: a page gets the changes at most this often (the first change after a quiet spell goes at once)
 COALESCE_SECONDS = 0.05
-HEARTBEAT_SECONDS = 15.0
-RECONNECT_MILLISECONDS = 2000
 MAX_BODY_BYTES = 16 * 1024
 #: connections beyond the live streams before uvicorn answers 503 itself
 EXTRA_CONNECTIONS = 32
@@ -108,15 +106,16 @@ class Console:
         self.settings = config.console
         self.clock = clock
         self.page_token = secrets.token_urlsafe(32)
-        self.sessions: dict[str, ConsoleSession] = {}
+        #: the signed-in sessions by id, the oldest first (not the one of a user in the config: `fixed`)
+        self.sessions: Sessions[ConsoleSession] = Sessions(clock=clock, on_end=self._ended)
         self.fixed: ConsoleSession | None = None
         attempts, window = self.settings.sign_in_attempts, self.settings.sign_in_lockout_seconds
         # refused sign-ins are counted per user name and per client address, never in all: a flood against
         # one user, or from one client, must not keep out another supervisor signing in from elsewhere
-        self.limiter = WrongPinLimiter(attempts, window, overall=None, clock=clock)
-        self.client_limiter = WrongPinLimiter(4 * attempts, window, overall=None, clock=clock)
+        self.limiter = WrongSecretLimiter(attempts, window, overall=None, clock=clock)
+        self.client_limiter = WrongSecretLimiter(4 * attempts, window, overall=None, clock=clock)
         self.signing_in = asyncio.Lock()
-        self.streams = 0
+        self.stream_slots = StreamSlots(self.settings.max_streams)
         #: sessions ended whose broker connections are still closing (awaited when the console stops)
         self._closing: set[asyncio.Task[None]] = set()
 
@@ -132,7 +131,7 @@ class Console:
             reply_timeout=self.settings.reply_timeout_seconds,
         )
         expires = self.clock() + self.settings.session_hours * 3600
-        return ConsoleSession(secrets.token_urlsafe(32), user, model, link, notifier, expires)
+        return ConsoleSession(new_session_id(), user, model, link, notifier, expires)
 
     async def start(self) -> None:
         """With a user in the config: connect as that user now (SignInRefused if the broker says no)."""
@@ -156,30 +155,23 @@ class Console:
     def end_session(self, session_id: str, why: str) -> ConsoleSession | None:
         """The one way a signed-in session ends (sign-out, expiry, the user's newer sign-ins, the console
         stopping): forgotten at once, its pages' streams told, its broker connection closed in the
-        background. Returns it, or None if there was none."""
-        session = self.sessions.pop(session_id, None)
-        if session is None:
-            return None
+        background (`_ended`). Returns it, or None if there was none."""
+        return self.sessions.end(session_id, why)
+
+    def _ended(self, session: ConsoleSession, why: str) -> None:
         log.info("console: %s's session ended: %s", session.user, why)
         task = asyncio.get_running_loop().create_task(session.close())
         self._closing.add(task)
         task.add_done_callback(self._closing.discard)
-        return session
 
     def session_for(self, session_id: str | None) -> ConsoleSession | None:
         if self.fixed is not None:
             return self.fixed
-        if session_id is None:
-            return None
-        session = self.sessions.get(session_id)
-        if session is not None and session.expires <= self.clock():
-            self.end_session(session_id, "it expired")
-            return None
-        return session
+        return self.sessions.find(session_id)
 
     def sessions_of(self, user: str) -> list[str]:
         """`user`'s session ids, the oldest first."""
-        return [session_id for session_id, session in self.sessions.items() if session.user == user]
+        return self.sessions.of_user(user)
 
     async def sign_in(self, user: str, password: str, client: str = "") -> ConsoleSession:
         """Connect to the broker as `user` for the client at address `client`; raises SignInError when the
@@ -206,7 +198,7 @@ class Console:
                     403, f"user {user!r} may not sign in on this console (see [console] sign_in_users)"
                 )
             if len(self.sessions) >= self.settings.max_sessions:
-                self._drop_expired()
+                self.sessions.end_expired()
             # a user at their own cap takes the place of their oldest session: that one needs no room
             at_own_cap = len(self.sessions_of(user)) >= self.settings.max_sessions_per_user
             if len(self.sessions) >= self.settings.max_sessions and not at_own_cap:
@@ -224,9 +216,11 @@ class Console:
                 raise SignInError(503 if exc.unreachable else 401, str(exc)) from None
             self.limiter.succeeded(user)
             # only now, once the password proved right: a wrong one must not end anyone's session
-            previous = self.sessions_of(user)
-            for session_id in previous[: max(0, len(previous) - self.settings.max_sessions_per_user + 1)]:
-                self.end_session(session_id, "the same user signed in again (max_sessions_per_user)")
+            self.sessions.end_oldest(
+                self.sessions_of(user),
+                self.settings.max_sessions_per_user - 1,
+                "the same user signed in again (max_sessions_per_user)",
+            )
             self.sessions[session.id] = session
             log.info("console: %s signed in", user)
             return session
@@ -234,26 +228,10 @@ class Console:
     def sign_out(self, session_id: str | None) -> None:
         self.end_session(session_id or "", "signed out")
 
-    def _drop_expired(self) -> None:
-        now = self.clock()
-        for session_id, session in list(self.sessions.items()):
-            if session.expires <= now:
-                self.end_session(session_id, "it expired")
-
     async def housekeeping(self) -> None:
         while True:
             await asyncio.sleep(60)
-            self._drop_expired()
-
-    def token_ok(self, token: str | None) -> bool:
-        return token is not None and hmac.compare_digest(token.encode(), self.page_token.encode())
-
-
-class SignInError(Exception):
-    def __init__(self, status: int, message: str, retry_after: float | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.retry_after = retry_after
+            self.sessions.end_expired()
 
 
 def _error(status: int, message: str, **extra: Any) -> JSONResponse:
@@ -263,48 +241,30 @@ def _error(status: int, message: str, **extra: Any) -> JSONResponse:
 # -- the live stream ----------
 
 
-class UpdateStream:
-    """`/api/stream`: the summaries of all tables, then those that changed (Server-Sent Events)."""
+class UpdateStream(EventStream):
+    """`/api/stream`: the summaries of all tables, then those that changed (`event: update`), until the
+    browser goes away or the session ends."""
+
+    server = "console"
 
     def __init__(self, console: Console, session: ConsoleSession) -> None:
+        super().__init__(console.stream_slots, session.closed)
         self.console = console
         self.session = session
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if self.console.streams >= self.console.settings.max_streams:
-            refused = _error(503, "too many console pages are open; close one")
-            refused.headers["retry-after"] = "5"
-            await refused(scope, receive, send)
-            return
-        headers = [
-            (b"content-type", b"text/event-stream; charset=utf-8"),
-            (b"cache-control", b"no-store"),
-            (b"x-accel-buffering", b"no"),
-        ]
-        self.console.streams += 1
+    def refused(self) -> Response:
+        return _error(503, "too many console pages are open; close one")
+
+    @contextlib.contextmanager
+    def opened(self) -> Iterator[None]:
         self.session.streams += 1
         try:
-            await send({"type": "http.response.start", "status": 200, "headers": headers})
-            tasks = [
-                asyncio.create_task(self._send_updates(send)),
-                asyncio.create_task(self._until_disconnected(receive)),
-                asyncio.create_task(self.session.closed.wait()),
-            ]
-            try:
-                await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                for task in tasks:
-                    task.cancel()
-                await asyncio.gather(*tasks, return_exceptions=True)
+            yield
         finally:
-            self.console.streams -= 1
             self.session.streams -= 1
-        with contextlib.suppress(Exception):
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
 
-    async def _send_updates(self, send: Send) -> None:
+    async def send_events(self, out: EventWriter) -> None:
         model = self.session.model
-        await _body(send, f"retry: {RECONNECT_MILLISECONDS}\n\n".encode())
         sent: dict[str, int] = {}
         version = -1
         first = True
@@ -312,7 +272,7 @@ class UpdateStream:
             if model.version == version:
                 await self.session.notifier.wait(HEARTBEAT_SECONDS)
                 if model.version == version:
-                    await _body(send, b": heartbeat\n\n")
+                    await out.heartbeat()
                     continue
             version = model.version
             changed = []
@@ -340,25 +300,8 @@ class UpdateStream:
                 "removed": removed,
             }
             first = False
-            data = json.dumps(update, separators=(",", ":"), ensure_ascii=False)
-            await _body(send, f"event: update\ndata: {data}\n\n".encode())
+            await out.event("update", json.dumps(update, separators=(",", ":"), ensure_ascii=False))
             await asyncio.sleep(COALESCE_SECONDS)
-
-    @staticmethod
-    async def _until_disconnected(receive: Receive) -> None:
-        while (await receive())["type"] != "http.disconnect":
-            pass
-
-
-async def _body(send: Send, chunk: bytes) -> None:
-    await send({"type": "http.response.body", "body": chunk, "more_body": True})
-
-
-def _refused_body(exc: BadRequestBody) -> JSONResponse:
-    """A body the console will not read (too large, too slow, not JSON, too deep): a 4xx, counted, no
-    traceback."""
-    REJECTIONS.count("console", exc.reason, f"refused a request body: {exc}")
-    return _error(exc.status, str(exc))
 
 
 # -- the guard ----------
@@ -366,7 +309,7 @@ def _refused_body(exc: BadRequestBody) -> JSONResponse:
 
 class ConsoleGuard(PageGuard):
     """The console's page: over HTTPS when it has a certificate; the token of the page served at this start
-    of the console (`console.token_ok`)."""
+    of the console (`console.page_token`)."""
 
     page = "console"
     token_header = TOKEN_HEADER
@@ -380,13 +323,14 @@ def create_app(console: Console) -> Starlette:
     page_html = (
         (STATIC_DIR / "index.html").read_text(encoding="utf-8").replace(TOKEN_PLACEHOLDER, console.page_token)
     )
-    secure_cookie = console.settings.scheme == "https"
+    cookie = SessionCookie(
+        SESSION_COOKIE,
+        max_age=int(console.settings.session_hours * 3600),
+        secure=console.settings.scheme == "https",
+    )
 
     def session_of(request: Request) -> ConsoleSession | None:
-        return console.session_for(request.cookies.get(SESSION_COOKIE))
-
-    async def page(request: Request) -> Response:
-        return HTMLResponse(page_html, headers={"cache-control": "no-store"})
+        return console.session_for(cookie.session_id(request))
 
     async def session(request: Request) -> Response:
         if request.method == "GET":
@@ -402,11 +346,9 @@ def create_app(console: Console) -> Starlette:
         if request.method == "DELETE":
             if console.fixed is not None:
                 return _error(400, "this console acts as the user in its config file: nobody signs out")
-            console.sign_out(request.cookies.get(SESSION_COOKIE))
+            console.sign_out(cookie.session_id(request))
             response = JSONResponse({"status": "ok", "user": None})
-            response.delete_cookie(
-                SESSION_COOKIE, path="/", httponly=True, samesite="strict", secure=secure_cookie
-            )
+            cookie.clear(response)
             return response
         if console.fixed is not None:
             return _error(400, f"this console acts as {console.fixed.user} (its config file): no sign-in")
@@ -414,8 +356,7 @@ def create_app(console: Console) -> Starlette:
         try:
             payload = await read_json(request, MAX_BODY_BYTES)
         except BadRequestBody as exc:
-            refused = _refused_body(exc)
-            return _error(400, usage) if exc.reason == "not_json" else refused
+            return body_refusal("console", exc, _error, usage=usage)
         if not isinstance(payload, dict):
             return _error(400, usage)
         user, password = payload.get("username"), payload.get("password")
@@ -425,27 +366,16 @@ def create_app(console: Console) -> Starlette:
             client = request.client.host if request.client else ""
             signed_in = await console.sign_in(user.strip(), password, client)
         except SignInError as exc:
-            refused = _error(exc.status, str(exc))
-            if exc.retry_after is not None:
-                refused.headers["retry-after"] = str(int(exc.retry_after) + 1)
-            return refused
+            return sign_in_refusal(exc, _error)
         response = JSONResponse({"status": "ok", "user": signed_in.user})
-        response.set_cookie(
-            SESSION_COOKIE,
-            signed_in.id,
-            max_age=int(console.settings.session_hours * 3600),
-            path="/",
-            httponly=True,
-            samesite="strict",
-            secure=secure_cookie,
-        )
+        cookie.set(response, signed_in.id)
         return response
 
     async def stream(request: Request) -> Response:
         current = session_of(request)
         if current is None:
             return _error(401, "sign in first")
-        return UpdateStream(console, current)  # type: ignore[return-value]
+        return UpdateStream(console, current)
 
     async def table(request: Request) -> Response:
         current = session_of(request)
@@ -466,7 +396,7 @@ def create_app(console: Console) -> Starlette:
         try:
             payload = await read_json(request, MAX_BODY_BYTES)
         except BadRequestBody as exc:
-            return _refused_body(exc)
+            return body_refusal("console", exc, _error)
         if not isinstance(payload, dict):
             return _error(400, "the payload must be a JSON object")
         payload = {key: value for key, value in payload.items() if key not in ("by", "transaction")}
@@ -486,19 +416,18 @@ def create_app(console: Console) -> Starlette:
         outcome = await current.link.send(table_id, name, payload)
         return JSONResponse(outcome)
 
-    return Starlette(
-        routes=[
-            Route("/", page, methods=["GET"]),
+    return page_app(
+        page_html,
+        [
             Route("/api/session", session, methods=["GET", "POST", "DELETE"]),
             Route("/api/stream", stream, methods=["GET"]),
             Route("/api/tables/{table}", table, methods=["GET"]),
             Route("/api/tables/{table}/commands/{name}", command, methods=["POST"]),
-            Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
         ],
-        middleware=[
-            Middleware(PanelHeaders),
-            Middleware(ConsoleGuard, settings=console.settings, token_ok=console.token_ok),
-        ],
+        static_dir=STATIC_DIR,
+        guard=ConsoleGuard,
+        settings=console.settings,
+        page_token=console.page_token,
     )
 
 

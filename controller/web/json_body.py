@@ -1,5 +1,5 @@
-"""Reading a client's JSON body: bounded in size and time, and never nested deeper than the pages send; a
-refused body raises `BadRequestBody` with its status and reason.
+"""Reading a client's JSON body: bounded in size and time, never nested deeper than the pages send, and a
+refused body answered with a 4xx and its reason (counted in `REJECTIONS`, no traceback).
 
 The dealer's panel and the supervisors' console read every POST through `read_json`.
 """
@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from typing import Any
 
 from starlette.requests import Request
+from starlette.responses import Response
+
+from controller.web.server import REJECTIONS
 
 #: a request body (a command: a few dozen bytes) must arrive within this long
 BODY_SECONDS = 5.0
@@ -89,3 +93,15 @@ async def read_body(request: Request, max_bytes: int) -> bytes:
 async def read_json(request: Request, max_bytes: int) -> Any:
     """The request's body as JSON (see `read_body`, `parse_json`)."""
     return parse_json(await read_body(request, max_bytes))
+
+
+def body_refusal(
+    server: str, exc: BadRequestBody, error: Callable[[int, str], Response], *, usage: str | None = None
+) -> Response:
+    """The answer to a body `server` will not read (too large, too slow, not JSON, too deep): `error`'s
+    4xx with the reason, counted. With `usage`, a body that is not JSON is answered with a 400 saying what to
+    send instead (a sign-in form)."""
+    REJECTIONS.count(server, exc.reason, f"refused a request body: {exc}")
+    if usage is not None and exc.reason == "not_json":
+        return error(400, usage)
+    return error(exc.status, str(exc))

@@ -4,7 +4,8 @@
 "use strict";
 
 (() => {
-  const TOKEN = document.querySelector('meta[name="console-token"]').content;
+  const { $, el, meta } = web; // /static/web.js
+  const TOKEN = meta("console-token");
   const SUITS = { S: ["\u2660", false], H: ["\u2665", true], D: ["\u2666", true], C: ["\u2663", false] };
   const PHASES = {
     waiting: "waiting",
@@ -15,13 +16,6 @@
   };
   const DETAIL_REFRESH_MS = 200; // the open table's details are fetched again at most this often
 
-  const $ = (id) => document.getElementById(id);
-  const el = (tag, className, text) => {
-    const node = document.createElement(tag);
-    if (className) node.className = className;
-    if (text !== undefined && text !== null) node.textContent = String(text);
-    return node;
-  };
   const setText = (node, text) => {
     const value = text === undefined || text === null ? "" : String(text);
     if (node.textContent !== value) node.textContent = value;

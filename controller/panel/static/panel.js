@@ -41,17 +41,10 @@
   const STREAM_RETRY_MS = 2000;
   const MAX_TOASTS = 2;
 
-  const $ = (id) => document.getElementById(id);
-  const el = (tag, className, text) => {
-    const node = document.createElement(tag);
-    if (className) node.className = className;
-    if (text !== undefined && text !== null) node.textContent = String(text);
-    return node;
-  };
+  const { $, el, meta } = web; // /static/web.js
 
   // This boot's values, put in the page by the controller: every POST carries the token (a page of another
   // web site cannot read it), and a stream from another boot means this page is stale.
-  const meta = (name) => document.querySelector(`meta[name="${name}"]`).content;
   const PAGE_TOKEN = meta("panel-token");
   const BOOT_ID = meta("panel-boot");
 
