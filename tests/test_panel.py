@@ -56,14 +56,6 @@ ANDAR_BAHAR_DECK = deck_starting_with("7H", *AB_NO_SEVENS, "7S")
 # dealer's pair of aces.
 STUD_DEALING = ["2C", "3C", "4C", "2D", "3D", "4D", "5H", "6H", "7H", "8S", "9S", "TS", "JC", "QC", "KC"]
 STUD_DECK = deck_starting_with(*STUD_DEALING, "AS", "AH", "9D", "6C", "5D")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 UI_TIMEOUT_MS = 10_000
 # the dealer who signs in on the panel; every action is recorded in this name
 DEALER, PIN = "d7", "2468"
