@@ -6,6 +6,7 @@ The table's own commands (`controller.commands`) and each game's inputs and comm
 
 from __future__ import annotations
 
+import re
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -41,3 +42,53 @@ class Command(BaseModel):
     #: who sent it, for the audit trail: set by `parse_command` from the authenticated identity, never from
     #: the payload (hidden from the published schema, refused in a payload)
     by: SkipJsonSchema[str] = Field("supervisor", min_length=1, max_length=MAX_IDENTITY_LENGTH)
+
+    @classmethod
+    def wire_name(cls) -> str:
+        """The name it goes by on the bus (`commands/<name>`, `inputs/<name>`): its class name in snake case
+        (`controller.commands` checks its tables against it)."""
+        return re.sub(r"(?<!^)(?=[A-Z])", "_", cls.__name__).lower()
+
+
+# --- the table's commands and inputs that a game's flow handles (`GameFlow.handlers`) ---------------------
+
+
+class ManualCard(Command):
+    """The dealer enters a card by hand (the scanner cannot read it). Same checks as a scanned card."""
+
+    card: str = Field(min_length=2, max_length=2)
+    device: str = Field("shoe", min_length=1, max_length=64)
+
+
+class ConfirmManualCard(Command):
+    """A supervisor confirms the card the dealer entered by hand (`[table] manual_card_confirmation =
+    "supervisor"`): it is dealt only now. `card` must be the card entered: a stale or mistyped confirmation
+    deals nothing."""
+
+    card: str = Field(min_length=2, max_length=2)
+
+
+class RefuseManualCard(Command):
+    """A supervisor refuses the card the dealer entered by hand: nothing is dealt, the card still waits for
+    its re-scan or another entry. `card`, if given, must be the card entered (against a stale click)."""
+
+    card: str | None = Field(None, min_length=2, max_length=2)
+    reason: str = Field("refused by the supervisor", min_length=1, max_length=200)
+
+
+class NewShoe(Command):
+    """The dealer loaded a freshly shuffled shoe (between rounds)."""
+
+
+class Shuffle(Command):
+    """Ask the table's shuffler again for the shuffle the next round waits for (one that never finished).
+
+    A failed shuffle needs no command: resuming the paused table shuffles again."""
+
+
+class CloseBetting(Command):
+    """Close betting early (dealer or rules engine)."""
+
+
+class PlayersDone(Command):
+    """Every player has decided (5 Card Stud: bet or fold): the dealer's remaining cards may be dealt."""

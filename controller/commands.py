@@ -15,7 +15,19 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError
 
-from controller.command_base import DEALER_PREFIX, MAX_IDENTITY_LENGTH, PANEL_IDENTITY, Command
+from controller.command_base import (
+    DEALER_PREFIX,
+    MAX_IDENTITY_LENGTH,
+    PANEL_IDENTITY,
+    CloseBetting,
+    Command,
+    ConfirmManualCard,
+    ManualCard,
+    NewShoe,
+    PlayersDone,
+    RefuseManualCard,
+    Shuffle,
+)
 from controller.games import GAME_COMMANDS, GAME_INPUTS
 
 #: the longest command or input name a reply names (the topic's level; a longer one is unknown anyway)
@@ -50,39 +62,6 @@ class VoidRound(Command):
     )
 
 
-class ManualCard(Command):
-    """The dealer enters a card by hand (the scanner cannot read it). Same checks as a scanned card."""
-
-    card: str = Field(min_length=2, max_length=2)
-    device: str = Field("shoe", min_length=1, max_length=64)
-
-
-class ConfirmManualCard(Command):
-    """A supervisor confirms the card the dealer entered by hand (`[table] manual_card_confirmation =
-    "supervisor"`): it is dealt only now. `card` must be the card entered: a stale or mistyped confirmation
-    deals nothing."""
-
-    card: str = Field(min_length=2, max_length=2)
-
-
-class RefuseManualCard(Command):
-    """A supervisor refuses the card the dealer entered by hand: nothing is dealt, the card still waits for
-    its re-scan or another entry. `card`, if given, must be the card entered (against a stale click)."""
-
-    card: str | None = Field(None, min_length=2, max_length=2)
-    reason: str = Field("refused by the supervisor", min_length=1, max_length=200)
-
-
-class NewShoe(Command):
-    """The dealer loaded a freshly shuffled shoe (between rounds)."""
-
-
-class Shuffle(Command):
-    """Ask the table's shuffler again for the shuffle the next round waits for (one that never finished).
-
-    A failed shuffle needs no command: resuming the paused table shuffles again."""
-
-
 class DeviceAction(Command):
     """Maintenance on one device, e.g. power the wheel up again after a technician fixed a fault.
 
@@ -102,14 +81,6 @@ class ReplayEvents(Command):
     # Bounded as the journal's sequences are: a larger number is no sequence (and SQLite cannot bind it).
     from_sequence: int = Field(ge=1, le=MAX_SEQUENCE)
     to_sequence: int | None = Field(None, ge=1, le=MAX_SEQUENCE)
-
-
-class CloseBetting(Command):
-    """Close betting early (dealer or rules engine)."""
-
-
-class PlayersDone(Command):
-    """Every player has decided (5 Card Stud: bet or fold): the dealer's remaining cards may be dealt."""
 
 
 #: commands any table takes. `table` commands go to the runtime; `bus` commands are served by the MQTT bus
@@ -141,6 +112,9 @@ def _beside(
     taken = sorted(name for name in games if name in own or name in BUS_COMMANDS)
     if taken:
         raise ValueError(f"a game's {what} {', '.join(taken)} would take the name of the table's own")
+    misnamed = sorted(name for name, model in {**own, **games}.items() if model.wire_name() != name)
+    if misnamed:
+        raise ValueError(f"{what} {', '.join(misnamed)}: the name is not its model's `wire_name()`")
     return {**own, **games}
 
 

@@ -22,10 +22,12 @@ in the record (the journal's state row) and nowhere else: a flow's `public_state
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
+from controller.command_base import CloseBetting, Command
 from controller.events import RoundResult
 from controller.flow_output import DeviceRequest, FlowOutput, PauseRequest
 from controller.lifecycle import BETTING, NEXT_ROUND, Move, Phase, Refused, RoundBook
@@ -37,12 +39,17 @@ __all__ = [
     "FlowOutput",
     "FlowRecord",
     "GameFlow",
+    "Handler",
     "InputRejected",
     "PauseRequest",
     "Phase",
     "RoundBook",
     "secret_fields",
 ]
+
+#: what takes a command in a flow: a bound method of the flow, given the command (of the class it is
+#: registered for in `GameFlow.handlers`) and the time
+Handler = Callable[[Any, float], FlowOutput]
 
 #: mark a record field secret: `hole_card: CardCode | None = Field(None, json_schema_extra=SECRET)`
 SECRET: dict[str, Any] = {"secret": True}
@@ -77,11 +84,9 @@ class GameFlow(ABC):
     result_model: ClassVar[type[RoundResult]]
     #: the typed record of everything this flow keeps between steps
     record_model: ClassVar[type[FlowRecord]]
-    #: input name -> method name, besides the lifecycle's own `close_betting`
-    inputs: ClassVar[dict[str, str]] = {}
-    #: inputs the runtime passes on while the table is paused: a supervisor's decision that settles what the
-    #: flow paused for (`FlowOutput.request_pause`); once accepted the runtime lifts the pause
-    commands_while_paused: ClassVar[frozenset[str]] = frozenset()
+    #: commands the runtime passes on while the table is paused: a supervisor's decision that settles what
+    #: the flow paused for (`FlowOutput.request_pause`); once accepted the runtime lifts the pause
+    commands_while_paused: ClassVar[frozenset[type[Command]]] = frozenset()
     #: attributes deliberately not in the record: each one safe to lose in a crash (the flow says why)
     ephemeral: ClassVar[frozenset[str]] = frozenset()
 
@@ -178,18 +183,27 @@ class GameFlow(ABC):
 
     # -- inputs --------------------------------------------------------------------------------------------
 
-    def on_input(self, name: str, payload: dict[str, Any], now: float) -> FlowOutput:
-        """A validated input from the rules engine or the dealer. Raise InputRejected when not applicable."""
-        if name == "close_betting":
-            return self._close_betting_input(now)
-        method = self.inputs.get(name)
-        if method is None:
-            known = ", ".join([*self.inputs, "close_betting"])
-            raise InputRejected(f"{self.game} takes no input {name!r}; it takes {known}")
-        result: FlowOutput = getattr(self, method)(payload, now)
-        return result
+    def handlers(self) -> dict[type[Command], Handler]:
+        """Command class -> the bound method that takes it: the inputs and commands this flow handles (a
+        flow adds its own to its base's). Besides the lifecycle's `close_betting`, nothing by default."""
+        return {CloseBetting: self._close_betting_input}
 
-    def _close_betting_input(self, now: float) -> FlowOutput:
+    def on_command(self, command: Command, now: float) -> FlowOutput:
+        """A validated input or command from the rules engine, the dealer or a supervisor, dispatched on its
+        type (`handlers`). Raise InputRejected when not applicable."""
+        handlers = self.handlers()
+        handler = handlers.get(type(command))
+        if handler is None:
+            raise InputRejected(self.refusal_of(command, handlers))
+        return handler(command, now)
+
+    def refusal_of(self, command: Command, handlers: dict[type[Command], Handler]) -> str:
+        """Why a command this flow has no handler for is refused (the sender is told what it takes)."""
+        names = [model.wire_name() for model in handlers if model is not CloseBetting]
+        known = ", ".join([*names, CloseBetting.wire_name()])
+        return f"{self.game} takes no input {command.wire_name()!r}; it takes {known}"
+
+    def _close_betting_input(self, command: CloseBetting, now: float) -> FlowOutput:
         try:
             self.rounds.check(Move.CLOSE_BETTING)
         except Refused as exc:

@@ -429,14 +429,13 @@ class TableCore:
             name = command_name(command)
             if name in BUS_COMMANDS:
                 raise CommandError(f"{type(command).__name__} is not a table command")
-            settles_pause = self.paused and name in self.flow.commands_while_paused
+            settles_pause = self.paused and type(command) in self.flow.commands_while_paused
             if self.paused and not settles_pause:
                 raise CommandError("the table is paused")
-            # `by` is the authenticated sender: a flow records it (e.g. who entered the dice by hand)
-            payload = command.model_dump(exclude={"transaction"})
+            # `command.by` is the authenticated sender: a flow records it (e.g. who entered the dice by hand)
             round_id = self.flow.rounds.round_id
             try:
-                self._take(step, self.flow.on_input(name, payload, now), now)
+                self._take(step, self.flow.on_command(command, now), now)
             except InputRejected as exc:
                 raise CommandError(str(exc)) from None
             if settles_pause and self.paused and not self._unhealthy_devices():

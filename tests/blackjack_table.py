@@ -52,8 +52,7 @@ class Table(DrivesCardFlow):
     def send(self, name: str, **payload: Any) -> FlowOutput:
         kind = "commands" if name in TABLE_COMMANDS else "inputs"
         command = parse_command(kind, name, payload, by="rules-engine")
-        data = command.model_dump(exclude={"transaction", "by"})
-        return self.keep(self.flow.on_input(name, data, self.now))
+        return self.keep(self.flow.on_command(command, self.now))
 
     def refused(self, name: str, match: str, **payload: Any) -> None:
         before = json.dumps(self.flow.export_state(), sort_keys=True)

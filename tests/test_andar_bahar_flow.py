@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from controller.cards import Card
+from controller.commands import CloseBetting, CommandError, ManualCard, NewShoe, PlayersDone, parse_command
 from controller.flow import DeviceRequest, FlowOutput, InputRejected, Phase
 from controller.games.andar_bahar import AndarBaharFlow, AndarBaharResult, AndarBaharSettings
 from controller.games.andar_bahar.flow import bucket_of, first_three, is_three_card_straight
@@ -64,7 +65,7 @@ class Table(DrivesCardFlow):
         self.flow = AndarBaharFlow(TABLE, self.settings)
 
     def manual(self, code: str) -> FlowOutput:
-        return self.flow.on_input("manual_card", {"card": code, "by": "panel"}, self.now)
+        return self.flow.on_command(ManualCard(card=code, by="panel"), self.now)
 
     def ask_for_game_card(self) -> FlowOutput:
         """Tick until the flow asks for the game card (the first tick, or after the round gap; with a
@@ -159,13 +160,13 @@ def test_close_betting_input_closes_early_and_is_refused_when_betting_is_not_ope
     table = Table()
     table.tick()
     with pytest.raises(InputRejected, match="betting is not open"):  # no game card yet: no round
-        table.flow.on_input("close_betting", {}, table.now)
+        table.flow.on_command(CloseBetting(), table.now)
     table.card("7D")
-    out = table.flow.on_input("close_betting", {"transaction": 1, "by": "rules-engine"}, table.now + 3)
+    out = table.flow.on_command(CloseBetting(transaction=1, by="rules-engine"), table.now + 3)
     assert only(out, "round.betting_closed")["reason"] == "input"
     assert out.requests == [UNLOCK]
     with pytest.raises(InputRejected, match="betting is not open"):
-        table.flow.on_input("close_betting", {}, table.now)
+        table.flow.on_command(CloseBetting(), table.now)
     assert table.tick(20).events == []
 
 
@@ -173,9 +174,9 @@ def test_unknown_inputs_and_new_shoe_are_refused() -> None:
     table = Table()
     table.tick()
     with pytest.raises(InputRejected, match="no input 'players_done'"):
-        table.flow.on_input("players_done", {}, table.now)
+        table.flow.on_command(PlayersDone(), table.now)
     with pytest.raises(InputRejected, match="fresh deck"):
-        table.flow.on_input("new_shoe", {}, table.now)
+        table.flow.on_command(NewShoe(), table.now)
 
 
 # --- dealing and results ----------------------------------------------------------------------------------
@@ -476,8 +477,8 @@ def test_a_hand_entered_card_replaces_the_unread_one() -> None:
     assert only(out, "card.dealt")["manual"] is True
     (result,) = validated_results(out)
     assert result.first_andar_match is True and result.manual_cards == ["KD"]
-    with pytest.raises(InputRejected, match="needs the card code"):
-        table.flow.on_input("manual_card", {}, table.now)
+    with pytest.raises(CommandError, match="card"):
+        parse_command("commands", "manual_card", {}, by="panel")
 
 
 def test_a_hand_entered_card_needs_an_unread_card_even_the_game_card() -> None:

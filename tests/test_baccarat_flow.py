@@ -16,8 +16,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from controller.commands import CloseBetting, CommandError, ManualCard, NewShoe, parse_command
 from controller.flow import FlowOutput, InputRejected, Phase
 from controller.games.baccarat import BaccaratFlow, BaccaratResult, BaccaratSettings
+from controller.games.blackjack.flow import Hit
 from controller.testing import card_table
 from controller.testing.baccarat_reference import CARDS_PER_ROUND_MAX, ExpectedRound, expected_rounds
 from controller.testing.card_table import (
@@ -96,12 +98,12 @@ def test_betting_closes_on_the_tick_that_reaches_the_timer_and_unlocks_the_gate(
 def test_close_betting_input_closes_early_and_is_refused_when_betting_is_not_open() -> None:
     table = Table()
     table.tick()
-    out = table.flow.on_input("close_betting", {"transaction": 7, "by": "rules-engine"}, table.now + 2)
+    out = table.flow.on_command(CloseBetting(transaction=7, by="rules-engine"), table.now + 2)
     assert only(out, "round.betting_closed")["reason"] == "input"
     assert out.requests == [UNLOCK]
     assert table.tick(20).events == []
     with pytest.raises(InputRejected, match="betting is not open"):
-        table.flow.on_input("close_betting", {}, table.now)
+        table.flow.on_command(CloseBetting(), table.now)
 
 
 def test_pause_locks_the_gate_and_resume_unlocks_it_only_while_dealing() -> None:
@@ -118,8 +120,8 @@ def test_pause_locks_the_gate_and_resume_unlocks_it_only_while_dealing() -> None
 def test_unknown_inputs_are_refused() -> None:
     table = Table()
     table.tick()
-    with pytest.raises(InputRejected, match="no input 'spin'"):
-        table.flow.on_input("spin", {}, table.now)
+    with pytest.raises(InputRejected, match="no input 'hit'"):
+        table.flow.on_command(Hit(), table.now)
 
 
 # --- dealing and the third-card rules ---------------------------------------------------------------------
@@ -316,7 +318,7 @@ def test_cards_between_rounds_and_after_the_hand_are_held() -> None:
     )
     assert table.flow.composition.cards_dealt == 4
     with pytest.raises(InputRejected, match="no unread card is waiting"):
-        table.flow.on_input("manual_card", {"card": "6C"}, table.now)
+        table.flow.on_command(ManualCard(card="6C"), table.now)
     assert table.flow.composition.cards_dealt == 4
 
 
@@ -387,12 +389,12 @@ def test_manual_card_resolves_a_noread_and_is_checked_like_a_scan() -> None:
     table.deal("2S")
     table.noread("5")
     with pytest.raises(InputRejected, match="is not a card code"):
-        table.flow.on_input("manual_card", {"card": "XX"}, table.now)
+        table.flow.on_command(ManualCard(card="XX"), table.now)
     with pytest.raises(InputRejected, match="already came out"):
-        table.flow.on_input("manual_card", {"card": "2S"}, table.now)
-    with pytest.raises(InputRejected, match="needs the card code"):
-        table.flow.on_input("manual_card", {}, table.now)
-    out = table.flow.on_input("manual_card", {"card": "KD", "transaction": "t-1", "by": "panel"}, table.now)
+        table.flow.on_command(ManualCard(card="2S"), table.now)
+    with pytest.raises(CommandError, match="card"):
+        parse_command("commands", "manual_card", {}, by="panel")
+    out = table.flow.on_command(ManualCard(card="KD", transaction="t-1", by="panel"), table.now)
     dealt = only(out, "card.dealt")
     assert (dealt["card"], dealt["position"], dealt["index"], dealt["rescan"]) == ("KD", "banker", 0, False)
     assert dealt["manual"] is True
@@ -400,7 +402,7 @@ def test_manual_card_resolves_a_noread_and_is_checked_like_a_scan() -> None:
     assert table.flow.public_state()["awaiting_rescan"] is False
     # The no-read is settled: the next card comes from the shoe again, not from the keyboard.
     with pytest.raises(InputRejected, match="no unread card is waiting"):
-        table.flow.on_input("manual_card", {"card": "3H"}, table.now)
+        table.flow.on_command(ManualCard(card="3H"), table.now)
     out = table.card("3H")
     assert dealt_positions(out) == [("3H", "player", 1)]
     assert only(out, "card.dealt")["manual"] is False
@@ -412,7 +414,7 @@ def test_manual_card_is_refused_while_betting_is_open() -> None:
     # betting open: no card is expected, so no no-read can be pending either
     assert "betting is still open" in held(table.noread("1"))["reason"]
     with pytest.raises(InputRejected, match="no unread card is waiting"):
-        table.flow.on_input("manual_card", {"card": "3H"}, table.now)
+        table.flow.on_command(ManualCard(card="3H"), table.now)
     assert table.flow.composition.cards_dealt == 0
 
 
@@ -422,27 +424,27 @@ def test_manual_card_only_settles_a_pending_noread() -> None:
     # a card is expected, but the shoe reads it: nobody may choose it by hand
     assert table.flow.public_state()["next_position"] == "player"
     with pytest.raises(InputRejected) as refused:
-        table.flow.on_input("manual_card", {"card": "9H", "by": "panel"}, table.now)
+        table.flow.on_command(ManualCard(card="9H", by="panel"), table.now)
     assert str(refused.value) == (
         "no unread card is waiting: a card can be entered by hand only for a card the reader could not read"
     )
     assert table.flow.composition.cards_dealt == 0
     table.deal("2S")
     table.noread("7")
-    table.flow.on_input("manual_card", {"card": "3C"}, table.now)  # banker's first
+    table.flow.on_command(ManualCard(card="3C"), table.now)  # banker's first
     record = table.flow.export_state()
     assert record["manual_cards"] == ["3C"]
     table.flow = BaccaratFlow(TABLE, table.settings)  # a restart: the state record carries it over
     table.flow.restore_state(record)
     table.deal("4D")
     table.noread("8")
-    last = table.flow.on_input("manual_card", {"card": "5H"}, table.now)  # banker's second
+    last = table.flow.on_command(ManualCard(card="5H"), table.now)  # banker's second
     # player 2+4 = 6 against banker 3+5 = 8, a natural: the hand is over, and its result names both
     (result,) = validated_results(last)
     assert result.manual_cards == ["3C", "5H"]
     assert result.banker.cards == ["3C", "5H"] and result.winner == "banker"
     with pytest.raises(InputRejected, match="no unread card is waiting"):
-        table.flow.on_input("manual_card", {"card": "KD"}, table.now)
+        table.flow.on_command(ManualCard(card="KD"), table.now)
     assert table.flow.manual_cards == []  # the next round starts with none
 
 
@@ -500,14 +502,14 @@ def test_without_auto_new_shoe_the_table_waits_for_the_new_shoe_input() -> None:
     assert held(table.card("2H"))["reason"] == "the shoe is finished: load a new shoe"
     assert table.flow.public_state()["shoe_finished"] is True
 
-    out = table.flow.on_input("new_shoe", {"by": "panel"}, table.now)
+    out = table.flow.on_command(NewShoe(by="panel"), table.now)
     assert event_types(out) == ["shoe.started"]
     assert only(out, "shoe.started") == {"shoe_id": "bac1-shoe0002", "decks": 1}
     assert table.flow.prompt == "New shoe loaded — wait for betting to open"
     opened = only(table.tick(), "round.opened")
     assert opened["round_number_in_shoe"] == 1 and opened["last_round_of_shoe"] is False
     with pytest.raises(InputRejected, match="only between rounds"):
-        table.flow.on_input("new_shoe", {}, table.now)
+        table.flow.on_command(NewShoe(), table.now)
     table.tick(15)
     # The 4S is back in the new one-deck shoe.
     assert dealt_positions(table.deal("4S")) == [("4S", "player", 0)]
@@ -771,7 +773,7 @@ class ShoeRun:
             if self.rng.random() < 0.5:
                 out.extend(self.table.card(code, rescan_of=ref))
             else:
-                out.extend(self.table.flow.on_input("manual_card", {"card": code}, self.table.now))
+                out.extend(self.table.flow.on_command(ManualCard(card=code), self.table.now))
         dealt = [e for e in out.events if e.type == "card.dealt"]
         assert len(dealt) == 1 and dealt[0].data["card"] == code, event_types(out)
         assert dealt[0].data["manual"] == ("manual_card" in dealt[0].data["raw"])
@@ -872,4 +874,4 @@ def test_whole_shoes_match_the_reference_model(
         assert table.flow.shoe_id == f"{TABLE}-shoe{shoe_number:04d}"
         if not auto_new_shoe:
             assert table.tick(60).events == []
-            table.flow.on_input("new_shoe", {}, table.now)
+            table.flow.on_command(NewShoe(), table.now)

@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from controller.cards import full_deck
+from controller.commands import PlayersDone
 from controller.flow import FlowOutput, InputRejected
 from controller.games.andar_bahar import AndarBaharFlow, AndarBaharSettings
 from controller.games.baccarat import BaccaratFlow, BaccaratSettings
@@ -178,7 +179,7 @@ def test_stud_positions_go_round_the_hands_then_to_the_dealer() -> None:
     table.deal(next(codes))  # the dealer's up card: the players decide, no card is wanted
     assert [len(place["cards"]) for place in table.positions()] == [5, 5, 5, 1]
     assert not any(place["next"] for place in table.positions())
-    table.flow.on_input("players_done", {}, table.now)
+    table.flow.on_command(PlayersDone(), table.now)
     assert [place["next"] for place in table.positions()] == [False, False, False, True]
 
 
@@ -234,7 +235,7 @@ def test_positions_always_agree_with_next_position_and_the_cards_out(
                 if kind == "void":
                     table.flow.void_round(table.now, "test", "supervisor")
                 else:
-                    table.flow.on_input("players_done", {}, table.now)
+                    table.flow.on_command(PlayersDone(), table.now)
             except InputRejected:
                 pass
         view = table.positions()

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from controller.commands import Resume
+from controller.commands import NewShoe, Resume, Shuffle
 from controller.config import ConfigError
 from controller.flow import FlowOutput, GameFlow, InputRejected
 from controller.games import GAMES
@@ -129,7 +129,7 @@ def test_a_shoe_game_shuffles_its_decks_only_when_the_shoe_is_finished() -> None
     assert event_types(table.tick(1.0)) == ["round.opened"]  # mid-shoe: no shuffle
     assert "round.result" in event_types(play_round(cut_card=True))
     with pytest.raises(InputRejected, match="shuffler has not finished"):
-        table.flow.on_input("new_shoe", {}, table.now + 0.5)
+        table.flow.on_command(NewShoe(), table.now + 0.5)
     asked = table.tick(1.0)
     assert only(asked, "shuffle.started")["reason"] == "shoe finished"
     assert event_types(table.shuffle_done()) == ["shuffle.done", "shoe.started", "round.opened"]
@@ -139,7 +139,7 @@ def test_without_a_shuffler_nothing_waits() -> None:
     table = Table(AndarBaharFlow("ab1", AndarBaharSettings()))
     assert table.tick().requests == [UNLOCK]
     with pytest.raises(InputRejected, match="no shuffle is awaited"):
-        table.flow.on_input("shuffle", {}, table.now)
+        table.flow.on_command(Shuffle(), table.now)
 
 
 # --- failed, foreign and lost shuffles ----------------------------------------------------------------
@@ -199,7 +199,7 @@ def test_a_shuffle_that_never_finishes_can_be_asked_for_again() -> None:
     table = andar_bahar()
     table.tick()
     first = table.awaited_shuffle()
-    again = table.flow.on_input("shuffle", {}, table.now + 30)
+    again = table.flow.on_command(Shuffle(), table.now + 30)
     assert only(again, "shuffle.started")["reason"] == "again"
     second = table.awaited_shuffle()
     # whichever of the two the shuffler finishes, the round may open

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from controller.commands import CommandError, parse_command
+from controller.commands import CommandError, ConfirmManualCard, ManualCard, parse_command
 from controller.config import ConfigError
 from controller.flow import InputRejected
 from controller.games.baccarat import BaccaratFlow, BaccaratSettings
@@ -95,7 +95,7 @@ def test_a_supervisor_confirms_the_dealers_hand_entry_and_both_are_on_record(tmp
         core.on_command(command("manual_card", {"card": "8C"}, "dealer:d1"), now)
     for identity in ("dealer:d1", "dealer:d2", "panel"):
         with pytest.raises(InputRejected, match="only a supervisor"):
-            core.flow.on_input("confirm_manual_card", {"card": "7D", "by": identity}, now)
+            core.flow.on_command(ConfirmManualCard(card="7D", by=identity), now)
     with pytest.raises(CommandError, match="unknown input 'confirm_manual_card'"):
         parse_command("inputs", "confirm_manual_card", {"card": "7D"}, by="rules-engine")
     assert "confirm_manual_card" not in DEALER_ACTIONS["commands"]
@@ -286,14 +286,14 @@ def test_a_face_down_card_entered_by_hand_is_named_nowhere_and_its_reveal_names_
     table.open_round()
     table.deal("9S", "7H", "5D")  # the next card is the dealer's, face down
     table.noread("n1")
-    entry = table.flow.on_input("manual_card", {"card": "KC", "by": "dealer:d1"}, table.now)
+    entry = table.flow.on_command(ManualCard(card="KC", by="dealer:d1"), table.now)
     (pending,) = [e.data for e in entry.events if e.type == "card.manual_pending"]
     assert pending["card"] is None and "KC" not in json.dumps(pending)
     assert table.flow.manual_card_pending()["card"] is None
     with pytest.raises(InputRejected) as wrong:
-        table.flow.on_input("confirm_manual_card", {"card": "QC", "by": "desk-2"}, table.now)
+        table.flow.on_command(ConfirmManualCard(card="QC", by="desk-2"), table.now)
     assert "KC" not in str(wrong.value)
-    out = table.flow.on_input("confirm_manual_card", {"card": "KC", "by": "desk-2"}, table.now)
+    out = table.flow.on_command(ConfirmManualCard(card="KC", by="desk-2"), table.now)
     assert [e.type for e in out.events if e.type.startswith("card.")] == ["card.face_down"]
     assert "KC" not in json.dumps([e.data for e in out.events])
     revealed = table.send("stand", seat=1)

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from controller.commands import CloseBetting, PlayersDone
 from controller.events import RawRejected, RoundVoided
 from controller.flow import DeviceRequest, FlowOutput, InputRejected, Phase
 from controller.games.roulette import RouletteFlow, RouletteResult, RouletteSettings, pocket
@@ -248,14 +249,14 @@ def test_dealer_closes_betting_early_by_input() -> None:
     flow = make_flow(user_start=False)
     feed(flow, game_started(T0))
 
-    out = flow.on_input("close_betting", {}, T0 + 5)
+    out = flow.on_command(CloseBetting(), T0 + 5)
     assert types(out) == ["round.betting_closed"]
     assert out.events[0].data == {"round_id": "rou-1-0000001", "reason": "dealer"}
     assert flow.prompt == "No more bets"
     assert flow.rounds.phase == Phase.BETTING_CLOSED and not flow.rounds.started
 
     with pytest.raises(InputRejected, match="betting is not open"):
-        flow.on_input("close_betting", {}, T0 + 6)
+        flow.on_command(CloseBetting(), T0 + 6)
 
     # the wheel's own "no more bets" later closes nothing twice
     out = feed(flow, ball_launched(T0 + 10), no_more_bets(T0 + 18))
@@ -269,7 +270,7 @@ def test_dealer_closes_betting_early_by_input() -> None:
 def test_dealer_closes_betting_after_the_launch_puts_the_round_in_play() -> None:
     flow = make_flow(user_start=False)
     feed(flow, game_started(T0), ball_launched(T0 + 10))
-    out = flow.on_input("close_betting", {"by": "panel"}, T0 + 12)
+    out = flow.on_command(CloseBetting(by="panel"), T0 + 12)
     assert only(out, "round.betting_closed")["reason"] == "dealer"
     assert flow.rounds.phase == Phase.IN_PLAY
 
@@ -277,10 +278,10 @@ def test_dealer_closes_betting_after_the_launch_puts_the_round_in_play() -> None
 def test_close_betting_input_is_rejected_without_a_round_and_unknown_inputs_are_rejected() -> None:
     flow = make_flow(user_start=False)
     with pytest.raises(InputRejected, match="betting is not open"):
-        flow.on_input("close_betting", {}, T0)
+        flow.on_command(CloseBetting(), T0)
     feed(flow, game_started(T0))
     with pytest.raises(InputRejected, match="no input 'players_done'"):
-        flow.on_input("players_done", {}, T0)
+        flow.on_command(PlayersDone(), T0)
     assert flow.rounds.phase == Phase.BETTING_OPEN
 
 
@@ -546,7 +547,7 @@ def test_dealer_closing_betting_before_the_launch_asks_the_wheel_to_launch_at_on
     flow = make_flow()
     feed(flow, game_started(T0))
     assert flow.on_tick(T0 + 2) == FlowOutput()
-    out = flow.on_input("close_betting", {}, T0 + 3)
+    out = flow.on_command(CloseBetting(), T0 + 3)
     assert types(out) == ["round.betting_closed"]
     assert flow.on_tick(T0 + 3).requests == [start_request("clockwise")]
     assert ticks(flow, T0 + 3.5, T0 + 13) == FlowOutput()
@@ -561,7 +562,7 @@ def test_dealer_closing_betting_after_the_launch_asks_nothing() -> None:
     feed(flow, game_started(T0))
     assert flow.on_tick(T0 + 15).requests == [start_request("clockwise")]
     feed(flow, ball_launched(T0 + 17))
-    flow.on_input("close_betting", {}, T0 + 18)
+    flow.on_command(CloseBetting(), T0 + 18)
     assert ticks(flow, T0 + 18, T0 + 40) == FlowOutput()
 
 

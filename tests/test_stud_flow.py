@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from controller.cards import Card
-from controller.commands import CommandError, parse_command
+from controller.commands import CloseBetting, CommandError, ManualCard, NewShoe, PlayersDone, parse_command
 from controller.flow import FlowOutput, InputRejected
 from controller.games import make_flow
 from controller.games.stud import StudFlow, StudResult, StudSettings
@@ -68,10 +68,10 @@ class Table(DrivesCardFlow):
         self.flow = StudFlow(TABLE, self.settings)
 
     def manual(self, code: str) -> FlowOutput:
-        return self.flow.on_input("manual_card", {"card": code}, self.now)
+        return self.flow.on_command(ManualCard(card=code), self.now)
 
     def players_done(self) -> FlowOutput:
-        return self.flow.on_input("players_done", {"by": "rules-engine", "transaction": "t1"}, self.now)
+        return self.flow.on_command(PlayersDone(by="rules-engine", transaction="t1"), self.now)
 
 
 def round_robin(hands: list[list[str]]) -> list[str]:
@@ -449,12 +449,12 @@ def test_a_tie_with_the_dealer() -> None:
 def test_close_betting_input_and_unknown_inputs() -> None:
     table = Table()
     table.tick()
-    out = table.flow.on_input("close_betting", {}, table.now)
+    out = table.flow.on_command(CloseBetting(), table.now)
     assert only(out, "round.betting_closed")["reason"] == "input"
     with pytest.raises(InputRejected, match="betting is not open"):
-        table.flow.on_input("close_betting", {}, table.now)
+        table.flow.on_command(CloseBetting(), table.now)
     with pytest.raises(InputRejected, match="no input 'new_shoe'"):
-        table.flow.on_input("new_shoe", {}, table.now)
+        table.flow.on_command(NewShoe(), table.now)
 
 
 # --- cards out of procedure ------------------------------------------------------------------------------

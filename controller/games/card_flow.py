@@ -58,7 +58,15 @@ from typing import Any, ClassVar, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from controller.cards import Card, CardCode, InvalidCard, ShoeComposition, ShoeExhausted
-from controller.command_base import DEALER_PREFIX, PANEL_IDENTITY
+from controller.command_base import (
+    DEALER_PREFIX,
+    PANEL_IDENTITY,
+    Command,
+    ConfirmManualCard,
+    ManualCard,
+    RefuseManualCard,
+    Shuffle,
+)
 from controller.events import (
     CardDealt,
     CardRejected,
@@ -73,7 +81,7 @@ from controller.events import (
     iso_ms,
     make_event,
 )
-from controller.flow import SECRET, DeviceRequest, FlowOutput, FlowRecord, GameFlow, InputRejected
+from controller.flow import SECRET, DeviceRequest, FlowOutput, FlowRecord, GameFlow, Handler, InputRejected
 from drivers.readings import CardSeen, CardUnread, CutCardSeen, Reading, ShuffleDone, ShuffleFailed
 from drivers.session import DeviceCommand
 
@@ -504,13 +512,11 @@ class CardFlow(GameFlow):
 
     # -- the dealer's hand-entered card ----------------------------------------------------------------------
 
-    def _manual_card(self, payload: dict[str, Any], now: float) -> FlowOutput:
+    def _manual_card(self, command: ManualCard, now: float) -> FlowOutput:
         """Input `manual_card`: the card the reader could not read, typed in. It settles the pending unread
         card and nothing else: a card the shoe can read is never chosen by hand. With a supervisor's
         confirmation required, it is only held for it (`card.manual_pending`)."""
-        code = payload.get("card")
-        if not isinstance(code, str):
-            raise InputRejected('manual_card needs the card code, e.g. {"card": "TD"}')
+        code = command.card
         if self.unread_ref is None:
             raise InputRejected(MANUAL_CARD_REFUSAL)
         checked = self._check_card(code)
@@ -524,7 +530,7 @@ class CardFlow(GameFlow):
             raise InputRejected(
                 "a card entered by hand already waits for a supervisor: it must be confirmed or refused first"
             )
-        by = str(payload.get("by", ""))
+        by = command.by
         secret = self._holds_secret()
         pending = PendingManualCard(card=checked, entered_by=by, ref=self.unread_ref, secret=secret)
         self.manual_pending = pending
@@ -563,33 +569,30 @@ class CardFlow(GameFlow):
                 break
         return out
 
-    def on_input(self, name: str, payload: dict[str, Any], now: float) -> FlowOutput:
+    def handlers(self) -> dict[type[Command], Handler]:
         # A supervisor's decision on a hand-entered card is every card game's (only registered as commands:
         # an input of that name is unknown before it gets here).
-        if name == "confirm_manual_card":
-            out = self._confirm_manual_card(payload, now)
-        elif name == "refuse_manual_card":
-            out = self._refuse_manual_card(payload, now)
-        else:
-            return super().on_input(name, payload, now)
-        self._manual_card_decided(out)
-        return out
+        return {
+            **super().handlers(),
+            ConfirmManualCard: self._confirm_manual_card,
+            RefuseManualCard: self._refuse_manual_card,
+        }
 
     def _manual_card_decided(self, out: FlowOutput) -> None:
         """Hook: a supervisor confirmed or refused a hand-entered card (e.g. set the shoe's gate)."""
 
-    def _pending_for_supervisor(self, payload: dict[str, Any], verb: str) -> tuple[PendingManualCard, str]:
-        by = str(payload.get("by", ""))
+    def _pending_for_supervisor(self, by: str, verb: str) -> PendingManualCard:
         if by == PANEL_IDENTITY or by.startswith(DEALER_PREFIX):
             raise InputRejected(f"only a supervisor can {verb} a card entered by hand, not the panel")
         pending = self.manual_pending
         if pending is None:
             raise InputRejected("no card entered by hand waits for a supervisor")
-        return pending, by
+        return pending
 
-    def _confirm_manual_card(self, payload: dict[str, Any], now: float) -> FlowOutput:
+    def _confirm_manual_card(self, command: ConfirmManualCard, now: float) -> FlowOutput:
         """Command `confirm_manual_card`: deal the pending hand-entered card, if `card` names it."""
-        pending, by = self._pending_for_supervisor(payload, "confirm")
+        by = command.by
+        pending = self._pending_for_supervisor(by, "confirm")
         if by == pending.entered_by:
             raise InputRejected("the card must be confirmed by someone other than whoever entered it")
         if pending.wrong >= MAX_WRONG_CONFIRMATIONS:
@@ -597,7 +600,7 @@ class CardFlow(GameFlow):
                 f"{pending.wrong} confirmations named another card: refuse this entry (refuse_manual_card) "
                 "and have the dealer enter the card again"
             )
-        if payload.get("card") != pending.card.code:
+        if command.card != pending.card.code:
             # counted on the pending entry, not journaled: a refused command changes nothing on record
             self.manual_pending = PendingManualCard(
                 pending.card, pending.entered_by, pending.ref, pending.secret, pending.wrong + 1
@@ -606,12 +609,15 @@ class CardFlow(GameFlow):
         self.manual_pending = None
         identities = {"entered_by": pending.entered_by, "confirmed_by": by}
         line = f"manual_card {pending.card.code} {json.dumps(identities, sort_keys=True)}"
-        return self._deal_manual(pending.card, now, line, **identities)
+        out = self._deal_manual(pending.card, now, line, **identities)
+        self._manual_card_decided(out)
+        return out
 
-    def _refuse_manual_card(self, payload: dict[str, Any], now: float) -> FlowOutput:
+    def _refuse_manual_card(self, command: RefuseManualCard, now: float) -> FlowOutput:
         """Command `refuse_manual_card`: drop the pending hand-entered card; the unread card still waits."""
-        pending, by = self._pending_for_supervisor(payload, "refuse")
-        card = payload.get("card")
+        by = command.by
+        pending = self._pending_for_supervisor(by, "refuse")
+        card = command.card
         if card is not None and card != pending.card.code:
             raise InputRejected("that is not the card entered by hand: nothing was refused")
         self.manual_pending = None
@@ -624,9 +630,10 @@ class CardFlow(GameFlow):
             card=None if pending.secret else pending.card.code,
             entered_by=pending.entered_by,
             by=by,
-            reason=str(payload.get("reason", "refused by the supervisor")),
+            reason=command.reason,
         )
         out.emit("card.manual_refused", refused, now)
+        self._manual_card_decided(out)
         return out
 
     def manual_card_pending(self) -> dict[str, Any] | None:
@@ -746,7 +753,7 @@ class CardFlow(GameFlow):
             )
         return out
 
-    def _shuffle_input(self, payload: dict[str, Any], now: float) -> FlowOutput:
+    def _shuffle_input(self, command: Shuffle, now: float) -> FlowOutput:
         """Input `shuffle`: ask the shuffler again, e.g. for a shuffle that never finished."""
         if not self.waiting_for_shuffle or not self.shuffle.round_waits:
             raise InputRejected("no shuffle is awaited now: the table asks for one when a round is due")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from controller.command_base import NewShoe
 from controller.events import CutCardSeen as CutCardEvent
 from controller.events import ShoeStarted
 from controller.flow import FlowOutput, InputRejected
@@ -66,7 +67,7 @@ class ShoeFlow(CardFlow):
                 self.prompt = "Cut card out — the next round is the last of this shoe"
         out.emit("shoe.cut_card", CutCardEvent(round_id=self.rounds.round_id, shoe_id=self.shoe_id), now)
 
-    def _new_shoe_input(self, payload: dict[str, Any], now: float) -> FlowOutput:
+    def _new_shoe_input(self, command: NewShoe, now: float) -> FlowOutput:
         if self.rounds.in_round:
             raise InputRejected(
                 "a new shoe can be loaded only between rounds: "

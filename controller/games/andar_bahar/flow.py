@@ -25,8 +25,9 @@ from typing import Any, ClassVar, Literal, get_args
 from pydantic import Field
 
 from controller.cards import Card, CardCode
+from controller.command_base import Command, ManualCard, NewShoe, Shuffle
 from controller.events import CardDealt
-from controller.flow import FlowOutput, FlowRecord, InputRejected, Phase
+from controller.flow import FlowOutput, FlowRecord, Handler, Phase
 from controller.games.andar_bahar.events import AndarBaharBucket, AndarBaharResult
 from controller.games.card_flow import CardFlow, CardFlowRecord, CardGameSettings, position_view
 from drivers.readings import CutCardSeen
@@ -144,7 +145,6 @@ class AndarBaharFlow(CardFlow):
     game = "andar_bahar"
     result_model = AndarBaharResult
     record_model: ClassVar[type[FlowRecord]] = AndarBaharRecord
-    inputs: ClassVar[dict[str, str]] = {"manual_card": "_manual_card", "shuffle": "_shuffle_input"}
     settings: AndarBaharSettings
 
     def __init__(self, table_id: str, settings: AndarBaharSettings) -> None:
@@ -179,10 +179,13 @@ class AndarBaharFlow(CardFlow):
 
     # -- inputs ----------------------------------------------------------------------------------------
 
-    def on_input(self, name: str, payload: dict[str, Any], now: float) -> FlowOutput:
-        if name == "new_shoe":
-            raise InputRejected("andar_bahar takes no new_shoe: every round starts from a fresh deck")
-        return super().on_input(name, payload, now)
+    def handlers(self) -> dict[type[Command], Handler]:
+        return {ManualCard: self._manual_card, Shuffle: self._shuffle_input, **super().handlers()}
+
+    def refusal_of(self, command: Command, handlers: dict[type[Command], Handler]) -> str:
+        if isinstance(command, NewShoe):
+            return "andar_bahar takes no new_shoe: every round starts from a fresh deck"
+        return super().refusal_of(command, handlers)
 
     # -- interruptions -----------------------------------------------------------------------------------
 

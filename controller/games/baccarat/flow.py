@@ -17,7 +17,8 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field
 
 from controller.cards import Card, CardCode
-from controller.flow import FlowOutput, FlowRecord, Phase
+from controller.command_base import Command, ManualCard, NewShoe, Shuffle
+from controller.flow import FlowOutput, FlowRecord, Handler, Phase
 from controller.games.baccarat.events import BaccaratHand, BaccaratResult
 from controller.games.card_flow import CardGameSettings, position_view
 from controller.games.shoe_flow import ShoeFlow, ShoeRecord
@@ -110,11 +111,6 @@ class BaccaratFlow(ShoeFlow):
     game = "baccarat"
     result_model = BaccaratResult
     record_model: ClassVar[type[FlowRecord]] = BaccaratRecord
-    inputs: ClassVar[dict[str, str]] = {
-        "manual_card": "_manual_card",
-        "new_shoe": "_new_shoe_input",
-        "shuffle": "_shuffle_input",
-    }
     settings: BaccaratSettings
 
     def __init__(self, table_id: str, settings: BaccaratSettings) -> None:
@@ -152,6 +148,14 @@ class BaccaratFlow(ShoeFlow):
         return out
 
     # -- inputs ----------------------------------------------------------------------------------------
+
+    def handlers(self) -> dict[type[Command], Handler]:
+        return {
+            ManualCard: self._manual_card,
+            NewShoe: self._new_shoe_input,
+            Shuffle: self._shuffle_input,
+            **super().handlers(),
+        }
 
     # -- interruptions -----------------------------------------------------------------------------------
 

@@ -45,9 +45,9 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from controller.cards import Card, CardCode
-from controller.command_base import Command
+from controller.command_base import Command, ManualCard, NewShoe
 from controller.events import CardDealt, CardRejected, iso_ms
-from controller.flow import SECRET, FlowOutput, FlowRecord, InputRejected, Phase
+from controller.flow import SECRET, FlowOutput, FlowRecord, Handler, InputRejected, Phase
 from controller.games.blackjack.events import (
     BlackjackDealer,
     BlackjackDecisionMade,
@@ -308,12 +308,6 @@ class BlackjackTable(ShoeFlow):
             return
         super()._reject(out, now, code, raw, reason)
 
-    def _manual_card_input(self, payload: dict[str, Any], now: float) -> FlowOutput:
-        """`manual_card` (its refusal never names a card while one is face down: `CardFlow._manual_card`)."""
-        out = self._manual_card(payload, now)
-        self._sync_gate(out)
-        return out
-
     def _manual_card_decided(self, out: FlowOutput) -> None:
         # a confirmed card may be the one the game waited for: the gate follows what is expected now
         self._sync_gate(out)
@@ -345,8 +339,12 @@ class BlackjackTable(ShoeFlow):
         self._sync_gate(out)
         return out
 
-    def on_input(self, name: str, payload: dict[str, Any], now: float) -> FlowOutput:
-        out = super().on_input(name, payload, now)
+    def handlers(self) -> dict[type[Command], Handler]:
+        # `manual_card`'s refusal never names a card while one is face down (`CardFlow._manual_card`)
+        return {ManualCard: self._manual_card, **super().handlers()}
+
+    def on_command(self, command: Command, now: float) -> FlowOutput:
+        out = super().on_command(command, now)
         self._sync_gate(out)
         return out
 
@@ -679,15 +677,11 @@ class BoxedBlackjackFlow(BlackjackTable):
     rules: ClassVar[HouseRules]
     record_model: ClassVar[type[FlowRecord]] = BoxedBlackjackRecord
     result_model: ClassVar[type[BoxedBlackjackResult]]
-    inputs: ClassVar[dict[str, str]] = {
-        "manual_card": "_manual_card_input",
-        "hit": "_hit",
-        "stand": "_stand",
-        "double": "_double",
-        "split": "_split",
-        "surrender": "_surrender",
-        "insurance": "_insurance",
-    }
+
+    def handlers(self) -> dict[type[Command], Handler]:
+        decides = self._player_decides
+        own: dict[type[Command], Handler] = {Hit: decides, Stand: decides, Double: decides, Split: decides, Surrender: decides}
+        return {**super().handlers(), **own, Insurance: self._insurance}
 
     def __init__(self, table_id: str, settings: Any) -> None:
         super().__init__(table_id, settings, decks=settings.decks)
@@ -918,8 +912,8 @@ class BoxedBlackjackFlow(BlackjackTable):
             return "split only two cards of the same rank (not, say, a king and a ten)"
         return f"{action} is not allowed now"
 
-    def _playing_hand(self, payload: dict[str, Any], action: str) -> BoxHand:
-        seat, number = int(payload.get("seat", 1)), int(payload.get("hand", 1))
+    def _playing_hand(self, decision: HandDecision, action: str) -> BoxHand:
+        seat, number = decision.seat, decision.hand
         if self.stage == "insurance":
             raise InputRejected(f"insurance is offered now: {action} comes after the insurance decisions")
         if not self.rounds.in_round or self.stage != "turns" or self.turn is None:
@@ -943,23 +937,13 @@ class BoxedBlackjackFlow(BlackjackTable):
             "dealer": "the dealer is completing the hand",
         }.get(self.stage, self.stage)
 
-    def _hit(self, payload: dict[str, Any], now: float) -> FlowOutput:
-        return self._decide(self._playing_hand(payload, "hit"), "hit", "player", now)
+    def _player_decides(self, decision: HandDecision, now: float) -> FlowOutput:
+        """A player's decision for the hand playing now (`hit`, `stand`, `double`, `split`, `surrender`)."""
+        action = decision.wire_name()
+        return self._decide(self._playing_hand(decision, action), action, "player", now)
 
-    def _stand(self, payload: dict[str, Any], now: float) -> FlowOutput:
-        return self._decide(self._playing_hand(payload, "stand"), "stand", "player", now)
-
-    def _double(self, payload: dict[str, Any], now: float) -> FlowOutput:
-        return self._decide(self._playing_hand(payload, "double"), "double", "player", now)
-
-    def _split(self, payload: dict[str, Any], now: float) -> FlowOutput:
-        return self._decide(self._playing_hand(payload, "split"), "split", "player", now)
-
-    def _surrender(self, payload: dict[str, Any], now: float) -> FlowOutput:
-        return self._decide(self._playing_hand(payload, "surrender"), "surrender", "player", now)
-
-    def _insurance(self, payload: dict[str, Any], now: float) -> FlowOutput:
-        seat, take = int(payload.get("seat", 1)), bool(payload.get("take", True))
+    def _insurance(self, command: Insurance, now: float) -> FlowOutput:
+        seat, take = command.seat, command.take
         if self.stage != "insurance" or not self.rounds.in_round:
             if self.rounds.in_round and self.dealer and not is_ace(self.up_card):
                 raise InputRejected("insurance only when the dealer's card is an ace")
@@ -1164,22 +1148,20 @@ class LiveBlackjackFlow(BoxedBlackjackFlow):
         insurance_with_blackjack=True,
         policy="basic_strategy_h17",
     )
-    inputs: ClassVar[dict[str, str]] = {
-        **BoxedBlackjackFlow.inputs,
-        "new_shoe": "_new_shoe_input",
-        "seated": "_seated",
-    }
     settings: LiveBlackjackSettings
 
     def __init__(self, table_id: str, settings: LiveBlackjackSettings) -> None:
         super().__init__(table_id, settings)
 
-    def _seated(self, payload: dict[str, Any], now: float) -> FlowOutput:
+    def handlers(self) -> dict[type[Command], Handler]:
+        return {**super().handlers(), NewShoe: self._new_shoe_input, Seated: self._seated}
+
+    def _seated(self, command: Seated, now: float) -> FlowOutput:
         """Deal only the boxes with a bet (docs/games/blackjack.md: one card to each seated box), said while
         betting is open."""
         if not self.rounds.in_round or self.rounds.phase != Phase.BETTING_OPEN:
             raise InputRejected("seated: the boxes are said while betting is open, before the first card")
-        seats = sorted(set(payload["seats"]))
+        seats = sorted(set(command.seats))
         unknown = [seat for seat in seats if seat not in self.seats]
         if unknown:
             raise InputRejected(

@@ -29,8 +29,8 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from controller.cards import Card, CardCode
-from controller.command_base import Command
-from controller.flow import SECRET, FlowOutput, FlowRecord, InputRejected
+from controller.command_base import Command, NewShoe, PlayersDone
+from controller.flow import SECRET, FlowOutput, FlowRecord, Handler, InputRejected
 from controller.games.blackjack.flow import (
     DECISION,
     INSURANCE,
@@ -90,13 +90,6 @@ class InfiniteBlackjackFlow(BlackjackTable):
     result_model = InfiniteBlackjackResult
     record_model: ClassVar[type[FlowRecord]] = InfiniteBlackjackRecord
     dealer_hits_soft_17: ClassVar[bool] = False
-    inputs: ClassVar[dict[str, str]] = {
-        "manual_card": "_manual_card_input",
-        "deal_card": "_deal_card",
-        "players_done": "_players_done",
-        "burn_done": "_burn_done",
-        "new_shoe": "_new_shoe_input",
-    }
     settings: InfiniteBlackjackSettings
 
     def __init__(self, table_id: str, settings: InfiniteBlackjackSettings) -> None:
@@ -106,6 +99,10 @@ class InfiniteBlackjackFlow(BlackjackTable):
         self.burn_to: int | None = None
         self.burned = 0
         self.burned_cards: list[Card] = []
+
+    def handlers(self) -> dict[type[Command], Handler]:
+        own: dict[type[Command], Handler] = {DealCard: self._deal_card, PlayersDone: self._players_done, BurnDone: self._burn_done}
+        return {**super().handlers(), **own, NewShoe: self._new_shoe_input}
 
     # -- the shoe and its burn ------------------------------------------------------------------------------
 
@@ -187,7 +184,7 @@ class InfiniteBlackjackFlow(BlackjackTable):
         self.prompt = "Burn complete — wait for betting to open"
         self.rounds.set_timer(NEXT_ROUND, now)
 
-    def _burn_done(self, payload: dict[str, Any], now: float) -> FlowOutput:
+    def _burn_done(self, command: BurnDone, now: float) -> FlowOutput:
         if self.stage != "burn":
             raise InputRejected("no burn is in progress")
         if self.burn_shown is None:
@@ -308,13 +305,13 @@ class InfiniteBlackjackFlow(BlackjackTable):
             "dealer": "the dealer is completing the hand",
         }.get(self.stage, self.stage)
 
-    def _deal_card(self, payload: dict[str, Any], now: float) -> FlowOutput:
+    def _deal_card(self, command: DealCard, now: float) -> FlowOutput:
         self._deciding("deal_card")
         out = FlowOutput()
         self._more_cards(now, out, by="player")
         return out
 
-    def _players_done(self, payload: dict[str, Any], now: float) -> FlowOutput:
+    def _players_done(self, command: PlayersDone, now: float) -> FlowOutput:
         out = FlowOutput()
         if self.rounds.in_round and self.stage == "insurance":
             self._end_insurance(now, out)

@@ -56,7 +56,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from controller.command_base import Command
 from controller.events import RawRejected, iso_ms
-from controller.flow import DeviceRequest, FlowOutput, FlowRecord, GameFlow, InputRejected, Phase
+from controller.flow import DeviceRequest, FlowOutput, FlowRecord, GameFlow, Handler, InputRejected, Phase
 from controller.games.sicbo.events import ShakeReading, SicBoResult
 from controller.lifecycle import Move, Refused
 from drivers.readings import DiceAtRest, DiceRead, Reading
@@ -160,8 +160,7 @@ class SicBoFlow(GameFlow):
     game = "sicbo"
     result_model = SicBoResult
     record_model: ClassVar[type[FlowRecord]] = SicBoRecord
-    inputs: ClassVar[dict[str, str]] = {"manual_dice": "_manual_dice"}
-    commands_while_paused: ClassVar[frozenset[str]] = frozenset({"manual_dice"})
+    commands_while_paused: ClassVar[frozenset[type[Command]]] = frozenset({ManualDice})
     close_betting_input_reason: ClassVar[str] = "dealer"
     settings: SicBoSettings
 
@@ -294,21 +293,20 @@ class SicBoFlow(GameFlow):
 
     # -- inputs --------------------------------------------------------------------------------------------
 
-    def _manual_dice(self, payload: dict[str, Any], now: float) -> FlowOutput:
+    def handlers(self) -> dict[type[Command], Handler]:
+        return {ManualDice: self._manual_dice, **super().handlers()}
+
+    def _manual_dice(self, command: ManualDice, now: float) -> FlowOutput:
         if self.stage != "supervisor":
             raise InputRejected(
                 "dice are entered by hand only when the round waits for a supervisor (the reader refused "
                 f"them {self.settings.max_reshakes + 1} times); {self._waiting_for()}"
             )
-        round_id = payload.get("round_id")
+        round_id = command.round_id
         if round_id is not None and round_id != self.rounds.round_id:
             raise InputRejected(f"round {round_id} is not the current round ({self.rounds.round_id})")
-        values = payload.get("dice")
-        if not isinstance(values, list) or len(values) != DICE:
-            raise InputRejected('manual_dice needs the three values, e.g. {"dice": [2, 5, 5]}')
-        by = str(payload.get("by") or "supervisor")
         out = FlowOutput()
-        self._finish(now, out, [int(v) for v in values], source="manual", entered_by=by)
+        self._finish(now, out, list(command.dice), source="manual", entered_by=command.by)
         return out
 
     # -- internals -----------------------------------------------------------------------------------------

@@ -26,8 +26,9 @@ from typing import Any, ClassVar, Literal, get_args
 from pydantic import Field
 
 from controller.cards import Card, CardCode
+from controller.command_base import Command, ManualCard, PlayersDone, Shuffle
 from controller.events import iso_ms
-from controller.flow import FlowOutput, FlowRecord, InputRejected, Phase
+from controller.flow import FlowOutput, FlowRecord, Handler, InputRejected, Phase
 from controller.games.card_flow import CardFlow, CardFlowRecord, CardGameSettings, position_view
 from controller.games.stud.events import PokerCategory, StudHand, StudResult
 from drivers.readings import CutCardSeen
@@ -184,11 +185,6 @@ class StudFlow(CardFlow):
     game = "stud"
     result_model = StudResult
     record_model: ClassVar[type[FlowRecord]] = StudRecord
-    inputs: ClassVar[dict[str, str]] = {
-        "manual_card": "_manual_card",
-        "players_done": "_players_done",
-        "shuffle": "_shuffle_input",
-    }
     settings: StudSettings
 
     def __init__(self, table_id: str, settings: StudSettings) -> None:
@@ -224,7 +220,15 @@ class StudFlow(CardFlow):
 
     # -- inputs ----------------------------------------------------------------------------------------
 
-    def _players_done(self, payload: dict[str, Any], now: float) -> FlowOutput:
+    def handlers(self) -> dict[type[Command], Handler]:
+        return {
+            ManualCard: self._manual_card,
+            PlayersDone: self._players_done,
+            Shuffle: self._shuffle_input,
+            **super().handlers(),
+        }
+
+    def _players_done(self, command: PlayersDone, now: float) -> FlowOutput:
         if self.stage() != "deciding":
             raise InputRejected(
                 "the players are not deciding now: they decide once every hand has its five cards "
