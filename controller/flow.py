@@ -28,7 +28,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict
 
 from controller.command_base import CloseBetting, Command
-from controller.events import RoundResult
+from controller.events import RawRejected, RoundResult
 from controller.flow_output import DeviceRequest, FlowOutput, PauseRequest
 from controller.lifecycle import BETTING, NEXT_ROUND, Move, Phase, Refused, RoundBook
 from drivers.readings import Reading
@@ -220,6 +220,13 @@ class GameFlow(ABC):
     @abstractmethod
     def on_reading(self, reading: Reading, now: float) -> FlowOutput:
         """A device reading (cards, wheel states...). Must not raise on a bad reading: emit a rejection."""
+
+    def _reject(self, out: FlowOutput, now: float, reading: Reading, reason: str) -> None:
+        """A reading the flow cannot take: told as `reading.rejected` with the reading's device text, under
+        the round's id while one is open. The one signature every flow rejects a reading with (card games
+        publish `card.rejected` instead, and never name a secret card: `CardFlow._reject`)."""
+        rejected = RawRejected(device=reading.device, reason=reason, raw=reading.raw)
+        out.emit("reading.rejected", rejected, now, self.rounds.round_id)
 
     def reading_is_secret(self, reading: Reading) -> bool:
         """Whether `reading` may name a secret now (the card the game expects next is dealt face down). The

@@ -518,7 +518,7 @@ def test_a_planted_defect_play_on_after_a_card_out_of_procedure_is_found(
 
     def reject_and_play_on(self: CardFlow, out: Any, now: float, reading: Any, why: str, **_: Any) -> None:
         # the old rule: `card.rejected`, no pause, and nobody decides what becomes of the card
-        self._reject(out, now, getattr(reading, "code", None), reading.raw, why)
+        self._reject(out, now, reading, why)
 
     monkeypatch.setattr(CardFlow, "_hold_out_of_procedure", reject_and_play_on)
     with pytest.raises(AssertionError, match="accounted nowhere"):

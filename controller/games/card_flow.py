@@ -248,6 +248,8 @@ class CardFlow(GameFlow):
     #: who decides a hand-entered card: "dealer" or "supervisor" (configuration: `[table]`, set when the
     #: table is built; not state)
     manual_card_confirmation: str = "dealer"
+    #: what a rejection says while the game holds a secret card (`_holds_secret`): never the card
+    face_down_refusal: ClassVar[str] = SECRET_SAFE_REFUSAL
     #: a hand-entered card waiting for a supervisor: lost in a crash, nothing was dealt (module docstring)
     ephemeral: ClassVar[frozenset[str]] = frozenset({"manual_pending"})
 
@@ -407,9 +409,8 @@ class CardFlow(GameFlow):
         ref = reading.rescan_of
         if ref is None or ref not in self.set_aside_refs:
             return False
-        code = reading.code if isinstance(reading, CardSeen) else None
         reason = f"another re-scan of card {ref}: a reading of it was set aside already"
-        self._reject(out, now, code, reading.raw, reason)
+        self._reject(out, now, reading, reason)
         return True
 
     def _hold_out_of_procedure(
@@ -830,9 +831,15 @@ class CardFlow(GameFlow):
         # a hand entry waiting for a supervisor was for this card: a re-scan, a set-aside or a void settled it
         self.manual_pending = None
 
-    def _reject(self, out: FlowOutput, now: float, code: str | None, raw: str, reason: str) -> None:
-        if self._names_secret(code):
-            # the reason may name the card too ("... already came out"): not a word of what it is
+    def _reject(self, out: FlowOutput, now: float, reading: Reading, reason: str) -> None:
+        """A reading from the shoe that is only rejected (`card.rejected`). While the game holds a secret
+        card nothing says what the card is (it may be a copy of the secret one), and a card whose code is
+        itself secret (a burned card) is never named, nor is its reason ("... already came out")."""
+        code = reading.code if isinstance(reading, CardSeen) else None
+        raw = reading.raw
+        if self._holds_secret():
+            code, raw, reason = None, "", self.face_down_refusal
+        elif self._names_secret(code):
             code, raw, reason = None, "", SECRET_SAFE_REFUSAL
         rejection = CardRejected(round_id=self.rounds.round_id, card=code, reason=reason, raw=raw)
         out.emit("card.rejected", rejection, now)

@@ -174,7 +174,7 @@ class AndarBaharFlow(CardFlow):
     def _on_cut_card(self, reading: CutCardSeen, now: float) -> FlowOutput:
         out = FlowOutput()
         reason = "a cut card has no place in Andar Bahar: the deck is replaced after every round"
-        self._reject(out, now, None, reading.raw, reason)
+        self._reject(out, now, reading, reason)
         return out
 
     # -- inputs ----------------------------------------------------------------------------------------

@@ -46,7 +46,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from controller.cards import Card, CardCode
 from controller.command_base import Command, ManualCard, NewShoe
-from controller.events import CardDealt, CardRejected, iso_ms
+from controller.events import CardDealt, iso_ms
 from controller.flow import SECRET, FlowOutput, FlowRecord, Handler, InputRejected, Phase
 from controller.games.blackjack.events import (
     BlackjackDealer,
@@ -180,6 +180,8 @@ class BlackjackTable(ShoeFlow):
     dealer_hits_soft_17: ClassVar[bool] = True
     #: where the face-down card sits: the dealer's second card
     HOLE_POSITION: ClassVar[str] = "dealer"
+    #: the card may be (a copy of) the face-down card: a rejection says not a word of what it is
+    face_down_refusal: ClassVar[str] = "a card could not be taken while the dealer's card is face down"
 
     def __init__(self, table_id: str, settings: Any, decks: int) -> None:
         super().__init__(table_id, settings, decks=decks)
@@ -246,7 +248,7 @@ class BlackjackTable(ShoeFlow):
     def _on_cut_card(self, reading: CutCardSeen, now: float) -> FlowOutput:
         out = FlowOutput()
         if self.fresh_deck_each_round:
-            self._reject(out, now, None, reading.raw, "a fresh deck is dealt every round: it has no cut card")
+            self._reject(out, now, reading, "a fresh deck is dealt every round: it has no cut card")
             return out
         if self.shoe_id is None:
             self._start_shoe(now, out)
@@ -298,15 +300,6 @@ class BlackjackTable(ShoeFlow):
     def _dealer_with_hole(self) -> list[Card]:
         """The dealer's hand as the rules see it (the hole card included): for the peek, never published."""
         return [*self.dealer, self.hole] if self.hole is not None else list(self.dealer)
-
-    def _reject(self, out: FlowOutput, now: float, code: str | None, raw: str, reason: str) -> None:
-        if self._holds_secret():
-            # the card may be (a copy of) the face-down card: not a word of what it is
-            reason = "a card could not be taken while the dealer's card is face down"
-            rejection = CardRejected(round_id=self.rounds.round_id, card=None, reason=reason, raw="")
-            out.emit("card.rejected", rejection, now)
-            return
-        super()._reject(out, now, code, raw, reason)
 
     def _manual_card_decided(self, out: FlowOutput) -> None:
         # a confirmed card may be the one the game waited for: the gate follows what is expected now
@@ -680,7 +673,13 @@ class BoxedBlackjackFlow(BlackjackTable):
 
     def handlers(self) -> dict[type[Command], Handler]:
         decides = self._player_decides
-        own: dict[type[Command], Handler] = {Hit: decides, Stand: decides, Double: decides, Split: decides, Surrender: decides}
+        own: dict[type[Command], Handler] = {
+            Hit: decides,
+            Stand: decides,
+            Double: decides,
+            Split: decides,
+            Surrender: decides,
+        }
         return {**super().handlers(), **own, Insurance: self._insurance}
 
     def __init__(self, table_id: str, settings: Any) -> None:

@@ -101,7 +101,11 @@ class InfiniteBlackjackFlow(BlackjackTable):
         self.burned_cards: list[Card] = []
 
     def handlers(self) -> dict[type[Command], Handler]:
-        own: dict[type[Command], Handler] = {DealCard: self._deal_card, PlayersDone: self._players_done, BurnDone: self._burn_done}
+        own: dict[type[Command], Handler] = {
+            DealCard: self._deal_card,
+            PlayersDone: self._players_done,
+            BurnDone: self._burn_done,
+        }
         return {**super().handlers(), **own, NewShoe: self._new_shoe_input}
 
     # -- the shoe and its burn ------------------------------------------------------------------------------

@@ -80,7 +80,6 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from controller.events import RawRejected
 from controller.flow import DeviceRequest, FlowOutput, FlowRecord, GameFlow, Phase
 from controller.games.roulette.events import RouletteResult
 from controller.lifecycle import NEXT_ROUND
@@ -290,11 +289,11 @@ class RouletteFlow(GameFlow):
         self._heard(now, "busy", reading.spin)  # state 5: the wheel goes on to state 2 by itself
         round_id = self.rounds.round_id
         if round_id is None:
-            self._reject(reading, now, out, self._why_no_round(reading), subject=None)
+            self._reject(out, now, reading, self._why_no_round(reading))
             return
         problem, result = self._validated_result(reading, round_id)
         if result is None:
-            self._reject(reading, now, out, problem, subject=round_id)
+            self._reject(out, now, reading, problem)
             self._void(
                 now, out, f"no valid result: {problem}", by="system", prompt="Round voided: no valid result"
             )
@@ -472,9 +471,3 @@ class RouletteFlow(GameFlow):
         out.extend(super().void_round(now, reason, by))  # refused (InputRejected) when no round is open
         self.ended_round = (round_id, "voided")  # type: ignore[assignment]
         self.prompt = prompt
-
-    def _reject(
-        self, reading: Reading, now: float, out: FlowOutput, reason: str, subject: str | None
-    ) -> None:
-        rejected = RawRejected(device=reading.device, reason=reason, raw=reading.raw)
-        out.emit("reading.rejected", rejected, now, subject)

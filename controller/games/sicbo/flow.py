@@ -55,7 +55,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from controller.command_base import Command
-from controller.events import RawRejected, iso_ms
+from controller.events import iso_ms
 from controller.flow import DeviceRequest, FlowOutput, FlowRecord, GameFlow, Handler, InputRejected, Phase
 from controller.games.sicbo.events import ShakeReading, SicBoResult
 from controller.lifecycle import Move, Refused
@@ -235,7 +235,7 @@ class SicBoFlow(GameFlow):
     def _on_at_rest(self, reading: DiceAtRest, now: float, out: FlowOutput) -> None:
         if self.stage != "shaking" or reading.cycle_id != self.cycle_id:
             self._reject(
-                reading, now, out, f"dice at rest in cycle {reading.cycle_id}: {self._waiting_for()}"
+                out, now, reading, f"dice at rest in cycle {reading.cycle_id}: {self._waiting_for()}"
             )
             if self.stage == "shaking":
                 # The shaker finished an older cycle (e.g. one it was still shaking when a resume asked for a
@@ -254,7 +254,7 @@ class SicBoFlow(GameFlow):
 
     def _on_dice_read(self, reading: DiceRead, now: float, out: FlowOutput) -> None:
         if self.stage != "reading" or reading.cycle_id != self.cycle_id:
-            self._reject(reading, now, out, f"dice read in cycle {reading.cycle_id}: {self._waiting_for()}")
+            self._reject(out, now, reading, f"dice read in cycle {reading.cycle_id}: {self._waiting_for()}")
             return
         self.rounds.cancel_timer(READ)
         values = list(reading.values) if reading.values is not None else None
@@ -391,10 +391,6 @@ class SicBoFlow(GameFlow):
         if self.stage == "supervisor":
             return "the round waits for a supervisor"
         return "the round waits for its shake"
-
-    def _reject(self, reading: Reading, now: float, out: FlowOutput, reason: str) -> None:
-        rejected = RawRejected(device=reading.device, reason=reason, raw=reading.raw)
-        out.emit("reading.rejected", rejected, now, self.rounds.round_id)
 
     # -- views ---------------------------------------------------------------------------------------------
 

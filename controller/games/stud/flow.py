@@ -215,7 +215,7 @@ class StudFlow(CardFlow):
     def _on_cut_card(self, reading: CutCardSeen, now: float) -> FlowOutput:
         out = FlowOutput()
         reason = "a cut card has no place in 5 Card Stud: the deck is replaced after every round"
-        self._reject(out, now, None, reading.raw, reason)
+        self._reject(out, now, reading, reason)
         return out
 
     # -- inputs ----------------------------------------------------------------------------------------
