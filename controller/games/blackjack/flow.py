@@ -40,6 +40,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -73,6 +74,7 @@ from controller.games.blackjack_rules import (
 )
 from controller.games.card_flow import CardGameSettings, manual_identities, position_view
 from controller.games.shoe_flow import ShoeFlow, ShoeRecord
+from controller.stages import StageTable
 from drivers.readings import CutCardSeen, Reading
 
 #: how the dealer's panel shows a card lying face down (not a card code: the panel prints it as it is)
@@ -138,6 +140,56 @@ class Seated(Command):
     )
 
 
+# --- the stages of a round -------------------------------------------------------------------------------
+
+
+class Stage(StrEnum):
+    """Where a blackjack table is within its round (its record's and public state's `stage`)."""
+
+    WAITING = "waiting"  # between rounds
+    BURN = "burn"  # Infinite: the first card of a new shoe is shown, and that many cards burned
+    SHUFFLE = "shuffle"  # Infinite: the shoe is finished; the decks are reshuffled (new_shoe)
+    BETTING = "betting"
+    INITIAL = "initial"  # the initial deal
+    INSURANCE = "insurance"  # the dealer's ace offers insurance
+    TURNS = "turns"  # a table with boxes: each hand decides in turn
+    DECISIONS = "decisions"  # Infinite: the common hand takes cards while the players want one
+    DEALER = "dealer"  # the dealer completes the hand
+
+
+#: a table with boxes (Live, Single-deck). Every stage of a round may end it (its result, or a void): the
+#: peek's dealer blackjack ends it after the initial deal or after insurance, with no turns.
+BOXED_STAGES = StageTable(
+    "boxed blackjack",
+    Stage.WAITING,
+    {
+        Stage.WAITING: {Stage.BETTING},
+        Stage.BETTING: {Stage.INITIAL, Stage.WAITING},
+        Stage.INITIAL: {Stage.INSURANCE, Stage.TURNS, Stage.WAITING},
+        Stage.INSURANCE: {Stage.TURNS, Stage.WAITING},
+        Stage.TURNS: {Stage.DEALER, Stage.WAITING},
+        Stage.DEALER: {Stage.WAITING},
+    },
+)
+
+#: Infinite Blackjack: a new shoe's burn before its first round (after the reshuffle of a finished shoe
+#: too); the peek's dealer blackjack goes to the dealer's stage at once.
+INFINITE_STAGES = StageTable(
+    "infinite blackjack",
+    Stage.WAITING,
+    {
+        Stage.WAITING: {Stage.BURN, Stage.SHUFFLE, Stage.BETTING},
+        Stage.SHUFFLE: {Stage.BURN},
+        Stage.BURN: {Stage.WAITING},
+        Stage.BETTING: {Stage.INITIAL, Stage.WAITING},
+        Stage.INITIAL: {Stage.INSURANCE, Stage.DECISIONS, Stage.DEALER, Stage.WAITING},
+        Stage.INSURANCE: {Stage.DECISIONS, Stage.DEALER, Stage.WAITING},
+        Stage.DECISIONS: {Stage.DEALER, Stage.WAITING},
+        Stage.DEALER: {Stage.WAITING},
+    },
+)
+
+
 # --- the shared flow ------------------------------------------------------------------------------------
 
 
@@ -158,7 +210,7 @@ def dealer_result(cards: Sequence[Card]) -> BlackjackDealer:
 
 
 class BlackjackTableRecord(ShoeRecord):
-    stage: str = "waiting"
+    stage: Stage = Stage.WAITING
     dealer: list[CardCode] = Field(default_factory=list)
     #: the dealer's face-down card and the device text it came from: kept in the state row ONLY
     hole: CardCode | None = Field(None, json_schema_extra=SECRET)
@@ -178,6 +230,8 @@ class BlackjackTable(ShoeFlow):
     fresh_deck_each_round: ClassVar[bool] = False
     #: the dealer's soft-17 rule
     dealer_hits_soft_17: ClassVar[bool] = True
+    #: the round's stages, and which may follow which
+    stages: ClassVar[StageTable[Stage]]
     #: where the face-down card sits: the dealer's second card
     HOLE_POSITION: ClassVar[str] = "dealer"
     #: the card may be (a copy of) the face-down card: a rejection says not a word of what it is
@@ -185,7 +239,7 @@ class BlackjackTable(ShoeFlow):
 
     def __init__(self, table_id: str, settings: Any, decks: int) -> None:
         super().__init__(table_id, settings, decks=decks)
-        self.stage = "waiting"
+        self.stage = Stage.WAITING
         self.dealer: list[Card] = []
         self.hole: Card | None = None
         self.hole_raw = ""
@@ -195,6 +249,10 @@ class BlackjackTable(ShoeFlow):
         #: cards of the initial deal dealt so far; a card asked for after it and not dealt yet
         self.initial_dealt = 0
         self.awaiting_card = False
+
+    def _to(self, stage: Stage) -> None:
+        """Move to `stage`: a move the variant's stage table does not have raises StageError."""
+        self.stage = self.stages.move(self.stage, stage)
 
     # -- what each variant says ----------------------------------------------------------------------------
 
@@ -365,7 +423,7 @@ class BlackjackTable(ShoeFlow):
         self._open_betting(now, out)
 
     def betting_closed(self, now: float, out: FlowOutput, reason: str) -> None:
-        self.stage = "initial"
+        self._to(Stage.INITIAL)
         self.prompt = self._prompt()
 
     def _unread_card_out(self, now: float, out: FlowOutput) -> None:
@@ -378,7 +436,7 @@ class BlackjackTable(ShoeFlow):
         """Where the next card goes now ("hole": the dealer's face-down card), or None."""
         if not self.rounds.in_round:
             return None
-        if self.stage in ("betting", "initial"):
+        if self.stage in (Stage.BETTING, Stage.INITIAL):
             order = self._initial_order()
             return order[self.initial_dealt] if self.initial_dealt < len(order) else None
         return self._target_in_play()
@@ -390,7 +448,7 @@ class BlackjackTable(ShoeFlow):
             return "betting is still open: deal only after betting closes"
         if self._next_target() is not None:
             return None
-        if self.stage == "insurance":
+        if self.stage == Stage.INSURANCE:
             return "insurance is offered: deal only when the players have answered"
         return self._waiting_reason()
 
@@ -405,7 +463,7 @@ class BlackjackTable(ShoeFlow):
             self._place_card(card, self.dealer, "dealer", now, out, raw, rescan)
         else:
             self._place_card(card, self._cards_at(target), target, now, out, raw, rescan)
-        if self.stage == "initial":
+        if self.stage == Stage.INITIAL:
             self.initial_dealt += 1
             if self.initial_dealt == len(self._initial_order()):
                 self._initial_deal_done(now, out)
@@ -438,7 +496,7 @@ class BlackjackTable(ShoeFlow):
         self, now: float, out: FlowOutput, result: BaseModel, last_of_shoe: bool, cue: str
     ) -> None:
         """Publish the round's result; the dealer's cue is then `cue`."""
-        self.stage = "waiting"
+        self._to(Stage.WAITING)
         self.finish_round(now, out, result)
         self._finish_shoe_round(last_of_shoe, now, out)
         self.idle_reason = "the round is over: no card is expected until the next round's betting closes"
@@ -451,7 +509,7 @@ class BlackjackTable(ShoeFlow):
         self.rounds.cancel_timer(INSURANCE)
         if self.fresh_deck_each_round:
             self._want_shuffle("round over")  # one deck, shuffled after every hand
-        self.stage = "waiting"
+        self._to(Stage.WAITING)
         self.awaiting_card = False
 
     def round_voided(self, now: float, out: FlowOutput) -> None:
@@ -476,7 +534,7 @@ class BlackjackTable(ShoeFlow):
             now_what = "Deal to Dealer"
         elif target is not None:
             now_what = f"Deal to {self._label_of(target)}"
-        elif self.stage == "insurance":
+        elif self.stage == Stage.INSURANCE:
             now_what = "Insurance offered — wait for the players"
         else:
             now_what = self._waiting_cue()
@@ -539,7 +597,7 @@ class BlackjackTable(ShoeFlow):
         else:
             self.rounds.open(now, out, betting_seconds=self.settings.betting_seconds)
             self.prompt = PROMPT_BETTING_OPEN
-        self.stage = "betting"
+        self._to(Stage.BETTING)
 
     def _dealer_view(self, next_position: str | None) -> dict[str, Any]:
         view = position_view(
@@ -668,6 +726,7 @@ class BoxedBlackjackRecord(BlackjackTableRecord):
 
 class BoxedBlackjackFlow(BlackjackTable):
     rules: ClassVar[HouseRules]
+    stages: ClassVar[StageTable[Stage]] = BOXED_STAGES
     record_model: ClassVar[type[FlowRecord]] = BoxedBlackjackRecord
     result_model: ClassVar[type[BoxedBlackjackResult]]
 
@@ -737,11 +796,11 @@ class BoxedBlackjackFlow(BlackjackTable):
         super()._open_round(now, out)
 
     def _target_in_play(self) -> str | None:
-        if self.stage == "turns":
+        if self.stage == Stage.TURNS:
             if self.awaiting_card and self.turn is not None:
                 return self.hands[self.turn].position
             return None
-        if self.stage == "dealer":
+        if self.stage == Stage.DEALER:
             return "dealer" if self._dealer_wants_card() else None
         return None
 
@@ -752,18 +811,18 @@ class BoxedBlackjackFlow(BlackjackTable):
         return next(hand.label for hand in self.hands if hand.position == position)
 
     def _card_in_play(self, now: float, out: FlowOutput) -> None:
-        if self.stage == "turns":
+        if self.stage == Stage.TURNS:
             self._card_to_hand(now, out)
         else:
             self._dealer_card(now, out)
 
     def _waiting_reason(self) -> str:
-        if self.stage == "turns" and self.turn is not None:
+        if self.stage == Stage.TURNS and self.turn is not None:
             return f"{self.hands[self.turn].label} is deciding: deal only after the decision"
         return super()._waiting_reason()
 
     def _waiting_cue(self) -> str:
-        if self.stage == "turns" and self.turn is not None:
+        if self.stage == Stage.TURNS and self.turn is not None:
             hand = self.hands[self.turn]
             total = hand_total(hand.cards)
             soft = "soft " if total.soft else ""
@@ -784,7 +843,7 @@ class BoxedBlackjackFlow(BlackjackTable):
 
     def _initial_deal_done(self, now: float, out: FlowOutput) -> None:
         if self._insurance_seats():
-            self.stage = "insurance"
+            self._to(Stage.INSURANCE)
             self.rounds.set_timer(INSURANCE, now + self.settings.insurance_seconds)
             return
         self._after_insurance(now, out)
@@ -806,7 +865,7 @@ class BoxedBlackjackFlow(BlackjackTable):
             self._reveal(now, out)
             self._finish(now, out)
             return
-        self.stage = "turns"
+        self._to(Stage.TURNS)
         self.turn = None
         self._next_turn(now, out)
 
@@ -913,9 +972,9 @@ class BoxedBlackjackFlow(BlackjackTable):
 
     def _playing_hand(self, decision: HandDecision, action: str) -> BoxHand:
         seat, number = decision.seat, decision.hand
-        if self.stage == "insurance":
+        if self.stage == Stage.INSURANCE:
             raise InputRejected(f"insurance is offered now: {action} comes after the insurance decisions")
-        if not self.rounds.in_round or self.stage != "turns" or self.turn is None:
+        if not self.rounds.in_round or self.stage != Stage.TURNS or self.turn is None:
             raise InputRejected(f"no hand is deciding now ({self._stage_words()})")
         hand = self.hands[self.turn]
         if (hand.seat, hand.hand) != (seat, number):
@@ -931,9 +990,9 @@ class BoxedBlackjackFlow(BlackjackTable):
         if not self.rounds.in_round:
             return "no round is in play"
         return {
-            "betting": "betting is open",
-            "initial": "the initial cards are being dealt",
-            "dealer": "the dealer is completing the hand",
+            Stage.BETTING: "betting is open",
+            Stage.INITIAL: "the initial cards are being dealt",
+            Stage.DEALER: "the dealer is completing the hand",
         }.get(self.stage, self.stage)
 
     def _player_decides(self, decision: HandDecision, now: float) -> FlowOutput:
@@ -943,7 +1002,7 @@ class BoxedBlackjackFlow(BlackjackTable):
 
     def _insurance(self, command: Insurance, now: float) -> FlowOutput:
         seat, take = command.seat, command.take
-        if self.stage != "insurance" or not self.rounds.in_round:
+        if self.stage != Stage.INSURANCE or not self.rounds.in_round:
             if self.rounds.in_round and self.dealer and not is_ace(self.up_card):
                 raise InputRejected("insurance only when the dealer's card is an ace")
             raise InputRejected(f"insurance is not offered now ({self._stage_words()})")
@@ -975,7 +1034,7 @@ class BoxedBlackjackFlow(BlackjackTable):
         )
 
     def _policy_decides(self, now: float, out: FlowOutput) -> None:
-        if self.stage != "turns" or self.turn is None or self.awaiting_card:
+        if self.stage != Stage.TURNS or self.turn is None or self.awaiting_card:
             return
         hand = self.hands[self.turn]
         out.extend(self._decide(hand, self._policy_action(hand), "policy", now))
@@ -1011,7 +1070,7 @@ class BoxedBlackjackFlow(BlackjackTable):
     # -- the dealer ----------------------------------------------------------------------------------------
 
     def _dealer_turn(self, now: float, out: FlowOutput) -> None:
-        self.stage = "dealer"
+        self._to(Stage.DEALER)
         standing = [hand for hand in self.hands if not hand.settled and not hand.blackjack]
         self.dealer_completes = bool(standing)
         if self.hole is not None:
@@ -1099,7 +1158,7 @@ class BoxedBlackjackFlow(BlackjackTable):
 
     def public_state(self) -> dict[str, Any]:
         turn = None
-        if self.stage == "turns" and self.turn is not None:
+        if self.stage == Stage.TURNS and self.turn is not None:
             hand = self.hands[self.turn]
             total = hand_total(hand.cards)
             allowed = self._allowed(hand)
@@ -1114,7 +1173,7 @@ class BoxedBlackjackFlow(BlackjackTable):
         return {
             **self._public_round(),
             "turn": turn,
-            "insurance_offered_to": self._insurance_seats() if self.stage == "insurance" else [],
+            "insurance_offered_to": self._insurance_seats() if self.stage == Stage.INSURANCE else [],
             "boxes": [
                 {
                     "seat": hand.seat,

@@ -33,10 +33,12 @@ from controller.command_base import Command, NewShoe, PlayersDone
 from controller.flow import SECRET, FlowOutput, FlowRecord, Handler, InputRejected
 from controller.games.blackjack.flow import (
     DECISION,
+    INFINITE_STAGES,
     INSURANCE,
     BlackjackTable,
     BlackjackTableRecord,
     ShoeOfRoundsSettings,
+    Stage,
     dealer_result,
     dealer_words,
 )
@@ -51,6 +53,7 @@ from controller.games.blackjack_rules import (
 from controller.games.card_flow import position_view
 from controller.games.infinite_blackjack.events import InfiniteBlackjackResult, ShoeBurn
 from controller.lifecycle import NEXT_ROUND
+from controller.stages import StageTable
 
 #: the initial deal, in order ("hole": the dealer's card dealt face down)
 INITIAL = ("player", "dealer", "player", "hole")
@@ -90,6 +93,7 @@ class InfiniteBlackjackFlow(BlackjackTable):
     result_model = InfiniteBlackjackResult
     record_model: ClassVar[type[FlowRecord]] = InfiniteBlackjackRecord
     dealer_hits_soft_17: ClassVar[bool] = False
+    stages: ClassVar[StageTable[Stage]] = INFINITE_STAGES
     settings: InfiniteBlackjackSettings
 
     def __init__(self, table_id: str, settings: InfiniteBlackjackSettings) -> None:
@@ -112,7 +116,7 @@ class InfiniteBlackjackFlow(BlackjackTable):
 
     def _start_shoe(self, now: float, out: FlowOutput) -> None:
         super()._start_shoe(now, out)
-        self.stage = "burn"
+        self._to(Stage.BURN)
         self.burn_shown, self.burn_to, self.burned = None, None, 0
         self.burned_cards = []
         self.prompt = "New shoe: show the first card"
@@ -128,10 +132,10 @@ class InfiniteBlackjackFlow(BlackjackTable):
             if self.settings.auto_new_shoe:
                 self._start_shoe(now, out)
             else:
-                self.stage = "shuffle"
+                self._to(Stage.SHUFFLE)
                 self.prompt = "Shoe finished: shuffle the decks and load the shoe (new_shoe)"
             return
-        if self.stage == "burn":
+        if self.stage == Stage.BURN:
             return  # the burn's end opens the next round
         self._open_round(now, out)
 
@@ -183,13 +187,13 @@ class InfiniteBlackjackFlow(BlackjackTable):
 
     def _burn_complete(self, now: float, out: FlowOutput) -> None:
         self._burn_event(now, out, done=True)
-        self.stage = "waiting"
+        self._to(Stage.WAITING)
         self.idle_reason = "the burn is complete: no card is expected until the next round's betting closes"
         self.prompt = "Burn complete — wait for betting to open"
         self.rounds.set_timer(NEXT_ROUND, now)
 
     def _burn_done(self, command: BurnDone, now: float) -> FlowOutput:
-        if self.stage != "burn":
+        if self.stage != Stage.BURN:
             raise InputRejected("no burn is in progress")
         if self.burn_shown is None:
             raise InputRejected("show the first card of the shoe first: its value says how many to burn")
@@ -208,7 +212,7 @@ class InfiniteBlackjackFlow(BlackjackTable):
 
     def _face_down_expected(self) -> bool:
         # the burned cards go face down and are never shown: as secret as a hole card
-        return (self.stage == "burn" and self.burn_shown is not None) or super()._face_down_expected()
+        return (self.stage == Stage.BURN and self.burn_shown is not None) or super()._face_down_expected()
 
     # -- the round -------------------------------------------------------------------------------------
 
@@ -217,20 +221,20 @@ class InfiniteBlackjackFlow(BlackjackTable):
         super()._open_round(now, out)
 
     def _unread_card_out(self, now: float, out: FlowOutput) -> None:
-        if self.stage == "burn":
+        if self.stage == Stage.BURN:
             return  # not a round's card: nothing starts
         super()._unread_card_out(now, out)
 
     def _next_target(self) -> str | None:
-        return "burn" if self.stage == "burn" else super()._next_target()
+        return "burn" if self.stage == Stage.BURN else super()._next_target()
 
     def _initial_order(self) -> tuple[str, ...]:
         return INITIAL
 
     def _target_in_play(self) -> str | None:
-        if self.stage == "decisions":
+        if self.stage == Stage.DECISIONS:
             return "player" if self.awaiting_card else None
-        if self.stage == "dealer":
+        if self.stage == Stage.DEALER:
             return "dealer" if dealer_draws(self.dealer, self.dealer_hits_soft_17) else None
         return None
 
@@ -241,38 +245,38 @@ class InfiniteBlackjackFlow(BlackjackTable):
         return "Player"
 
     def _card_in_play(self, now: float, out: FlowOutput) -> None:
-        if self.stage == "decisions":
+        if self.stage == Stage.DECISIONS:
             self._open_decision(now)
         elif not dealer_draws(self.dealer, self.dealer_hits_soft_17):
             self._finish(now, out)
 
     def _waiting_reason(self) -> str:
-        if self.stage == "decisions":
+        if self.stage == Stage.DECISIONS:
             return "the players are deciding: deal only when a card is asked for"
         return super()._waiting_reason()
 
     def _waiting_cue(self) -> str:
-        if self.stage == "decisions":
+        if self.stage == Stage.DECISIONS:
             total = hand_total(self.player)
             return f"Players decide on {'soft ' if total.soft else ''}{total.total} — wait"
         return ""
 
     def _why_no_card_now(self) -> str | None:
-        if self.stage == "burn":
+        if self.stage == Stage.BURN:
             return None  # the shown card, then the burned ones (one too many is counted, and pauses)
-        if self.stage == "shuffle":
+        if self.stage == Stage.SHUFFLE:
             return "the shoe is finished: shuffle the decks and load the shoe"
         return super()._why_no_card_now()
 
     def _deal(self, card: Card, now: float, out: FlowOutput, raw: str, rescan: bool) -> None:
-        if self.stage == "burn":
+        if self.stage == Stage.BURN:
             self._burn_card(card, now, out)
             return
         super()._deal(card, now, out, raw, rescan)
 
     def _initial_deal_done(self, now: float, out: FlowOutput) -> None:
         if is_ace(self.up_card):
-            self.stage = "insurance"
+            self._to(Stage.INSURANCE)
             self.rounds.set_timer(INSURANCE, now + self.settings.insurance_seconds)
             return
         self._peek(now, out)
@@ -284,29 +288,29 @@ class InfiniteBlackjackFlow(BlackjackTable):
 
     def _peek(self, now: float, out: FlowOutput) -> None:
         if dealer_may_have_blackjack(self.up_card) and self._dealer_peeks(now, out):
-            self.stage = "dealer"
+            self._to(Stage.DEALER)
             self._reveal(now, out)
             self._finish(now, out)
             return
-        self.stage = "decisions"
+        self._to(Stage.DECISIONS)
         self._open_decision(now)
 
     # -- decisions -----------------------------------------------------------------------------------------
 
     def _deciding(self, name: str) -> None:
-        if not self.rounds.in_round or self.stage != "decisions":
+        if not self.rounds.in_round or self.stage != Stage.DECISIONS:
             raise InputRejected(f"{name}: the players are not deciding now ({self._stage_words()})")
         if self.awaiting_card:
             raise InputRejected(f"{name}: a card was asked for and is not dealt yet")
 
     def _stage_words(self) -> str:
         if not self.rounds.in_round:
-            return "no round is in play" if self.stage != "burn" else "the burn is in progress"
+            return "no round is in play" if self.stage != Stage.BURN else "the burn is in progress"
         return {
-            "betting": "betting is open",
-            "initial": "the initial cards are being dealt",
-            "insurance": "insurance is offered",
-            "dealer": "the dealer is completing the hand",
+            Stage.BETTING: "betting is open",
+            Stage.INITIAL: "the initial cards are being dealt",
+            Stage.INSURANCE: "insurance is offered",
+            Stage.DEALER: "the dealer is completing the hand",
         }.get(self.stage, self.stage)
 
     def _deal_card(self, command: DealCard, now: float) -> FlowOutput:
@@ -317,7 +321,7 @@ class InfiniteBlackjackFlow(BlackjackTable):
 
     def _players_done(self, command: PlayersDone, now: float) -> FlowOutput:
         out = FlowOutput()
-        if self.rounds.in_round and self.stage == "insurance":
+        if self.rounds.in_round and self.stage == Stage.INSURANCE:
             self._end_insurance(now, out)
             return out
         self._deciding("players_done")
@@ -325,7 +329,7 @@ class InfiniteBlackjackFlow(BlackjackTable):
         return out
 
     def _policy_decides(self, now: float, out: FlowOutput) -> None:
-        if self.stage != "decisions" or self.awaiting_card:
+        if self.stage != Stage.DECISIONS or self.awaiting_card:
             return
         if hit_to_twelve(self.player) == "hit":
             self._more_cards(now, out, by="policy")
@@ -345,7 +349,7 @@ class InfiniteBlackjackFlow(BlackjackTable):
         self.rounds.cancel_timer(DECISION)
         self._decision(now, out, "players_done", by, None, None, hand_total(self.player).total)
         self.last_decision = "Players done" if by == "player" else "No answer: players done"
-        self.stage = "dealer"
+        self._to(Stage.DEALER)
         self._reveal(now, out)
         if not dealer_draws(self.dealer, self.dealer_hits_soft_17):
             self._finish(now, out)
@@ -382,11 +386,11 @@ class InfiniteBlackjackFlow(BlackjackTable):
     # -- the dealer's cue and the state ----------------------------------------------------------------------
 
     def _prompt(self) -> str:
-        return self.prompt if self.stage == "burn" else super()._prompt()
+        return self.prompt if self.stage == Stage.BURN else super()._prompt()
 
     def positions(self) -> list[dict[str, Any]]:
         target = self._next_target() if self._why_no_card_now() is None else None
-        if self.stage == "burn":
+        if self.stage == Stage.BURN:
             shown = [self.burn_shown] if self.burn_shown is not None else []
             view = position_view("burn", "Burn", shown, target, self.burn_to)
             return [view]
@@ -401,7 +405,7 @@ class InfiniteBlackjackFlow(BlackjackTable):
         }
         return {
             **self._public_round(),
-            "burn": burn if self.stage == "burn" else None,
+            "burn": burn if self.stage == Stage.BURN else None,
             "initial": [card.code for card in self.player[:2]],
             "sequence": [card.code for card in self.player[2:]],
             "player_total": hand_total(self.player).total if self.player else None,

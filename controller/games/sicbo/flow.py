@@ -50,7 +50,8 @@ The flow is pure (time is passed in) and its state is a typed record (`SicBoReco
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, ClassVar, Literal
+from enum import StrEnum
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -59,6 +60,7 @@ from controller.events import iso_ms
 from controller.flow import DeviceRequest, FlowOutput, FlowRecord, GameFlow, Handler, InputRejected, Phase
 from controller.games.sicbo.events import ShakeReading, SicBoResult
 from controller.lifecycle import Move, Refused
+from controller.stages import StageTable
 from drivers.readings import DiceAtRest, DiceRead, Reading
 from drivers.session import DeviceCommand
 
@@ -70,7 +72,28 @@ BIG = range(11, 18)
 SHAKE = "shake"
 READ = "read"
 
-Stage = Literal["idle", "shaking", "reading", "supervisor"]
+
+class Stage(StrEnum):
+    """Where a round is in its shake (the module docstring's table; the record's and public `stage`)."""
+
+    IDLE = "idle"  # betting, or between rounds
+    SHAKING = "shaking"  # the shaker was asked to SHAKE; its AT_REST is awaited
+    READING = "reading"  # the camera was asked to read the dice at rest
+    SUPERVISOR = "supervisor"  # refused readings exhausted the re-shakes: the table is paused
+
+
+#: a refused reading (or the camera's silence) shakes again; a resume shakes again whatever was at rest; the
+#: round's end (its result, or a void) goes back to idle from any stage
+STAGES = StageTable(
+    "sicbo",
+    Stage.IDLE,
+    {
+        Stage.IDLE: {Stage.SHAKING},
+        Stage.SHAKING: {Stage.READING, Stage.IDLE},
+        Stage.READING: {Stage.SHAKING, Stage.SUPERVISOR, Stage.IDLE},
+        Stage.SUPERVISOR: {Stage.SHAKING, Stage.IDLE},
+    },
+)
 
 
 def dice_facts(values: list[int] | tuple[int, ...]) -> dict[str, Any]:
@@ -145,7 +168,7 @@ class LastRead(BaseModel):
 
 
 class SicBoRecord(FlowRecord):
-    stage: Stage = "idle"
+    stage: Stage = Stage.IDLE
     cycle_id: str | None = None
     shakes: int = 0
     refusals: int = 0
@@ -167,7 +190,7 @@ class SicBoFlow(GameFlow):
     def __init__(self, table_id: str, settings: SicBoSettings) -> None:
         super().__init__(table_id, settings)
         self.prompt = "Waiting for the next round"
-        self.stage: Stage = "idle"
+        self.stage = Stage.IDLE
         # the shake cycle the round waits for (AT_REST, then the camera's reading), `<round>.<shake>`
         self.cycle_id: str | None = None
         self.shakes = 0  # shake cycles asked for in this round (the result reports `shakes - 1` re-shakes)
@@ -177,6 +200,10 @@ class SicBoFlow(GameFlow):
         self.at_rest_raw = ""
         self.last_read: LastRead | None = None
         self.last_result: dict[str, Any] | None = None  # the last round's facts, for the panel
+
+    def _to(self, stage: Stage) -> None:
+        """Move to `stage`: a move the stage table does not have raises StageError."""
+        self.stage = STAGES.move(self.stage, stage)
 
     # -- the round -----------------------------------------------------------------------------------------
 
@@ -191,7 +218,7 @@ class SicBoFlow(GameFlow):
         self._shake(now, out, "No more bets: shaking the dice")
 
     def round_over(self, now: float, out: FlowOutput) -> None:
-        self.stage = "idle"
+        self._to(Stage.IDLE)
         self.cycle_id = None
         self.shakes = self.refusals = self.refusals_allowed = self.silent_shakes = 0
         self.at_rest_raw = ""
@@ -201,9 +228,9 @@ class SicBoFlow(GameFlow):
         self.prompt = "Round voided: bets are refunded"
 
     def on_timer(self, name: str, now: float, out: FlowOutput) -> None:
-        if name == SHAKE and self.stage == "shaking":
+        if name == SHAKE and self.stage == Stage.SHAKING:
             self._shaker_silent(now, out)
-        elif name == READ and self.stage == "reading":
+        elif name == READ and self.stage == Stage.READING:
             timeout = self.settings.read_timeout_seconds
             self._refused(now, out, f"the camera gave no reading within {timeout:g} s")
         else:
@@ -211,11 +238,11 @@ class SicBoFlow(GameFlow):
 
     def on_resume(self, now: float) -> FlowOutput:
         out = FlowOutput()
-        if self.stage == "supervisor":
+        if self.stage == Stage.SUPERVISOR:
             # the supervisor looked at the dice and wants another try: as many re-shakes again
             self.refusals_allowed = self.refusals + self.settings.max_reshakes
             self._shake(now, out, "Resumed: shaking the dice again")
-        elif self.stage in ("shaking", "reading"):
+        elif self.stage in (Stage.SHAKING, Stage.READING):
             # what was at rest during the interruption may have been touched: never read it
             self.silent_shakes = 0
             self._shake(now, out, "Resumed: shaking the dice again")
@@ -233,11 +260,11 @@ class SicBoFlow(GameFlow):
         return out
 
     def _on_at_rest(self, reading: DiceAtRest, now: float, out: FlowOutput) -> None:
-        if self.stage != "shaking" or reading.cycle_id != self.cycle_id:
+        if self.stage != Stage.SHAKING or reading.cycle_id != self.cycle_id:
             self._reject(
                 out, now, reading, f"dice at rest in cycle {reading.cycle_id}: {self._waiting_for()}"
             )
-            if self.stage == "shaking":
+            if self.stage == Stage.SHAKING:
                 # The shaker finished an older cycle (e.g. one it was still shaking when a resume asked for a
                 # new one): our SHAKE came while it was busy and was answered with its state only. It is at
                 # rest now, so it can take ours: ask again at once instead of waiting out the shake timeout.
@@ -246,14 +273,14 @@ class SicBoFlow(GameFlow):
         self.rounds.cancel_timer(SHAKE)
         self.silent_shakes = 0
         self.at_rest_raw = reading.raw
-        self.stage = "reading"
+        self._to(Stage.READING)
         self.prompt = "Reading the dice"
         command = DeviceCommand("read_dice", {"cycle_id": reading.cycle_id, "dice": DICE})
         out.requests.append(DeviceRequest(self.settings.camera_device, command))
         self.rounds.set_timer(READ, now + self.settings.read_timeout_seconds)
 
     def _on_dice_read(self, reading: DiceRead, now: float, out: FlowOutput) -> None:
-        if self.stage != "reading" or reading.cycle_id != self.cycle_id:
+        if self.stage != Stage.READING or reading.cycle_id != self.cycle_id:
             self._reject(out, now, reading, f"dice read in cycle {reading.cycle_id}: {self._waiting_for()}")
             return
         self.rounds.cancel_timer(READ)
@@ -297,7 +324,7 @@ class SicBoFlow(GameFlow):
         return {ManualDice: self._manual_dice, **super().handlers()}
 
     def _manual_dice(self, command: ManualDice, now: float) -> FlowOutput:
-        if self.stage != "supervisor":
+        if self.stage != Stage.SUPERVISOR:
             raise InputRejected(
                 "dice are entered by hand only when the round waits for a supervisor (the reader refused "
                 f"them {self.settings.max_reshakes + 1} times); {self._waiting_for()}"
@@ -314,7 +341,7 @@ class SicBoFlow(GameFlow):
     def _shake(self, now: float, out: FlowOutput, prompt: str) -> None:
         self.shakes += 1
         self.cycle_id = f"{self.rounds.rounds_opened}.{self.shakes}"
-        self.stage = "shaking"
+        self._to(Stage.SHAKING)
         self.at_rest_raw = ""
         self.prompt = prompt
         self.rounds.cancel_timer(READ)
@@ -344,7 +371,7 @@ class SicBoFlow(GameFlow):
             self.refusals += 1
             self._shake(now, out, f"Dice not readable ({reason}): shaking again")
             return
-        self.stage = "supervisor"
+        self._to(Stage.SUPERVISOR)
         self.rounds.cancel_timer(READ)
         self.prompt = "Dice not readable: the supervisor enters them or voids the round"
         out.request_pause(
@@ -384,11 +411,11 @@ class SicBoFlow(GameFlow):
             return "no round waits for dice"
         if self.rounds.phase == Phase.BETTING_OPEN:
             return "betting is still open"
-        if self.stage == "shaking":
+        if self.stage == Stage.SHAKING:
             return f"the round waits for the shaker's cycle {self.cycle_id}"
-        if self.stage == "reading":
+        if self.stage == Stage.READING:
             return f"the round waits for the camera's reading of cycle {self.cycle_id}"
-        if self.stage == "supervisor":
+        if self.stage == Stage.SUPERVISOR:
             return "the round waits for a supervisor"
         return "the round waits for its shake"
 
@@ -408,7 +435,7 @@ class SicBoFlow(GameFlow):
             "reshakes": self.shakes - 1 if self.shakes else 0,
             "refusals": self.refusals,
             "max_reshakes": self.settings.max_reshakes,
-            "awaiting_supervisor": self.stage == "supervisor",
+            "awaiting_supervisor": self.stage == Stage.SUPERVISOR,
             "camera": self.settings.camera_device,
             "last_read": None if read is None else read.model_dump(mode="json"),
             "last_result": self.last_result,

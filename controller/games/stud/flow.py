@@ -19,8 +19,10 @@ still plays on). One deck, a fresh (shuffled) deck every round. Time only comes 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any, ClassVar, Literal, get_args
 
 from pydantic import Field
@@ -31,10 +33,35 @@ from controller.events import iso_ms
 from controller.flow import FlowOutput, FlowRecord, Handler, InputRejected, Phase
 from controller.games.card_flow import CardFlow, CardFlowRecord, CardGameSettings, position_view
 from controller.games.stud.events import PokerCategory, StudHand, StudResult
+from controller.stages import StageTable
 from drivers.readings import CutCardSeen
 
 Outcome = Literal["win", "lose", "tie"]
-Stage = Literal["waiting", "betting", "dealing_hands", "deciding", "dealing_dealer"]
+
+
+class Stage(StrEnum):
+    """Where a round is (public state's `stage`): told by the cards dealt, the lifecycle's phase and the
+    players' decisions, never kept apart from them."""
+
+    WAITING = "waiting"  # between rounds
+    BETTING = "betting"
+    DEALING_HANDS = "dealing_hands"  # five cards to every hand, then the dealer's face-up card
+    DECIDING = "deciding"  # the players bet or fold
+    DEALING_DEALER = "dealing_dealer"  # the dealer's other four cards
+
+
+#: a round goes through every stage in turn; each of them may end it (a void; the dealer's fifth card)
+STAGES = StageTable(
+    "stud",
+    Stage.WAITING,
+    {
+        Stage.WAITING: {Stage.BETTING},
+        Stage.BETTING: {Stage.DEALING_HANDS, Stage.WAITING},
+        Stage.DEALING_HANDS: {Stage.DECIDING, Stage.WAITING},
+        Stage.DECIDING: {Stage.DEALING_DEALER, Stage.WAITING},
+        Stage.DEALING_DEALER: {Stage.WAITING},
+    },
+)
 
 CARDS_PER_HAND = 5
 
@@ -229,7 +256,7 @@ class StudFlow(CardFlow):
         }
 
     def _players_done(self, command: PlayersDone, now: float) -> FlowOutput:
-        if self.stage() != "deciding":
+        if self.stage() != Stage.DECIDING:
             raise InputRejected(
                 "the players are not deciding now: they decide once every hand has its five cards "
                 "and the dealer's first card is up"
@@ -249,16 +276,32 @@ class StudFlow(CardFlow):
 
     # -- state ---------------------------------------------------------------------------------------------
 
+    @contextmanager
+    def _moving(self) -> Iterator[None]:
+        """Around what may move the round to another stage: a move the stage table does not have raises
+        StageError (the stage is told by the cards and the phase, so it is checked before and after)."""
+        before = self.stage()
+        yield
+        STAGES.move(before, self.stage())
+
+    def close_betting(self, now: float, out: FlowOutput, reason: str) -> None:
+        with self._moving():
+            super().close_betting(now, out, reason)
+
+    def void_round(self, now: float, reason: str, by: str) -> FlowOutput:
+        with self._moving():
+            return super().void_round(now, reason, by)
+
     def stage(self) -> Stage:
         if not self.rounds.in_round:
-            return "waiting"
+            return Stage.WAITING
         if self.rounds.phase == Phase.BETTING_OPEN:
-            return "betting"
+            return Stage.BETTING
         if self._player_cards_dealt() < self._player_cards_total() or not self.dealer:
-            return "dealing_hands"
+            return Stage.DEALING_HANDS
         if not self.decisions_done:
-            return "deciding"
-        return "dealing_dealer"
+            return Stage.DECIDING
+        return Stage.DEALING_DEALER
 
     def public_state(self) -> dict[str, Any]:
         deciding = self.rounds.timers.get(DECISIONS)
@@ -308,30 +351,31 @@ class StudFlow(CardFlow):
     def _why_no_card_now(self) -> str | None:
         """Why no card may come out now, or None while the round expects one (and the gate is open)."""
         stage = self.stage()
-        if stage == "waiting":
+        if stage == Stage.WAITING:
             return self.idle_reason
-        if stage == "betting" and not self.settings.betting_closes_on_first_card:
+        if stage == Stage.BETTING and not self.settings.betting_closes_on_first_card:
             return "betting is still open: deal only after betting closes"
-        if stage == "deciding" and not self.settings.decisions_end_on_dealer_card:
+        if stage == Stage.DECIDING and not self.settings.decisions_end_on_dealer_card:
             return "the players are deciding: deal to the dealer only when they are done"
         return None
 
     def _open_round(self, now: float, out: FlowOutput) -> None:
-        # A fresh shuffled deck for every round.
-        self.composition.reset()
-        self.hands = [[] for _ in range(self.settings.hands)]
-        self.dealer = []
-        self.decisions_done = False
-        self._clear_unread()
-        if self.settings.betting_closes_on_first_card:
-            self.rounds.open(now, out, betting_seconds=None, with_shoe=False)
-            self._request_shoe(out, "unlock")
-            self.prompt = "Betting open until the first card"
-            return
-        self.rounds.open(now, out, betting_seconds=self.settings.betting_seconds, with_shoe=False)
-        # The gate stays closed while antes are taken: no card can come out early.
-        self._request_shoe(out, "lock")
-        self.prompt = PROMPT_BETTING_OPEN
+        with self._moving():
+            # A fresh shuffled deck for every round.
+            self.composition.reset()
+            self.hands = [[] for _ in range(self.settings.hands)]
+            self.dealer = []
+            self.decisions_done = False
+            self._clear_unread()
+            if self.settings.betting_closes_on_first_card:
+                self.rounds.open(now, out, betting_seconds=None, with_shoe=False)
+                self._request_shoe(out, "unlock")
+                self.prompt = "Betting open until the first card"
+                return
+            self.rounds.open(now, out, betting_seconds=self.settings.betting_seconds, with_shoe=False)
+            # The gate stays closed while antes are taken: no card can come out early.
+            self._request_shoe(out, "lock")
+            self.prompt = PROMPT_BETTING_OPEN
 
     def betting_closed(self, now: float, out: FlowOutput, reason: str) -> None:
         if reason != "first_card":  # the gate is open when a card closed betting
@@ -354,23 +398,24 @@ class StudFlow(CardFlow):
     def _card_ends_waiting(self, now: float, out: FlowOutput) -> None:
         """Replay policies: a card closes betting, or ends the players' decisions."""
         stage = self.stage()
-        if stage == "betting":
+        if stage == Stage.BETTING:
             self.close_betting(now, out, "first_card")
-        elif stage == "deciding":
+        elif stage == Stage.DECIDING:
             self._end_decisions(out)
 
     def _deal(self, card: Card, now: float, out: FlowOutput, raw: str, rescan: bool) -> None:
-        self._card_ends_waiting(now, out)
-        position = self._next_position()
-        assert position is not None, "a card nobody expects was dealt"
-        hand = self.dealer if position == "dealer" else self.hands[int(position.removeprefix("hand")) - 1]
-        self._place_card(card, hand, position, now, out, raw, rescan)
-        if len(self.dealer) == CARDS_PER_HAND:
-            self._finish_round(now, out)
-        elif position == "dealer" and len(self.dealer) == 1:
-            self._start_decisions(now, out)
-        else:
-            self.prompt = self._deal_prompt()
+        with self._moving():
+            self._card_ends_waiting(now, out)
+            position = self._next_position()
+            assert position is not None, "a card nobody expects was dealt"
+            hand = self.dealer if position == "dealer" else self.hands[int(position.removeprefix("hand")) - 1]
+            self._place_card(card, hand, position, now, out, raw, rescan)
+            if len(self.dealer) == CARDS_PER_HAND:
+                self._finish_round(now, out)
+            elif position == "dealer" and len(self.dealer) == 1:
+                self._start_decisions(now, out)
+            else:
+                self.prompt = self._deal_prompt()
 
     def _start_decisions(self, now: float, out: FlowOutput) -> None:
         if self.settings.decisions_end_on_dealer_card:
@@ -382,10 +427,11 @@ class StudFlow(CardFlow):
         self.prompt = PROMPT_DECIDING
 
     def _end_decisions(self, out: FlowOutput) -> None:
-        self.decisions_done = True
-        self.rounds.cancel_timer(DECISIONS)
-        self._request_shoe(out, "unlock")
-        self.prompt = PROMPT_DEALER
+        with self._moving():
+            self.decisions_done = True
+            self.rounds.cancel_timer(DECISIONS)
+            self._request_shoe(out, "unlock")
+            self.prompt = PROMPT_DEALER
 
     def _finish_round(self, now: float, out: FlowOutput) -> None:
         assert self.rounds.round_id is not None
