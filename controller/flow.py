@@ -89,6 +89,9 @@ class GameFlow(ABC):
     commands_while_paused: ClassVar[frozenset[type[Command]]] = frozenset()
     #: attributes deliberately not in the record: each one safe to lose in a crash (the flow says why)
     ephemeral: ClassVar[frozenset[str]] = frozenset()
+    #: attributes holding parts of the flow (a card game's shoe: `controller.games.card_source`): a part's
+    #: own attributes are fields of the record, flat, as if they were the flow's
+    parts: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, table_id: str, settings: Any) -> None:
         self.settings = settings
@@ -106,7 +109,7 @@ class GameFlow(ABC):
     def export_record(self) -> FlowRecord:
         """The flow's state as its validated record (`export_state` is its JSON-ready dict)."""
         fields = self.record_model.model_fields
-        return self.record_model.model_validate({name: getattr(self, name) for name in fields})
+        return self.record_model.model_validate({name: getattr(self._holder(name), name) for name in fields})
 
     def restore_state(self, data: dict[str, Any]) -> None:
         """Apply a journaled record to a flow freshly built from the configuration. Raises ValueError
@@ -114,8 +117,16 @@ class GameFlow(ABC):
         record = self.record_model.model_validate(data)
         gap_seconds = self.rounds.gap_seconds  # configuration, not state
         for name in self.record_model.model_fields:
-            setattr(self, name, getattr(record, name))
+            setattr(self._holder(name), name, getattr(record, name))
         self.rounds.gap_seconds = gap_seconds
+
+    def _holder(self, field: str) -> object:
+        """The part that keeps the record's `field` (`parts`), or the flow itself."""
+        for name in self.parts:
+            part = getattr(self, name)
+            if field in vars(part):
+                return part
+        return self
 
     def restore_conflict(self, data: dict[str, Any]) -> str | None:
         """Why a record cannot be applied under the current configuration (e.g. the number of decks changed

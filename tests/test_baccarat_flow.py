@@ -871,7 +871,7 @@ def test_whole_shoes_match_the_reference_model(
             assert_round_matches(actual, wanted, number)
             assert actual.round_id == f"{TABLE}-{rounds_before + number:07d}"
         rounds_before += len(results)
-        assert table.flow.shoe_id == f"{TABLE}-shoe{shoe_number:04d}"
+        assert table.flow.shoe.shoe_id == f"{TABLE}-shoe{shoe_number:04d}"
         if not auto_new_shoe:
             assert table.tick(60).events == []
             table.flow.on_command(NewShoe(), table.now)

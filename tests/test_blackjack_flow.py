@@ -15,6 +15,7 @@ from controller.flow import FlowOutput, InputRejected, secret_fields
 from controller.games import game_spec
 from controller.games.blackjack import LiveBlackjackFlow
 from controller.games.blackjack_rules import Allowed, basic_strategy_h17, hand_total
+from controller.games.card_source import DeckPerRound
 from controller.games.infinite_blackjack import InfiniteBlackjackFlow
 from controller.games.single_deck_blackjack import SingleDeckBlackjackFlow
 from controller.runtime import TableCore
@@ -557,15 +558,15 @@ def play_random_rounds(table: Table, deck_seed: int, rounds: int, check: Any) ->
     """Deal rounds as the disconnect policy plays them, calling `check(hole, out, state)` while a hole card
     is down (`hole`: its code)."""
     rng = random.Random(deck_seed)
-    fresh = table.flow.fresh_deck_each_round
+    fresh = isinstance(table.flow.shoe, DeckPerRound)
     pack = shuffled_shoe(1 if fresh else 8, rng.randrange(2**32))
     played = 0
-    shoe = table.flow.shoe_id
+    shoe = table.flow.shoe.shoe_id
     for _ in range(100_000):
         state = table.state
         hole = table.flow.hole.code if table.flow.hole is not None else None
-        if not fresh and table.flow.shoe_id != shoe:
-            shoe, pack = table.flow.shoe_id, shuffled_shoe(8, rng.randrange(2**32))  # reshuffled
+        if not fresh and table.flow.shoe.shoe_id != shoe:
+            shoe, pack = table.flow.shoe.shoe_id, shuffled_shoe(8, rng.randrange(2**32))  # reshuffled
         if not fresh and len(pack) == 60:
             table.keep(table.read(CutCardSeen(device="shoe", time=table.now, raw="CUT", ref="cut")))
             pack.pop()

@@ -12,6 +12,7 @@ produces the same events, and a restored state record resumes exactly where it w
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field
@@ -20,8 +21,8 @@ from controller.cards import Card, CardCode
 from controller.command_base import Command, ManualCard, NewShoe, Shuffle
 from controller.flow import FlowOutput, FlowRecord, Handler, Phase
 from controller.games.baccarat.events import BaccaratHand, BaccaratResult
-from controller.games.card_flow import CardGameSettings, position_view
-from controller.games.shoe_flow import ShoeFlow, ShoeRecord
+from controller.games.card_flow import CardFlow, CardGameSettings, position_view
+from controller.games.card_source import ShoeOfRounds, ShoeRecord
 from drivers.readings import CutCardSeen
 
 Position = Literal["player", "banker"]
@@ -104,17 +105,19 @@ class BaccaratRecord(ShoeRecord):
     banker: list[CardCode] = Field(default_factory=list)
 
 
-class BaccaratFlow(ShoeFlow):
+class BaccaratFlow(CardFlow):
     """Reading the cards (re-scans, hand-entered cards, impossible cards) is `CardFlow`'s; this class is the
     baccarat procedure: when a card may come out and where it goes."""
 
     game = "baccarat"
     result_model = BaccaratResult
     record_model: ClassVar[type[FlowRecord]] = BaccaratRecord
+    parts: ClassVar[tuple[str, ...]] = ("shoe",)
     settings: BaccaratSettings
 
     def __init__(self, table_id: str, settings: BaccaratSettings) -> None:
         super().__init__(table_id, settings, decks=settings.decks)
+        self.shoe = ShoeOfRounds()
         self.cut_card_seen = False
         self.player: list[Card] = []
         self.banker: list[Card] = []
@@ -122,11 +125,11 @@ class BaccaratFlow(ShoeFlow):
     # -- time ------------------------------------------------------------------------------------------
 
     def _next_round_due(self, now: float, out: FlowOutput) -> None:
-        if self.shoe_id is None:
+        if self.shoe.shoe_id is None:
             self._start_shoe(now, out)
-        if self.shoe_finished and not self.settings.auto_new_shoe:
+        if self.shoe.shoe_finished and not self.settings.auto_new_shoe:
             return  # the input new_shoe opens the next round
-        if self.shoe_finished:
+        if self.shoe.shoe_finished:
             self._start_shoe(now, out)
         self._open_round(now, out)
 
@@ -140,11 +143,11 @@ class BaccaratFlow(ShoeFlow):
 
     def _on_cut_card(self, reading: CutCardSeen, now: float) -> FlowOutput:
         out = FlowOutput()
-        if self.shoe_id is None or (self.shoe_finished and self.settings.auto_new_shoe):
+        if self.shoe.shoe_id is None or (self.shoe.shoe_finished and self.settings.auto_new_shoe):
             # The finished shoe already gave its cut card: this one belongs to the shoe that comes next.
             self._start_shoe(now, out)
         self.cut_card_seen = True
-        self._cut_card_out(now, out)
+        self.shoe.cut_card_out(self, now, out)
         return out
 
     # -- inputs ----------------------------------------------------------------------------------------
@@ -152,7 +155,7 @@ class BaccaratFlow(ShoeFlow):
     def handlers(self) -> dict[type[Command], Handler]:
         return {
             ManualCard: self._manual_card,
-            NewShoe: self._new_shoe_input,
+            NewShoe: partial(self.shoe.new_shoe, self),
             Shuffle: self._shuffle_input,
             **super().handlers(),
         }
@@ -173,7 +176,7 @@ class BaccaratFlow(ShoeFlow):
         position = self._next_position_if_dealing()
         return {
             **self.round_view(),
-            **self._public_shoe(),
+            **self.shoe.public(self),
             "player": [card.code for card in self.player],
             "banker": [card.code for card in self.banker],
             "player_total": self._total_or_none(self.player),
@@ -192,9 +195,15 @@ class BaccaratFlow(ShoeFlow):
 
     # -- internals -----------------------------------------------------------------------------------------
 
+    def restore_conflict(self, data: dict[str, Any]) -> str | None:
+        return self.shoe.restore_conflict(data, self.composition.decks)
+
     def _start_shoe(self, now: float, out: FlowOutput) -> None:
-        super()._start_shoe(now, out)
+        self.shoe.start(self, now, out)
         self.cut_card_seen = False
+
+    def _shoe_loaded(self, now: float, out: FlowOutput) -> None:
+        self.shoe.loaded(self, now)
 
     def _open_round(self, now: float, out: FlowOutput) -> None:
         self.player, self.banker = [], []
@@ -217,7 +226,7 @@ class BaccaratFlow(ShoeFlow):
     def _why_no_card_now(self) -> str | None:
         """Why no card may come out now, or None while the round expects one (and the gate is open)."""
         if not self.rounds.in_round:
-            if self.shoe_finished and not self.settings.auto_new_shoe:
+            if self.shoe.shoe_finished and not self.settings.auto_new_shoe:
                 return "the shoe is finished: load a new shoe"
             return self.idle_reason
         # In first-card mode the first card itself closes betting, so a card is expected while bets are taken.
@@ -275,11 +284,11 @@ class BaccaratFlow(ShoeFlow):
         )
         self.finish_round(now, out, result)
         if result.last_round_of_shoe:
-            self.shoe_finished = True
+            self.shoe.finish()
             self._want_shuffle("shoe finished")
         self.idle_reason = "the hand is complete: no card is expected until the next round's betting closes"
         self.prompt = self._result_prompt(result)
-        if self.shoe_finished and not self.settings.auto_new_shoe:
+        if self.shoe.shoe_finished and not self.settings.auto_new_shoe:
             self.prompt = f"{self.prompt}. {PROMPT_SHOE_FINISHED}"
 
     def _result_prompt(self, result: BaccaratResult) -> str:

@@ -2,14 +2,16 @@
 with Single-deck Blackjack (docs/games/single_deck_blackjack.md, `controller.games.single_deck_blackjack`).
 
 `BlackjackTable` is what every blackjack variant's flow shares (Infinite Blackjack's too, in
-`controller.games.infinite_blackjack`): the shoe (a shoe of many rounds with a cut card, `ShoeFlow`, or a
-fresh deck every round), the round's procedure (betting, the initial deal in the variant's order, insurance
-and the peek, the dealer's cue, the result, a void), the dealer's hand, the hole card kept secret until it is
-revealed, and the shoe's gate, open exactly while a card is expected. A variant says only where its cards go
-after the initial deal, what its players decide and what its result holds. `BoxedBlackjackFlow` is the
-procedure of a table with boxes, parameterised by `HouseRules`; `LiveBlackjackFlow` and
-`SingleDeckBlackjackFlow` are its two rule sets. The rules themselves (totals, the dealer's rule, the
-disconnect policies, outcomes) are `blackjack_rules`.
+`controller.games.infinite_blackjack`): the round's procedure (betting, the initial deal in the variant's
+order, insurance and the peek, the dealer's cue, the result, a void), the dealer's hand, the hole card kept
+secret until it is revealed, the stages of the round (`Stage`, with each variant's table of moves), and the
+shoe's gate, open exactly while a card is expected. The cards come from a part the flow holds (`shoe_kind`,
+`controller.games.card_source`): a shoe of many rounds ended by its cut card, or a fresh deck every round
+(Single-deck), which has no cut card to refuse and no shoe to finish. A variant says only where its cards go
+after the initial deal, what its players decide and what its result holds (abstract methods).
+`BoxedBlackjackFlow` is the procedure of a table with boxes, parameterised by `HouseRules`;
+`LiveBlackjackFlow` and `SingleDeckBlackjackFlow` are its two rule sets. The rules themselves (totals, the
+dealer's rule, the disconnect policies, outcomes) are `blackjack_rules`.
 
 Procedure (docs/games/blackjack.md, docs/games/single_deck_blackjack.md):
 - Live: the first card face up to every box from the dealer's left, one to the dealer, the second card to
@@ -38,9 +40,11 @@ Time only comes in as `now`.
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import partial
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -72,8 +76,8 @@ from controller.games.blackjack_rules import (
     is_blackjack,
     outcome,
 )
-from controller.games.card_flow import CardGameSettings, manual_identities, position_view
-from controller.games.shoe_flow import ShoeFlow, ShoeRecord
+from controller.games.card_flow import CardFlow, CardGameSettings, manual_identities, position_view
+from controller.games.card_source import DeckPerRound, ShoeOfRounds, ShoeRecord
 from controller.stages import StageTable
 from drivers.readings import CutCardSeen, Reading
 
@@ -222,12 +226,15 @@ class BlackjackTableRecord(ShoeRecord):
     awaiting_card: bool = False
 
 
-class BlackjackTable(ShoeFlow):
+class BlackjackTable(CardFlow):
     """What every blackjack flow shares (see the module's docstring)."""
 
     settings: Any
     #: a fresh deck every round (Single-deck), else a shoe of many rounds ended by its cut card
-    fresh_deck_each_round: ClassVar[bool] = False
+    #: what the cards are dealt from: a fresh deck every round (Single-deck), else a shoe of many rounds
+    #: ended by its cut card
+    shoe_kind: ClassVar[type[ShoeOfRounds] | type[DeckPerRound]] = ShoeOfRounds
+    parts: ClassVar[tuple[str, ...]] = ("shoe",)
     #: the dealer's soft-17 rule
     dealer_hits_soft_17: ClassVar[bool] = True
     #: the round's stages, and which may follow which
@@ -239,6 +246,7 @@ class BlackjackTable(ShoeFlow):
 
     def __init__(self, table_id: str, settings: Any, decks: int) -> None:
         super().__init__(table_id, settings, decks=decks)
+        self.shoe = self.shoe_kind()
         self.stage = Stage.WAITING
         self.dealer: list[Card] = []
         self.hole: Card | None = None
@@ -256,25 +264,25 @@ class BlackjackTable(ShoeFlow):
 
     # -- what each variant says ----------------------------------------------------------------------------
 
+    @abstractmethod
     def _initial_order(self) -> Sequence[str]:
         """The places of the initial deal, in order ("hole": the dealer's face-down card)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _target_in_play(self) -> str | None:
         """Where the next card goes after the initial deal (the players' and the dealer's draws), or None."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _cards_at(self, position: str) -> list[Card]:
         """The cards lying at a player's `position`."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _label_of(self, position: str) -> str:
         """How the dealer's cue names a player's `position`."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _card_in_play(self, now: float, out: FlowOutput) -> None:
         """A card after the initial deal has been placed: what it changes in the round."""
-        raise NotImplementedError
 
     def _waiting_reason(self) -> str:
         """Why no card is expected while a round is in play, no card is wanted and no insurance is offered."""
@@ -284,19 +292,25 @@ class BlackjackTable(ShoeFlow):
         """The dealer's cue while the players decide ("" when there is nothing to say)."""
         return ""
 
+    @abstractmethod
     def _clear_hands(self) -> None:
         """Forget the players' cards (a voided round)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _policy_decides(self, now: float, out: FlowOutput) -> None:
         """No decision came within `decision_seconds`: the variant's disconnect policy decides."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _end_insurance(self, now: float, out: FlowOutput, by: str) -> None:
         """Insurance is no longer offered (every answer came, or its time ran out: `by` says which)."""
-        raise NotImplementedError
 
     # -- the shoe ------------------------------------------------------------------------------------------
+
+    def restore_conflict(self, data: dict[str, Any]) -> str | None:
+        return self.shoe.restore_conflict(data, self.composition.decks)
+
+    def _start_shoe(self, now: float, out: FlowOutput) -> None:
+        self.shoe.start(self, now, out)
 
     def _new_deck(self, now: float, out: FlowOutput) -> None:
         """A fresh deck for the round (Single-deck). The hook for the shuffler: a table whose shuffler the
@@ -305,12 +319,12 @@ class BlackjackTable(ShoeFlow):
 
     def _on_cut_card(self, reading: CutCardSeen, now: float) -> FlowOutput:
         out = FlowOutput()
-        if self.fresh_deck_each_round:
-            self._reject(out, now, reading, "a fresh deck is dealt every round: it has no cut card")
+        if isinstance(self.shoe, DeckPerRound):
+            self._reject(out, now, reading, self.shoe.CUT_CARD_REFUSAL)
             return out
-        if self.shoe_id is None:
+        if self.shoe.shoe_id is None:
             self._start_shoe(now, out)
-        self._cut_card_out(now, out)
+        self.shoe.cut_card_out(self, now, out)
         return out
 
     # -- the face-down card --------------------------------------------------------------------------------
@@ -471,8 +485,9 @@ class BlackjackTable(ShoeFlow):
             self._card_in_play(now, out)
         self.prompt = self._prompt()
 
+    @abstractmethod
     def _initial_deal_done(self, now: float, out: FlowOutput) -> None:
-        raise NotImplementedError
+        """The initial deal is complete: insurance, the peek, then the players' decisions."""
 
     @property
     def up_card(self) -> Card:
@@ -507,7 +522,7 @@ class BlackjackTable(ShoeFlow):
         self._clear_unread()
         self.rounds.cancel_timer(DECISION)
         self.rounds.cancel_timer(INSURANCE)
-        if self.fresh_deck_each_round:
+        if isinstance(self.shoe, DeckPerRound):
             self._want_shuffle("round over")  # one deck, shuffled after every hand
         self._to(Stage.WAITING)
         self.awaiting_card = False
@@ -557,7 +572,7 @@ class BlackjackTable(ShoeFlow):
             "phase": str(self.rounds.phase),
             "stage": self.stage,
             "round_id": self.rounds.round_id,
-            **self._public_shoe(),
+            **self.shoe.public(self),
             "betting_closes_at": iso_ms(betting) if betting is not None else None,
             "decision_closes_at": iso_ms(decision) if decision is not None else None,
             "dealer": [card.code for card in self.dealer],
@@ -616,7 +631,8 @@ class BlackjackTable(ShoeFlow):
     def _finish_shoe_round(self, last_of_shoe: bool, now: float, out: FlowOutput) -> None:
         """After a round's result: the cut-card round finishes the shoe."""
         if last_of_shoe:
-            self.shoe_finished = True
+            assert isinstance(self.shoe, ShoeOfRounds), "a fresh deck has no cut card: no round is its last"
+            self.shoe.finish()
             self._want_shuffle("shoe finished")  # with a shuffler at the table, the next shoe waits for it
 
 
@@ -773,12 +789,12 @@ class BoxedBlackjackFlow(BlackjackTable):
     # -- time --------------------------------------------------------------------------------------------
 
     def _next_round_due(self, now: float, out: FlowOutput) -> None:
-        if self.fresh_deck_each_round:
+        if isinstance(self.shoe, DeckPerRound):
             self._new_deck(now, out)
         else:
-            if self.shoe_id is None:
+            if self.shoe.shoe_id is None:
                 self._start_shoe(now, out)
-            if self.shoe_finished:
+            if self.shoe.shoe_finished:
                 if not getattr(self.settings, "auto_new_shoe", False):
                     self.prompt = "Shoe finished: load a new shoe"
                     self.idle_reason = "the shoe is finished: load a new shoe"
@@ -1207,12 +1223,16 @@ class LiveBlackjackFlow(BoxedBlackjackFlow):
         policy="basic_strategy_h17",
     )
     settings: LiveBlackjackSettings
+    shoe: ShoeOfRounds
 
     def __init__(self, table_id: str, settings: LiveBlackjackSettings) -> None:
         super().__init__(table_id, settings)
 
     def handlers(self) -> dict[type[Command], Handler]:
-        return {**super().handlers(), NewShoe: self._new_shoe_input, Seated: self._seated}
+        return {**super().handlers(), NewShoe: partial(self.shoe.new_shoe, self), Seated: self._seated}
+
+    def _shoe_loaded(self, now: float, out: FlowOutput) -> None:
+        self.shoe.loaded(self, now)
 
     def _seated(self, command: Seated, now: float) -> FlowOutput:
         """Deal only the boxes with a bet (docs/games/blackjack.md: one card to each seated box), said while

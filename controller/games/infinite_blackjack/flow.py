@@ -24,6 +24,7 @@ SECRET field of the record until its reveal.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, ClassVar
 
 from pydantic import Field
@@ -51,6 +52,7 @@ from controller.games.blackjack_rules import (
     is_ace,
 )
 from controller.games.card_flow import position_view
+from controller.games.card_source import ShoeOfRounds
 from controller.games.infinite_blackjack.events import InfiniteBlackjackResult, ShoeBurn
 from controller.lifecycle import NEXT_ROUND
 from controller.stages import StageTable
@@ -95,6 +97,7 @@ class InfiniteBlackjackFlow(BlackjackTable):
     dealer_hits_soft_17: ClassVar[bool] = False
     stages: ClassVar[StageTable[Stage]] = INFINITE_STAGES
     settings: InfiniteBlackjackSettings
+    shoe: ShoeOfRounds
 
     def __init__(self, table_id: str, settings: InfiniteBlackjackSettings) -> None:
         super().__init__(table_id, settings, decks=settings.decks)
@@ -110,7 +113,7 @@ class InfiniteBlackjackFlow(BlackjackTable):
             PlayersDone: self._players_done,
             BurnDone: self._burn_done,
         }
-        return {**super().handlers(), **own, NewShoe: self._new_shoe_input}
+        return {**super().handlers(), **own, NewShoe: partial(self.shoe.new_shoe, self)}
 
     # -- the shoe and its burn ------------------------------------------------------------------------------
 
@@ -125,10 +128,10 @@ class InfiniteBlackjackFlow(BlackjackTable):
         self.prompt = "New shoe: show the first card"
 
     def _next_round_due(self, now: float, out: FlowOutput) -> None:
-        if self.shoe_id is None:
+        if self.shoe.shoe_id is None:
             self._start_shoe(now, out)
             return
-        if self.shoe_finished:
+        if self.shoe.shoe_finished:
             if self.settings.auto_new_shoe:
                 self._start_shoe(now, out)
             else:
@@ -140,9 +143,9 @@ class InfiniteBlackjackFlow(BlackjackTable):
         self._open_round(now, out)
 
     def _burn_event(self, now: float, out: FlowOutput, done: bool) -> None:
-        assert self.shoe_id is not None
+        assert self.shoe.shoe_id is not None
         burn = ShoeBurn(
-            shoe_id=self.shoe_id,
+            shoe_id=self.shoe.shoe_id,
             shown=self.burn_shown.code if self.burn_shown is not None else None,
             to_burn=self.burn_to,
             burned=self.burned,
@@ -358,14 +361,14 @@ class InfiniteBlackjackFlow(BlackjackTable):
     # -- the result --------------------------------------------------------------------------------------
 
     def _finish(self, now: float, out: FlowOutput) -> None:
-        assert self.rounds.round_id is not None and self.shoe_id is not None
+        assert self.rounds.round_id is not None and self.shoe.shoe_id is not None
         self.rounds.cancel_timer(DECISION)
         self.rounds.cancel_timer(INSURANCE)
         dealer = dealer_result(self.dealer)
         last = self.rounds.last_of_shoe
         result = InfiniteBlackjackResult(
             round_id=self.rounds.round_id,
-            shoe_id=self.shoe_id,
+            shoe_id=self.shoe.shoe_id,
             initial=[card.code for card in self.player[:2]],
             sequence=[card.code for card in self.player[2:]],
             dealer_up=self.dealer[0].code,

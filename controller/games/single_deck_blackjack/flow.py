@@ -10,6 +10,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from controller.games.blackjack.flow import BlackjackSettings, BoxedBlackjackFlow, HouseRules
+from controller.games.card_source import DeckPerRound
 from controller.games.single_deck_blackjack.events import SingleDeckBlackjackResult
 
 
@@ -23,7 +24,7 @@ class SingleDeckBlackjackFlow(BoxedBlackjackFlow):
 
     game = "single_deck_blackjack"
     result_model = SingleDeckBlackjackResult
-    fresh_deck_each_round = True
+    shoe_kind = DeckPerRound
     rules = HouseRules(
         hole_card=True,
         split_same_value=True,
