@@ -14,8 +14,9 @@ does not list (one enum may serve several variants of a game) can be neither ent
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Sequence
 from enum import StrEnum
+from itertools import pairwise
 from typing import Generic, TypeVar
 
 S = TypeVar("S", bound=StrEnum)
@@ -26,15 +27,26 @@ class StageError(RuntimeError):
 
 
 class StageTable(Generic[S]):
-    """Which stage may follow which, for one game (`moves`: stage -> the stages it may go to)."""
+    """Which stage may follow which, for one game.
 
-    def __init__(self, game: str, initial: S, moves: Mapping[S, Iterable[S]]) -> None:
+    `paths` are the ways through the stages, each move of a path one of the table's (a round that goes
+    waiting -> betting -> dealing is two moves); `ending` are the stages of a round that its end (its
+    result, or a void) may leave for `initial`, the stage between rounds. `moves` is the table: each stage
+    -> the stages it may go to."""
+
+    def __init__(self, game: str, initial: S, paths: Iterable[Sequence[S]], ending: Iterable[S] = ()) -> None:
         self.game = game
         self.initial = initial
+        moves: dict[S, set[S]] = {initial: set()}
+        for path in paths:
+            for before, after in pairwise(path):
+                moves.setdefault(before, set()).add(after)
+                moves.setdefault(after, set())
+        for stage in ending:
+            if stage not in moves or stage == initial:
+                raise ValueError(f"{game}: a round cannot end in stage '{stage}': no path goes through it")
+            moves[stage].add(initial)
         self.moves: dict[S, frozenset[S]] = {stage: frozenset(after) for stage, after in moves.items()}
-        unknown = sorted({after for afters in self.moves.values() for after in afters} - set(self.moves))
-        if initial not in self.moves or unknown:
-            raise ValueError(f"{game}: the stage table does not list {', '.join([initial, *unknown])}")
 
     def move(self, before: S, after: S) -> S:
         """`after`, if the table has the move from `before` (or it is no move at all); else StageError."""

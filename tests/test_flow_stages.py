@@ -189,5 +189,5 @@ def test_a_move_the_table_does_not_have_raises_and_staying_is_no_move() -> None:
     with pytest.raises(StageError):
         BOXED_STAGES.move(Stage.TURNS, Stage.BURN)  # Infinite's stage: not a boxed table's
     assert BOXED_STAGES.move(Stage.TURNS, Stage.TURNS) == Stage.TURNS
-    with pytest.raises(ValueError, match="does not list"):
-        StageTable("broken", Stage.WAITING, {Stage.WAITING: {Stage.BETTING}})
+    with pytest.raises(ValueError, match="no path goes through it"):
+        StageTable("broken", Stage.WAITING, [(Stage.WAITING, Stage.BETTING)], ending=[Stage.DEALER])

@@ -53,7 +53,7 @@ import json
 from abc import abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -98,6 +98,8 @@ PROMPT_SHUFFLING = "Shuffling — wait for the shuffler, then put the shuffled c
 SECRET_SAFE_REFUSAL = "the card could not be taken: check it and call the supervisor"
 #: re-scans of set-aside cards recognised as such (the device numbers its messages; a few suffice)
 SET_ASIDE_REFS_KEPT = 32
+
+Told = TypeVar("Told", bound=BaseModel)
 
 
 class CardGameSettings(BaseModel):
@@ -222,6 +224,12 @@ def manual_identities(raw: str) -> dict[str, str]:
     return {key: str(found[key]) for key in ("entered_by", "confirmed_by") if isinstance(found.get(key), str)}
 
 
+def _told(event: type[Told], reading: Reading) -> Told:
+    """The event that tells what `reading` said: its fields of the event's names (the shuffler's)."""
+    said = {name: getattr(reading, name) for name in event.model_fields if hasattr(reading, name)}
+    return event.model_validate(said)
+
+
 class CardFlowRecord(FlowRecord):
     """What every card game keeps: what the shoe has dealt and the card waiting for its re-scan."""
 
@@ -283,6 +291,14 @@ class CardFlow(GameFlow):
     def _on_cut_card(self, reading: CutCardSeen, now: float) -> FlowOutput:
         """The cut card came out of the shoe."""
 
+    def _cut_card_refused(self, reading: CutCardSeen, now: float, game: str) -> FlowOutput:
+        """A cut card in a `game` dealt from a fresh deck every round: it has no place there (rejected)."""
+        out = FlowOutput()
+        self._reject(
+            out, now, reading, f"a cut card has no place in {game}: the deck is replaced after every round"
+        )
+        return out
+
     @abstractmethod
     def _next_round_due(self, now: float, out: FlowOutput) -> None:
         """The gap after the last round is over and the cards are shuffled (if the table has a shuffler):
@@ -339,8 +355,7 @@ class CardFlow(GameFlow):
             return out
         if self.unread_ref is not None:
             if reading.rescan_of != self.unread_ref:
-                why = f"re-scan the unread card first (card {self.unread_ref} could not be read)"
-                self._hold_out_of_procedure(out, now, reading, why)
+                self._hold_out_of_procedure(out, now, reading, self._rescan_first())
                 return out
             checked = self._check_card(reading.code)
             if isinstance(checked, str):
@@ -352,11 +367,7 @@ class CardFlow(GameFlow):
             self._clear_unread()
             self._deal(checked, now, out, raw=raw, rescan=True)
             return out
-        if reading.rescan_of is not None:
-            why = f"re-scan of card {reading.rescan_of}, but no unread card is waiting for a re-scan"
-            self._hold_out_of_procedure(out, now, reading, why)
-            return out
-        refusal = self._why_no_card_now()
+        refusal = self._why_not_a_new_card(reading)
         if refusal is not None:
             self._hold_out_of_procedure(out, now, reading, refusal)
             return out
@@ -376,22 +387,14 @@ class CardFlow(GameFlow):
                 # The re-scan failed too: the dealer passes the same card over the reader again.
                 self._announce_unread(now, out)
             elif reading.rescan_of is not None:
-                why = f"re-scan the unread card first (card {self.unread_ref} could not be read)"
-                self._hold_out_of_procedure(out, now, reading, why)
+                self._hold_out_of_procedure(out, now, reading, self._rescan_first())
             else:
-                why = (
-                    f"another card came out unread: re-scan the unread card first "
-                    f"(card {self.unread_ref} could not be read)"
-                )
+                why = f"another card came out unread: {self._rescan_first()}"
                 self._hold_out_of_procedure(out, now, reading, why)
             return out
-        if reading.rescan_of is not None:
-            # A re-scan that misread, of a card no longer waiting for one (set aside, or its round voided,
-            # while the re-scan was held): the same physical card, never a new one out of the shoe.
-            why = f"re-scan of card {reading.rescan_of}, but no unread card is waiting for a re-scan"
-            self._hold_out_of_procedure(out, now, reading, why)
-            return out
-        refusal = self._why_no_card_now()
+        # A re-scan that misread, of a card no longer waiting for one (set aside, or its round voided, while
+        # the re-scan was held), is the same physical card, never a new one out of the shoe.
+        refusal = self._why_not_a_new_card(reading)
         if refusal is not None:
             self._hold_out_of_procedure(out, now, reading, refusal)
             return out
@@ -400,6 +403,16 @@ class CardFlow(GameFlow):
         self.unread_raw = reading.raw
         self._announce_unread(now, out)
         return out
+
+    def _rescan_first(self) -> str:
+        return f"re-scan the unread card first (card {self.unread_ref} could not be read)"
+
+    def _why_not_a_new_card(self, reading: CardSeen | CardUnread) -> str | None:
+        """Why a reading while no unread card waits cannot be taken as a card newly out of the shoe: a
+        re-scan (no card waits for one), or no card may come out now. None: it is dealt."""
+        if reading.rescan_of is not None:
+            return f"re-scan of card {reading.rescan_of}, but no unread card is waiting for a re-scan"
+        return self._why_no_card_now()
 
     # -- a card out of procedure ---------------------------------------------------------------------------
 
@@ -716,14 +729,7 @@ class CardFlow(GameFlow):
                 shuffle_id=reading.shuffle_id,
             )
             return self._on_shuffle_failed(failed, now)
-        done = ShuffleCompleted(
-            shuffle_id=reading.shuffle_id,
-            device=reading.device,
-            decks=reading.decks,
-            cards=reading.cards,
-            raw=reading.raw,
-        )
-        out.emit("shuffle.done", done, now)
+        out.emit("shuffle.done", _told(ShuffleCompleted, reading), now)
         waiting_round = self.shuffle.round_waits
         self.shuffle = ShuffleBook(requested=self.shuffle.requested)
         if waiting_round:
@@ -732,16 +738,7 @@ class CardFlow(GameFlow):
 
     def _on_shuffle_failed(self, reading: ShuffleFailed, now: float) -> FlowOutput:
         out = FlowOutput()
-        failure = ShuffleFailure(
-            shuffle_id=reading.shuffle_id,
-            device=reading.device,
-            code=reading.code,
-            reason=reading.reason,
-            expected=reading.expected,
-            actual=reading.actual,
-            raw=reading.raw,
-        )
-        out.emit("shuffle.failed", failure, now)
+        out.emit("shuffle.failed", _told(ShuffleFailure, reading), now)
         # An error the shuffler reports without an id (after a restart of either side) is the running one's.
         ids = self.shuffle.ids
         ours = reading.shuffle_id in ids or (reading.shuffle_id == "" and bool(ids))

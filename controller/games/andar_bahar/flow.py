@@ -172,10 +172,7 @@ class AndarBaharFlow(CardFlow):
             self.rounds.start_play()
 
     def _on_cut_card(self, reading: CutCardSeen, now: float) -> FlowOutput:
-        out = FlowOutput()
-        reason = "a cut card has no place in Andar Bahar: the deck is replaced after every round"
-        self._reject(out, now, reading, reason)
-        return out
+        return self._cut_card_refused(reading, now, "Andar Bahar")
 
     # -- inputs ----------------------------------------------------------------------------------------
 

@@ -161,19 +161,19 @@ class Stage(StrEnum):
     DEALER = "dealer"  # the dealer completes the hand
 
 
-#: a table with boxes (Live, Single-deck). Every stage of a round may end it (its result, or a void): the
-#: peek's dealer blackjack ends it after the initial deal or after insurance, with no turns.
+#: the stages a round goes through, each of which its end (the result, or a void) may leave
+_ROUND = (Stage.BETTING, Stage.INITIAL, Stage.INSURANCE, Stage.DEALER)
+
+#: a table with boxes (Live, Single-deck): insurance only under a dealer's ace. The peek's dealer
+#: blackjack ends the round after the initial deal or after insurance, with no turns.
 BOXED_STAGES = StageTable(
     "boxed blackjack",
     Stage.WAITING,
-    {
-        Stage.WAITING: {Stage.BETTING},
-        Stage.BETTING: {Stage.INITIAL, Stage.WAITING},
-        Stage.INITIAL: {Stage.INSURANCE, Stage.TURNS, Stage.WAITING},
-        Stage.INSURANCE: {Stage.TURNS, Stage.WAITING},
-        Stage.TURNS: {Stage.DEALER, Stage.WAITING},
-        Stage.DEALER: {Stage.WAITING},
-    },
+    [
+        (Stage.WAITING, Stage.BETTING, Stage.INITIAL, Stage.INSURANCE, Stage.TURNS, Stage.DEALER),
+        (Stage.INITIAL, Stage.TURNS),
+    ],
+    ending=(*_ROUND, Stage.TURNS),
 )
 
 #: Infinite Blackjack: a new shoe's burn before its first round (after the reshuffle of a finished shoe
@@ -181,16 +181,14 @@ BOXED_STAGES = StageTable(
 INFINITE_STAGES = StageTable(
     "infinite blackjack",
     Stage.WAITING,
-    {
-        Stage.WAITING: {Stage.BURN, Stage.SHUFFLE, Stage.BETTING},
-        Stage.SHUFFLE: {Stage.BURN},
-        Stage.BURN: {Stage.WAITING},
-        Stage.BETTING: {Stage.INITIAL, Stage.WAITING},
-        Stage.INITIAL: {Stage.INSURANCE, Stage.DECISIONS, Stage.DEALER, Stage.WAITING},
-        Stage.INSURANCE: {Stage.DECISIONS, Stage.DEALER, Stage.WAITING},
-        Stage.DECISIONS: {Stage.DEALER, Stage.WAITING},
-        Stage.DEALER: {Stage.WAITING},
-    },
+    [
+        (Stage.WAITING, Stage.SHUFFLE, Stage.BURN, Stage.WAITING, Stage.BURN),
+        (Stage.WAITING, Stage.BETTING, Stage.INITIAL, Stage.INSURANCE, Stage.DECISIONS, Stage.DEALER),
+        (Stage.INITIAL, Stage.DECISIONS),
+        (Stage.INITIAL, Stage.DEALER),
+        (Stage.INSURANCE, Stage.DEALER),
+    ],
+    ending=(*_ROUND, Stage.DECISIONS),
 )
 
 
@@ -721,15 +719,6 @@ class ShoeOfRoundsSettings(BlackjackSettings):
     )
 
 
-class LiveBlackjackSettings(ShoeOfRoundsSettings):
-    seats: int = Field(default=7, ge=1, le=9, description="boxes at the table, dealt from the dealer's left")
-    surrender: bool = Field(
-        default=False,
-        description="late surrender on the first two cards (the rules (docs/games/blackjack.md) name none: "
-        "off unless the studio offers it)",
-    )
-
-
 class BoxedBlackjackRecord(BlackjackTableRecord):
     hands: list[BoxHand] = Field(default_factory=list)
     insured: list[int] = Field(default_factory=list)
@@ -1207,6 +1196,15 @@ class BoxedBlackjackFlow(BlackjackTable):
 
 
 # --- Live Blackjack's rule set ----------------------------------------------------------------------------
+
+
+class LiveBlackjackSettings(ShoeOfRoundsSettings):
+    seats: int = Field(default=7, ge=1, le=9, description="boxes at the table, dealt from the dealer's left")
+    surrender: bool = Field(
+        default=False,
+        description="late surrender on the first two cards (the rules (docs/games/blackjack.md) name none: "
+        "off unless the studio offers it)",
+    )
 
 
 class LiveBlackjackFlow(BoxedBlackjackFlow):

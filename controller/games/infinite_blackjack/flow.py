@@ -32,6 +32,7 @@ from pydantic import Field
 from controller.cards import Card, CardCode
 from controller.command_base import Command, NewShoe, PlayersDone
 from controller.flow import SECRET, FlowOutput, FlowRecord, Handler, InputRejected
+from controller.games import blackjack_rules
 from controller.games.blackjack.flow import (
     DECISION,
     INFINITE_STAGES,
@@ -43,14 +44,6 @@ from controller.games.blackjack.flow import (
     dealer_result,
     dealer_words,
 )
-from controller.games.blackjack_rules import (
-    card_value,
-    dealer_draws,
-    dealer_may_have_blackjack,
-    hand_total,
-    hit_to_twelve,
-    is_ace,
-)
 from controller.games.card_flow import position_view
 from controller.games.card_source import ShoeOfRounds
 from controller.games.infinite_blackjack.events import InfiniteBlackjackResult, ShoeBurn
@@ -61,14 +54,6 @@ from controller.stages import StageTable
 INITIAL = ("player", "dealer", "player", "hole")
 
 
-class InfiniteBlackjackSettings(ShoeOfRoundsSettings):
-    burn_confirmation: bool = Field(
-        default=True,
-        description="the dealer confirms the burn (input burn_done); off: the burn ends with the last "
-        "card the shown value asks for",
-    )
-
-
 class InfiniteBlackjackRecord(BlackjackTableRecord):
     player: list[CardCode] = Field(default_factory=list)
     burn_shown: CardCode | None = None
@@ -77,6 +62,14 @@ class InfiniteBlackjackRecord(BlackjackTableRecord):
     #: the codes of the cards burned face down this shoe (the one beyond the count too): never named, even
     #: when one is passed over the reader again (a copy the felt cannot tell from it is never named either)
     burned_cards: list[CardCode] = Field(default_factory=list, json_schema_extra=SECRET)
+
+
+class InfiniteBlackjackSettings(ShoeOfRoundsSettings):
+    burn_confirmation: bool = Field(
+        default=True,
+        description="the dealer confirms the burn (input burn_done); off: the burn ends with the last "
+        "card the shown value asks for",
+    )
 
 
 # --- inputs (MQTT `inputs/<name>/<user>`) -------------------------------------------------------------
@@ -156,7 +149,7 @@ class InfiniteBlackjackFlow(BlackjackTable):
     def _burn_card(self, card: Card, now: float, out: FlowOutput) -> None:
         self.composition.take(card)
         if self.burn_shown is None:
-            self.burn_shown, self.burn_to = card, card_value(card)
+            self.burn_shown, self.burn_to = card, blackjack_rules.card_value(card)
             self._burn_event(now, out, done=False)
             self.prompt = f"Burn {self.burn_to} card{'s' if self.burn_to != 1 else ''} face down"
             return
@@ -238,7 +231,7 @@ class InfiniteBlackjackFlow(BlackjackTable):
         if self.stage == Stage.DECISIONS:
             return "player" if self.awaiting_card else None
         if self.stage == Stage.DEALER:
-            return "dealer" if dealer_draws(self.dealer, self.dealer_hits_soft_17) else None
+            return "dealer" if blackjack_rules.dealer_draws(self.dealer, self.dealer_hits_soft_17) else None
         return None
 
     def _cards_at(self, position: str) -> list[Card]:
@@ -250,7 +243,7 @@ class InfiniteBlackjackFlow(BlackjackTable):
     def _card_in_play(self, now: float, out: FlowOutput) -> None:
         if self.stage == Stage.DECISIONS:
             self._open_decision(now)
-        elif not dealer_draws(self.dealer, self.dealer_hits_soft_17):
+        elif not blackjack_rules.dealer_draws(self.dealer, self.dealer_hits_soft_17):
             self._finish(now, out)
 
     def _waiting_reason(self) -> str:
@@ -260,7 +253,7 @@ class InfiniteBlackjackFlow(BlackjackTable):
 
     def _waiting_cue(self) -> str:
         if self.stage == Stage.DECISIONS:
-            total = hand_total(self.player)
+            total = blackjack_rules.hand_total(self.player)
             return f"Players decide on {'soft ' if total.soft else ''}{total.total} — wait"
         return ""
 
@@ -278,7 +271,7 @@ class InfiniteBlackjackFlow(BlackjackTable):
         super()._deal(card, now, out, raw, rescan)
 
     def _initial_deal_done(self, now: float, out: FlowOutput) -> None:
-        if is_ace(self.up_card):
+        if blackjack_rules.is_ace(self.up_card):
             self._to(Stage.INSURANCE)
             self.rounds.set_timer(INSURANCE, now + self.settings.insurance_seconds)
             return
@@ -290,7 +283,7 @@ class InfiniteBlackjackFlow(BlackjackTable):
         self.prompt = self._prompt()
 
     def _peek(self, now: float, out: FlowOutput) -> None:
-        if dealer_may_have_blackjack(self.up_card) and self._dealer_peeks(now, out):
+        if blackjack_rules.dealer_may_have_blackjack(self.up_card) and self._dealer_peeks(now, out):
             self._to(Stage.DEALER)
             self._reveal(now, out)
             self._finish(now, out)
@@ -334,14 +327,14 @@ class InfiniteBlackjackFlow(BlackjackTable):
     def _policy_decides(self, now: float, out: FlowOutput) -> None:
         if self.stage != Stage.DECISIONS or self.awaiting_card:
             return
-        if hit_to_twelve(self.player) == "hit":
+        if blackjack_rules.hit_to_twelve(self.player) == "hit":
             self._more_cards(now, out, by="policy")
         else:
             self._no_more_cards(now, out, by="policy")
 
     def _more_cards(self, now: float, out: FlowOutput, by: str) -> None:
         self.rounds.cancel_timer(DECISION)
-        self._decision(now, out, "deal_card", by, None, None, hand_total(self.player).total)
+        self._decision(now, out, "deal_card", by, None, None, blackjack_rules.hand_total(self.player).total)
         self.last_decision = (
             "A card is asked for" if by == "player" else "No answer: a card (total 11 or less)"
         )
@@ -350,11 +343,13 @@ class InfiniteBlackjackFlow(BlackjackTable):
 
     def _no_more_cards(self, now: float, out: FlowOutput, by: str) -> None:
         self.rounds.cancel_timer(DECISION)
-        self._decision(now, out, "players_done", by, None, None, hand_total(self.player).total)
+        self._decision(
+            now, out, "players_done", by, None, None, blackjack_rules.hand_total(self.player).total
+        )
         self.last_decision = "Players done" if by == "player" else "No answer: players done"
         self._to(Stage.DEALER)
         self._reveal(now, out)
-        if not dealer_draws(self.dealer, self.dealer_hits_soft_17):
+        if not blackjack_rules.dealer_draws(self.dealer, self.dealer_hits_soft_17):
             self._finish(now, out)
         self.prompt = self._prompt()
 
@@ -397,7 +392,7 @@ class InfiniteBlackjackFlow(BlackjackTable):
             shown = [self.burn_shown] if self.burn_shown is not None else []
             view = position_view("burn", "Burn", shown, target, self.burn_to)
             return [view]
-        total = hand_total(self.player).total if self.player else None
+        total = blackjack_rules.hand_total(self.player).total if self.player else None
         return [position_view("player", "Player", self.player, target, total), self._dealer_view(target)]
 
     def public_state(self) -> dict[str, Any]:
@@ -411,6 +406,6 @@ class InfiniteBlackjackFlow(BlackjackTable):
             "burn": burn if self.stage == Stage.BURN else None,
             "initial": [card.code for card in self.player[:2]],
             "sequence": [card.code for card in self.player[2:]],
-            "player_total": hand_total(self.player).total if self.player else None,
+            "player_total": blackjack_rules.hand_total(self.player).total if self.player else None,
             "waiting_for_card": self.awaiting_card,
         }

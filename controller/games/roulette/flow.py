@@ -75,7 +75,8 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -236,19 +237,18 @@ class RouletteFlow(GameFlow):
         out = FlowOutput()
         if reading.device != self.settings.wheel_device:
             return out
-        if isinstance(reading, WheelGameStarted):
-            self._on_game_started(reading, now, out)
-        elif isinstance(reading, WheelBallLaunched):
-            self._on_ball_launched(reading, now, out)
-        elif isinstance(reading, WheelNoMoreBets):
-            self._on_no_more_bets(reading, now, out)
-        elif isinstance(reading, WheelResult):
-            self._on_result(reading, now, out)
-        elif isinstance(reading, WheelGameVoided):
-            self._on_game_voided(reading, now, out)
-        elif isinstance(reading, WheelIdle):
-            self._on_idle(reading, now, out)
         # Link and health readings (online, offline, fault) are the runtime's: it pauses the table.
+        taken_by: dict[type[Reading], Callable[[Any, float, FlowOutput], None]] = {
+            WheelGameStarted: self._on_game_started,
+            WheelBallLaunched: self._on_ball_launched,
+            WheelNoMoreBets: self._on_no_more_bets,
+            WheelResult: self._on_result,
+            WheelGameVoided: self._on_game_voided,
+            WheelIdle: self._on_idle,
+        }
+        take = taken_by.get(type(reading))
+        if take is not None:
+            take(reading, now, out)
         return out
 
     def _on_game_started(self, reading: WheelGameStarted, now: float, out: FlowOutput) -> None:
@@ -327,12 +327,7 @@ class RouletteFlow(GameFlow):
         try:
             result = RouletteResult(
                 round_id=round_id,
-                number=facts.number,
-                color=facts.color,
-                parity=facts.parity,
-                range=facts.range,
-                dozen=facts.dozen,
-                column=facts.column,
+                **asdict(facts),  # the number and what its bets settle on
                 spin=reading.spin,
                 rotor_rpm=reading.rotor_rpm,
                 direction=direction,

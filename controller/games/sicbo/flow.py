@@ -87,12 +87,11 @@ class Stage(StrEnum):
 STAGES = StageTable(
     "sicbo",
     Stage.IDLE,
-    {
-        Stage.IDLE: {Stage.SHAKING},
-        Stage.SHAKING: {Stage.READING, Stage.IDLE},
-        Stage.READING: {Stage.SHAKING, Stage.SUPERVISOR, Stage.IDLE},
-        Stage.SUPERVISOR: {Stage.SHAKING, Stage.IDLE},
-    },
+    [
+        (Stage.IDLE, Stage.SHAKING, Stage.READING, Stage.SHAKING),
+        (Stage.READING, Stage.SUPERVISOR, Stage.SHAKING),
+    ],
+    ending=(Stage.SHAKING, Stage.READING, Stage.SUPERVISOR),
 )
 
 

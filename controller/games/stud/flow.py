@@ -51,17 +51,8 @@ class Stage(StrEnum):
 
 
 #: a round goes through every stage in turn; each of them may end it (a void; the dealer's fifth card)
-STAGES = StageTable(
-    "stud",
-    Stage.WAITING,
-    {
-        Stage.WAITING: {Stage.BETTING},
-        Stage.BETTING: {Stage.DEALING_HANDS, Stage.WAITING},
-        Stage.DEALING_HANDS: {Stage.DECIDING, Stage.WAITING},
-        Stage.DECIDING: {Stage.DEALING_DEALER, Stage.WAITING},
-        Stage.DEALING_DEALER: {Stage.WAITING},
-    },
-)
+_IN_TURN = (Stage.BETTING, Stage.DEALING_HANDS, Stage.DECIDING, Stage.DEALING_DEALER)
+STAGES = StageTable("stud", Stage.WAITING, [(Stage.WAITING, *_IN_TURN)], ending=_IN_TURN)
 
 CARDS_PER_HAND = 5
 
@@ -240,10 +231,7 @@ class StudFlow(CardFlow):
     # -- readings (the card-reading procedure itself is CardFlow's) ------------------------------------------
 
     def _on_cut_card(self, reading: CutCardSeen, now: float) -> FlowOutput:
-        out = FlowOutput()
-        reason = "a cut card has no place in 5 Card Stud: the deck is replaced after every round"
-        self._reject(out, now, reading, reason)
-        return out
+        return self._cut_card_refused(reading, now, "5 Card Stud")
 
     # -- inputs ----------------------------------------------------------------------------------------
 
