@@ -36,21 +36,18 @@ Checks, from the journal file, the subscriber's record and what the shoe dealt a
 - every crash that happened mid-round came back as a paused round, and no card of it was dealt before a
   supervisor's resume.
 
-Reports restart-to-online and resume times (p50/p99), writes `bench/results/chaos-<YYYYMMDD>.json` and prints
+Reports restart-to-online and resume times (p50/p99), writes `bench/results/chaos.json` and prints
 a Markdown table. `python bench/chaos.py --faults 1000 --seed 7`; `tests/test_chaos_short.py` runs a short
 one.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
-import datetime as dt
 import json
 import logging
 import os
-import platform
 import random
 import shutil
 import sqlite3
@@ -63,15 +60,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+if __package__:  # imported as `bench.chaos` (the tests)
+    from bench import common
+else:  # `python bench/chaos.py`: Python puts bench/ on the path
+    import common
+
 from controller.testing.baccarat_reference import ExpectedRound, as_expected, expected_rounds, from_reference
-from controller.testing.mosquitto import MosquittoBroker, MqttRecorder, find_binary, wait_until
+from controller.testing.mosquitto import MosquittoBroker, MqttRecorder, wait_until
 from controller.testing.table_process import BASE, TABLE, ServiceProcess, write_config
 from drivers.line.device import LoggedLine
 from drivers.line.fields import SEQ_MODULO, seq_text
 from drivers.shoe.simulator import ShoeFaults, ShoeSimulator
-
-BENCH_DIR = Path(__file__).resolve().parent
-REPO_ROOT = BENCH_DIR.parent
 
 log = logging.getLogger("chaos")
 
@@ -129,14 +128,6 @@ def fault_plan(kinds: list[str], faults: int, seed: int) -> list[str]:
         rng.shuffle(block)
         plan += block
     return plan[:faults]
-
-
-def percentile(values: list[float], q: float) -> float | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
-    return ordered[index]
 
 
 def mount_tmpfs(path: Path, size: str) -> bool:
@@ -306,12 +297,12 @@ class Campaign:
         self._awaiting_resume_after_spawn = False
         self._dealer_hold = False
         self.started_at = 0.0
+        self.started_utc = common.now()
+        self.broker_binary = "mosquitto"
 
     # -- parts -----------------------------------------------------------------------------------------
     async def _start_parts(self) -> None:
-        binary = find_binary("mosquitto", "/usr/sbin")
-        if binary is None:
-            raise RuntimeError("mosquitto is not installed (Debian: apt-get install mosquitto)")
+        binary = self.broker_binary = common.mosquitto_binary()
         if "disk_full" in self.settings.kinds and self.settings.use_tmpfs:
             self.tmpfs = mount_tmpfs(self.data_dir, "512m")
             if not self.tmpfs:
@@ -762,6 +753,7 @@ class Campaign:
     # -- the campaign ---------------------------------------------------------------------------------
     async def run(self) -> dict[str, Any]:
         self.started_at = time.monotonic()
+        self.started_utc = common.now()
         try:
             await self._start_parts()
             await self._spawn()
@@ -822,22 +814,21 @@ class Campaign:
         state = self._latest_state() or {}
         return state.get("paused") is False and state.get("held_readings") == 0
 
-    def _outbox_size(self) -> int:
+    def _journal_count(self, query: str) -> int:
         db = sqlite3.connect(self.journal_path, timeout=5)
         try:
-            return int(db.execute("SELECT COUNT(*) FROM outbox").fetchone()[0])
+            return int(db.execute(query).fetchone()[0])
         finally:
             db.close()
+
+    def _outbox_size(self) -> int:
+        return self._journal_count("SELECT COUNT(*) FROM outbox")
 
     def _received_sequences(self) -> set[int]:
         return {int(m.json()["sequence"]) for m in self.subscriber.on(f"{BASE}/events/#")}
 
     def _journal_last_sequence(self) -> int:
-        db = sqlite3.connect(self.journal_path, timeout=5)
-        try:
-            return int(db.execute("SELECT COALESCE(MAX(sequence), 0) FROM events").fetchone()[0])
-        finally:
-            db.close()
+        return self._journal_count("SELECT COALESCE(MAX(sequence), 0) FROM events")
 
     async def _repair_gaps(self) -> list[int]:
         """What a consumer does when `sequence` shows a gap: ask the table for those events again."""
@@ -1052,22 +1043,16 @@ class Campaign:
     # -- report -------------------------------------------------------------------------------------------
     def report(self) -> dict[str, Any]:
         def summary(values: list[float]) -> dict[str, Any]:
-            return {
-                "count": len(values),
-                "p50_s": percentile(values, 50),
-                "p99_s": percentile(values, 99),
-                "max_s": max(values) if values else None,
-            }
+            return common.summary(values, unit="s")
 
         return {
-            "benchmark": "chaos",
-            "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-            "machine": {
-                "arch": platform.machine(),
-                "cores": os.cpu_count(),
-                "python": platform.python_version(),
-            },
-            "commit": _commit(),
+            **common.header(
+                "chaos",
+                self.started_utc,
+                common.machine_info(self.broker_binary),
+                what="fault injection against a whole table: the ACK promise, cards, results, events",
+            ),
+            "ended_utc": common.date_utc(common.now()),
             "settings": {
                 "faults": self.settings.faults,
                 "seed": self.settings.seed,
@@ -1119,21 +1104,13 @@ def _ranges(numbers: list[int]) -> list[tuple[int, int]]:
     return out
 
 
-def _commit() -> str | None:
-    with contextlib.suppress(Exception):
-        done = subprocess.run(
-            ["git", "-C", str(REPO_ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
-        )
-        return done.stdout.strip() or None
-    return None
-
-
 def markdown(report: dict[str, Any]) -> str:
     def seconds(value: float | None) -> str:
         return "–" if value is None else f"{value:.2f} s"
 
     lines = [
-        f"Chaos campaign, {report['date']}, {report['machine']['arch']}, {report['machine']['cores']} cores, "
+        f"Chaos campaign, {report['date_utc']} to {report['ended_utc']}, commit {report['git_commit']}, "
+        f"{report['machine']['cpu']} ({report['machine']['arch']}), {report['machine']['cores']} cores, "
         f"seed {report['settings']['seed']}, {report['duration_s']} s",
         "",
         "| fault | injected |",
@@ -1177,12 +1154,12 @@ def markdown(report: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = common.parser(__doc__)
     parser.add_argument("--faults", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--kinds", default=",".join(KINDS), help="comma-separated fault kinds")
     parser.add_argument("--max-seconds", type=float, default=None, help="stop injecting after this long")
-    parser.add_argument("--output", type=Path, default=None)
+    common.add_output_argument(parser, "chaos")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)
     logging.basicConfig(
@@ -1194,9 +1171,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown fault kinds: {', '.join(sorted(unknown))}")
     settings = CampaignSettings(faults=args.faults, seed=args.seed, kinds=kinds, max_seconds=args.max_seconds)
     report = asyncio.run(Campaign(settings).run())
-    output = args.output or BENCH_DIR / "results" / f"chaos-{dt.date.today():%Y%m%d}.json"
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(json.dumps(report, indent=2) + "\n")
+    output = common.write_result("chaos", report, args.output)
     print(markdown(report))
     print(f"\nwritten: {output}")
     return 1 if report["violations"] else 0

@@ -15,7 +15,7 @@ from a click on a tile to that table's details on screen while the load goes on,
 CPU time.
 
 Run: `python bench/console_latency.py` (about 2 minutes; `--help`). A benchmark, not a test: it asserts
-nothing and writes `bench/results/console-latency-<YYYYMMDD>.json`.
+nothing and writes `bench/results/console-latency.json`.
 """
 
 from __future__ import annotations
@@ -23,11 +23,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import datetime as dt
-import json
 import os
 import random
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -35,15 +32,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from latency import git_commit, machine_info
+import common
 from playwright.async_api import expect
 
 from controller.testing.console import chromium, open_console
-from controller.testing.mosquitto import MosquittoBroker, find_binary, free_port
+from controller.testing.mosquitto import MosquittoBroker, free_port
 from controller.testing.studio_sim import ROUND, SimulatedStudio
-
-BENCH_DIR = Path(__file__).resolve().parent
-REPO_ROOT = BENCH_DIR.parent
 
 OBSERVE_JS = """() => {
   window.__seen = [];
@@ -66,25 +60,6 @@ OBSERVE_JS = """() => {
     for (const entry of list.getEntries()) window.__long.push(entry.duration);
   }).observe({ entryTypes: ["longtask"] });
 }"""
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    if not ordered:
-        return float("nan")
-    index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
-    return ordered[index]
-
-
-def summarize(values: list[float]) -> dict[str, float]:
-    return {
-        "count": len(values),
-        "p50": percentile(values, 50),
-        "p90": percentile(values, 90),
-        "p99": percentile(values, 99),
-        "max": max(values) if values else float("nan"),
-        "mean": statistics.fmean(values) if values else float("nan"),
-    }
 
 
 def cpu_seconds(pid: int) -> float:
@@ -111,7 +86,7 @@ async def scenario(
             "--port",
             str(port),
         ],
-        cwd=REPO_ROOT,
+        cwd=common.REPO_ROOT,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -180,48 +155,40 @@ async def scenario(
         "events_per_second": round(len(sent) / window, 1),
         "mqtt_messages_per_second": round(2 * len(sent) / window, 1),  # each event and its retained state
         "not_seen": missing,
-        "event_to_dom_ms": summarize(dom),
-        "event_to_paint_ms": summarize(painted),
+        "event_to_dom_ms": common.summary(dom),
+        "event_to_paint_ms": common.summary(painted),
         "long_tasks": {
             "count": len(long_tasks),
             "total_ms": sum(long_tasks),
             "max_ms": max(long_tasks, default=0),
         },
-        "click_to_detail_ms": summarize(click_ms),
+        "click_to_detail_ms": common.summary(click_ms),
         "console_cpu_percent": round(100 * cpu / window, 1),
     }
 
 
 async def run(args: argparse.Namespace) -> int:
-    binary = find_binary("mosquitto", "/usr/sbin")
-    if binary is None:
-        print("mosquitto is not installed (apt-get install mosquitto)", file=sys.stderr)
-        return 2
+    started = common.now()
     results = []
-    with tempfile.TemporaryDirectory() as workdir:
-        broker = MosquittoBroker(binary, Path(workdir) / "mosquitto", persistence=False)
-        broker.start()
-        try:
-            for round_seconds in args.round_seconds:
-                print(
-                    f"{args.tables} tables, a round every {round_seconds:g} s, {args.seconds:g} s ...",
-                    flush=True,
-                )
-                results.append(await scenario(broker, args.tables, round_seconds, args.seconds, args.clicks))
-        finally:
-            broker.stop()
-        machine = machine_info(binary)
+    with tempfile.TemporaryDirectory() as workdir, common.mosquitto(Path(workdir)) as broker:
+        for round_seconds in args.round_seconds:
+            print(
+                f"{args.tables} tables, a round every {round_seconds:g} s, {args.seconds:g} s ...",
+                flush=True,
+            )
+            results.append(await scenario(broker, args.tables, round_seconds, args.seconds, args.clicks))
+        machine = common.machine_info(broker.binary)
     report = {
-        "benchmark": "console_latency",
-        "date_utc": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "git_commit": git_commit(),
-        "machine": machine,
+        **common.header(
+            "console-latency",
+            started,
+            machine,
+            what="the supervisors' console with many simulated tables: event published -> its tile painted",
+        ),
         "settings": vars(args) | {"output": str(args.output)},
         "results": results,
     }
-    output = args.output or BENCH_DIR / "results" / f"console-latency-{dt.datetime.now(dt.UTC):%Y%m%d}.json"
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(json.dumps(report, indent=2) + "\n")
+    output = common.write_result("console-latency", report, args.output)
     print()
     print(
         "| tables | round every | events/s | MQTT msg/s | event → page p50 | p90 | p99 | max | not seen "
@@ -244,7 +211,7 @@ async def run(args: argparse.Namespace) -> int:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser = common.parser(__doc__)
     parser.add_argument("--tables", type=int, default=200)
     parser.add_argument(
         "--round-seconds",
@@ -255,7 +222,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--seconds", type=float, default=45.0, help="measured time per scenario")
     parser.add_argument("--clicks", type=int, default=10, help="tiles clicked during each scenario")
-    parser.add_argument("--output", type=Path, default=None)
+    common.add_output_argument(parser, "console-latency")
     return parser.parse_args(argv)
 
 

@@ -24,14 +24,13 @@ any wrong / abstained. The number that matters at a table is the confident-wrong
 Labels: the published labels, and the same with the label errors listed in `ERRATA` corrected (each one was
 looked at; the reason is given). Calibration uses the corrected labels; results are given against both.
 
-Writes `bench/results/dice-accuracy-<YYYYMMDD>.json` and `.md` (`--output` to change the stem).
+Writes `bench/results/dice-accuracy.json` and `.md` (`--output` to change the stem).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import math
 import re
 import sys
@@ -39,7 +38,6 @@ import time
 import zlib
 from collections import Counter
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -50,9 +48,9 @@ from calibration.dice import LabelledDie, LabelledImage, calibrate, load_yolo_fo
 from drivers.dice.reader import DiceCalibration, DiceReader, DieReading
 
 if __package__:  # imported as `bench.dice_accuracy` (through bench/dice_table.py, by the tests)
-    from bench.machine import git_commit, machine
+    from bench import common
 else:  # `python bench/dice_accuracy.py`: Python puts bench/ on the path
-    from machine import git_commit, machine
+    import common
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPO_ROOT.parent / "shared" / "data" / "dice"
@@ -304,13 +302,34 @@ def measure_images(
 # --- the run ------------------------------------------------------------------------------------------
 
 
-def run_dataset(data: Path, dataset: str) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Photos:
+    """A data set as the dice benchmarks measure it: its labelled photos with the errata applied, as
+    published (by name), and split in halves."""
+
+    dataset: str
+    box_kind: str
+    examples: list[LabelledImage]
+    corrections: int
+    published: dict[str, LabelledImage]
+    halves: tuple[list[LabelledImage], list[LabelledImage]]
+
+    def header(self) -> dict[str, Any]:
+        return dataset_header(self.dataset, self.box_kind, self.examples, self.corrections)
+
+
+def load_photos(data: Path, dataset: str) -> Photos:
     box_kind = DATASETS[dataset]
     folder = data / dataset
     published_examples = load_yolo_folder(folder / "images", folder / "labels", box_kind)  # type: ignore[arg-type]
     examples, corrections = apply_errata(dataset, published_examples)
     published = {example.name: example for example in published_examples}
-    halves = split(dataset, examples)
+    return Photos(dataset, box_kind, examples, corrections, published, split(dataset, examples))
+
+
+def run_dataset(data: Path, dataset: str) -> dict[str, Any]:
+    photos = load_photos(data, dataset)
+    box_kind, published, halves = photos.box_kind, photos.published, photos.halves
     folds = [Fold(halves[0], halves[1]), Fold(halves[1], halves[0])]
     settings = ("crops", "images")
     tallies = {s: {labels: Tally() for labels in ("corrected", "published")} for s in settings}
@@ -361,7 +380,7 @@ def run_dataset(data: Path, dataset: str) -> dict[str, Any]:
             file=sys.stderr,
         )
     return {
-        **dataset_header(dataset, box_kind, examples, corrections),
+        **photos.header(),
         "folds": fold_reports,
         "results": {s: {labels: tallies[s][labels].as_dict() for labels in tallies[s]} for s in settings},
         "timing": {
@@ -414,42 +433,50 @@ def split_description(dataset: str) -> str:
 DICE_SOURCES = ("drivers/dice", "calibration/dice.py", "bench/dice_accuracy.py")
 
 
-def percent(count: int, total: int) -> str:
-    return f"{count} ({100 * count / total:.1f}%)" if total else "0"
+def tally_header(part: str) -> list[str]:
+    """The head of a tally table (`tally_row`): `part` names the second column."""
+    return [
+        f"| data set | {part} | labels | dice | correct | WRONG | unreadable "
+        "| images | all right | any wrong | abstained |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+
+
+def tally_row(name: str, part: str, labels: str, tally: dict[str, Any]) -> str:
+    """One row of a tally table: a `Tally.as_dict()` of data set `name`, setting or fold `part`."""
+    dice, images = tally["dice"], tally["images"]
+    total = sum(v for k, v in dice.items() if k in ("correct", "wrong", "unreadable"))
+    image_total = sum(images.values())
+    cells = [
+        str(total),
+        *(common.percent(dice.get(k, 0), total) for k in ("correct", "wrong", "unreadable")),
+        str(image_total),
+        *(common.percent(images.get(k, 0), image_total) for k in ("all right", "any wrong", "abstained")),
+    ]
+    return f"| {name} | {part} | {labels} | {' | '.join(cells)} |"
+
+
+def machine_line(report: dict[str, Any], *extras: str) -> str:
+    m = report["machine"]
+    return common.machine_line(report, f"OpenCV {m['opencv']}", f"numpy {m['numpy']}", *extras)
 
 
 def markdown(report: dict[str, Any]) -> str:
-    machine = report["machine"]
     lines = [
         "# Dice reader accuracy on real photographs",
         "",
-        f"Date {report['date_utc']}; tablectl commit {report['git_commit']}; "
-        f"{machine['cpu']}, {machine['cores']} cores, "
-        f"{machine['os']}, Python {machine['python']}, OpenCV {machine['opencv']}, numpy {machine['numpy']}.",
+        machine_line(report),
         "",
         "Two folds per data set: calibrated on one half, measured on the other (every image measured once).",
         "WRONG = read with confidence and wrong. Labels: corrected = with the listed label errors fixed.",
         "",
-        "| data set | setting | labels | dice | correct | WRONG | unreadable "
-        "| images | all right | any wrong | abstained |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        *tally_header("setting"),
     ]
     for result in report["datasets"]:
         for setting in ("crops", "images"):
             for labels in ("corrected", "published"):
                 tally = result["results"][setting][labels]
-                dice, images = tally["dice"], tally["images"]
-                total = sum(v for k, v in dice.items() if k in ("correct", "wrong", "unreadable"))
-                image_total = sum(images.values())
-                lines.append(
-                    f"| {result['dataset']} | {SETTING_NAMES[setting]} | {labels} "
-                    f"| {total} | {percent(dice.get('correct', 0), total)} "
-                    f"| {percent(dice.get('wrong', 0), total)} "
-                    f"| {percent(dice.get('unreadable', 0), total)} | {image_total} "
-                    f"| {percent(images.get('all right', 0), image_total)} "
-                    f"| {percent(images.get('any wrong', 0), image_total)} "
-                    f"| {percent(images.get('abstained', 0), image_total)} |"
-                )
+                lines.append(tally_row(result["dataset"], SETTING_NAMES[setting], labels, tally))
     lines += [
         "",
         "Extra blobs read as dice in whole images (a die where no die is labelled): "
@@ -471,20 +498,18 @@ def markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+def add_data_arguments(parser: argparse.ArgumentParser) -> None:
+    """`--data` (the photographs) and `--datasets` (which of them), as every dice benchmark takes them."""
     parser.add_argument(
         "--data", type=Path, default=DEFAULT_DATA, help="the folder holding byler/ and matteop65/"
     )
     parser.add_argument("--datasets", default=",".join(DATASETS), help="comma-separated (default: both)")
-    parser.add_argument(
-        "--output",
-        type=Path,
-        default=None,
-        help="path stem for the .json and .md results (default bench/results/dice-accuracy-<date>)",
-    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = common.parser(__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_data_arguments(parser)
+    common.add_output_argument(parser, "dice-accuracy", markdown=True)
     args = parser.parse_args(argv)
     names = [name for name in args.datasets.split(",") if name]
     unknown = [name for name in names if name not in DATASETS]
@@ -492,12 +517,14 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown data set(s) {', '.join(unknown)}; known: {', '.join(DATASETS)}")
     if not args.data.is_dir():
         parser.error(f"{args.data}: no such folder (the dice photos; see --data)")
-    now = datetime.now(UTC)
     report: dict[str, Any] = {
-        "benchmark": "dice-accuracy",
-        "date_utc": now.strftime("%Y-%m-%d %H:%M"),
-        "git_commit": git_commit(DICE_SOURCES),
-        "machine": machine(opencv=cv2.__version__, numpy=np.__version__),
+        **common.header(
+            "dice-accuracy",
+            common.now(),
+            common.machine(opencv=cv2.__version__, numpy=np.__version__),
+            measured=DICE_SOURCES,
+            what="the dice reader on real labelled photos, calibrated on one half, measured on the other",
+        ),
         "dataset_sources": dataset_commits(args.data),
         "calibration_format": f"{DiceCalibration().kind} v{DiceCalibration().version}",
         "errata": [
@@ -509,13 +536,10 @@ def main(argv: list[str] | None = None) -> int:
     for name in names:
         print(f"{name}: calibrating and measuring two folds...", file=sys.stderr)
         report["datasets"].append(run_dataset(args.data, name))
-    stem = args.output or REPO_ROOT / "bench" / "results" / f"dice-accuracy-{now.strftime('%Y%m%d')}"
-    stem.parent.mkdir(parents=True, exist_ok=True)
     text = markdown(report)
-    Path(f"{stem}.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
-    Path(f"{stem}.md").write_text(text, encoding="utf-8")
+    output = common.write_result("dice-accuracy", report, args.output, text)
     print(text)
-    print(f"\nWritten: {stem}.json, {stem}.md", file=sys.stderr)
+    print(f"\nWritten: {output} and its .md", file=sys.stderr)
     return 0
 
 

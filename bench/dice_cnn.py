@@ -35,7 +35,7 @@ softmax over the 8 rotations by 90 degrees and mirrors of that input (a die face
 
 torch is needed ONLY to train (`pip install -e '.[train]'`); reading uses OpenCV and numpy. The ONNX file is
 written by a small protobuf writer here (the `onnx` package is not a dependency). Writes
-`bench/results/dice-cnn-<YYYYMMDD>.json` (`--output` to change the stem) and prints a markdown table in the
+`bench/results/dice-cnn.json` (`--output` to change the stem) and prints a markdown table in the
 shape of `bench/DICE.md`'s. The ONNX models go to `--models` (default: a temporary folder; not kept).
 """
 
@@ -43,41 +43,37 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import re
 import sys
 import tempfile
 import time
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import common
 import cv2
 import numpy as np
 from dice_accuracy import (
     DATASETS,
-    DEFAULT_DATA,
     ERRATA,
     MATTEOP_BLOCK,
     Tally,
-    apply_errata,
+    add_data_arguments,
     confidence_bin,
     crop_around,
     dataset_commits,
-    dataset_header,
     die_side,
     image_kind,
     kind,
+    load_photos,
+    machine_line,
     merge,
-    percent,
-    split,
+    tally_header,
+    tally_row,
 )
-from machine import git_commit, machine
 
-from calibration.dice import LabelledImage, load_yolo_folder
-
-REPO_ROOT = Path(__file__).resolve().parents[1]
+from calibration.dice import LabelledImage
 
 BASE = 96  # the crop (3 die sides) resized to BASE x BASE
 INPUT = 64  # the central INPUT x INPUT of it (2 die sides) is the model's input
@@ -500,12 +496,8 @@ def measure(reader: OnnxDieReader, test: Crops, tallies: dict[str, Tally]) -> tu
 
 
 def run_dataset(data: Path, dataset: str, settings: Settings, models: Path, stamp: str) -> dict[str, Any]:
-    box_kind = DATASETS[dataset]
-    folder = data / dataset
-    published_examples = load_yolo_folder(folder / "images", folder / "labels", box_kind)  # type: ignore[arg-type]
-    examples, corrections = apply_errata(dataset, published_examples)
-    published = {example.name: example for example in published_examples}
-    halves = split(dataset, examples)
+    photos = load_photos(data, dataset)
+    box_kind, published, halves = photos.box_kind, photos.published, photos.halves
     tallies = {labels: Tally() for labels in ("corrected", "published")}
     fold_reports = []
     reads, seconds = 0, 0.0
@@ -577,7 +569,7 @@ def run_dataset(data: Path, dataset: str, settings: Settings, models: Path, stam
             file=sys.stderr,
         )
     return {
-        **dataset_header(dataset, box_kind, examples, corrections),
+        **photos.header(),
         "folds": fold_reports,
         "results": {labels: tallies[labels].as_dict() for labels in ("corrected", "published")},
         "ms_per_crop": round(1000 * seconds / max(1, reads), 2),
@@ -587,37 +579,21 @@ def run_dataset(data: Path, dataset: str, settings: Settings, models: Path, stam
 # --- report -------------------------------------------------------------------------------------------
 
 
-def row(name: str, part: str, labels: str, tally: dict[str, Any]) -> str:
-    dice, images = tally["dice"], tally["images"]
-    total = sum(v for k, v in dice.items() if k in ("correct", "wrong", "unreadable"))
-    image_total = sum(images.values())
-    return (
-        f"| {name} | {part} | {labels} | {total} | {percent(dice.get('correct', 0), total)} "
-        f"| {percent(dice.get('wrong', 0), total)} | {percent(dice.get('unreadable', 0), total)} "
-        f"| {image_total} | {percent(images.get('all right', 0), image_total)} "
-        f"| {percent(images.get('any wrong', 0), image_total)} "
-        f"| {percent(images.get('abstained', 0), image_total)} |"
-    )
-
-
 def markdown(report: dict[str, Any]) -> str:
-    machine = report["machine"]
     lines = [
         "# Small CNN on one die (crop), real photographs",
         "",
-        f"Date {report['date_utc']}; tablectl commit {report['git_commit']}; "
-        f"{machine['cpu']}, {machine['cores']} cores, {machine['os']}, Python {machine['python']}, "
-        f"OpenCV {machine['opencv']}, numpy {machine['numpy']}, torch {machine['torch']} (training only).",
+        machine_line(report, f"torch {report['machine']['torch']} (training only)"),
         "",
-        "| data set | fold | labels | dice | correct | WRONG | unreadable "
-        "| images | all right | any wrong | abstained |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        *tally_header("fold"),
     ]
     for result in report["datasets"]:
         for labels in ("corrected", "published"):
             for fold in result["folds"]:
-                lines.append(row(result["dataset"], f"fold {fold['fold']}", labels, fold["results"][labels]))
-            lines.append(row(result["dataset"], "both", labels, result["results"][labels]))
+                lines.append(
+                    tally_row(result["dataset"], f"fold {fold['fold']}", labels, fold["results"][labels])
+                )
+            lines.append(tally_row(result["dataset"], "both", labels, result["results"][labels]))
     lines.append("")
     for result in report["datasets"]:
         for fold in result["folds"]:
@@ -643,21 +619,14 @@ def markdown(report: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=(__doc__ or "").split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument(
-        "--data", type=Path, default=DEFAULT_DATA, help="the folder holding byler/ and matteop65/"
-    )
-    parser.add_argument("--datasets", default=",".join(DATASETS), help="comma-separated (default: both)")
+    parser = common.parser(__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_data_arguments(parser)
     parser.add_argument("--steps", type=int, default=Settings.steps, help="training steps per fold")
     parser.add_argument(
         "--members", type=int, choices=(1, 4), default=Settings.members, help="models in the ensemble"
     )
     parser.add_argument("--models", type=Path, default=None, help="keep the ONNX models in this folder")
-    parser.add_argument(
-        "--output", type=Path, default=None, help="path stem (default bench/results/dice-cnn-<date>)"
-    )
+    common.add_output_argument(parser, "dice-cnn")
     args = parser.parse_args(argv)
     names = [name for name in args.datasets.split(",") if name]
     unknown = [name for name in names if name not in DATASETS]
@@ -666,14 +635,20 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     settings = Settings(steps=args.steps, members=args.members)
-    now = datetime.now(UTC)
+    now = common.now()
     stamp = now.strftime("%Y%m%d")
     report: dict[str, Any] = {
-        "benchmark": "dice-cnn",
-        "date_utc": now.strftime("%Y-%m-%d %H:%M"),
-        "git_commit": git_commit(("bench/dice_cnn.py", "bench/dice_accuracy.py")),
-        "machine": machine(
-            opencv=cv2.__version__, numpy=np.__version__, torch=torch.__version__, threads="torch 1, OpenCV 1"
+        **common.header(
+            "dice-cnn",
+            now,
+            common.machine(
+                opencv=cv2.__version__,
+                numpy=np.__version__,
+                torch=torch.__version__,
+                threads="torch 1, OpenCV 1",
+            ),
+            measured=("bench/dice_cnn.py", "bench/dice_accuracy.py"),
+            what="an experiment: a small CNN reading one die crop, measured as dice_accuracy.py measures",
         ),
         "dataset_sources": dataset_commits(args.data),
         "settings": {
@@ -696,12 +671,9 @@ def main(argv: list[str] | None = None) -> int:
         models.mkdir(parents=True, exist_ok=True)
         for name in names:
             report["datasets"].append(run_dataset(args.data, name, settings, models, stamp))
-    stem = args.output or REPO_ROOT / "bench" / "results" / f"dice-cnn-{stamp}"
-    stem.parent.mkdir(parents=True, exist_ok=True)
-    Path(f"{stem}.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
-    text = markdown(report)
-    print(text)
-    print(f"\nWritten: {stem}.json", file=sys.stderr)
+    output = common.write_result("dice-cnn", report, args.output)
+    print(markdown(report))
+    print(f"\nWritten: {output}", file=sys.stderr)
     return 0
 
 

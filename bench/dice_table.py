@@ -3,7 +3,7 @@
     python bench/dice_table.py                          # everything: real sets, synthetic suite, speed
     python bench/dice_table.py --parts real --datasets matteop65
     python bench/dice_table.py --parts synthetic,speed --scenes 2000
-    python bench/dice_table.py --parts speed             # the speed only: bench/results/dice-speed-<date>
+    python bench/dice_table.py --parts speed             # the speed only: bench/results/dice-speed.*
     python bench/dice_table.py --parts speed --against 6336b0a   # and an older reader, frame by frame in turn
     python bench/dice_table.py --parts samples --samples TABLE/SAMPLES.csv   # a table's own photos
 
@@ -29,14 +29,12 @@ Four parts:
 - speed: milliseconds (CPU time) per 1280x720 frame of three dice on one core (OpenCV limited to one
   thread), with where the time goes (locating the dice; the faces), and the whole-tray segmentation beside.
 
-Writes bench/results/dice-table-<YYYYMMDD>.json and .md. Nothing is asserted; the tests hold the bounds.
+Writes bench/results/dice-table.json and .md. Nothing is asserted; the tests hold the bounds.
 """
 
 from __future__ import annotations
 
-import argparse
 import csv
-import json
 import math
 import os
 import statistics
@@ -46,7 +44,6 @@ import time
 import types
 import zlib
 from collections import Counter
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -65,29 +62,12 @@ from drivers.dice.reader import AcceptedDice, DiceCalibration, DiceReader, DiceR
 from drivers.dice.synthetic import DiceScene, random_scene, render
 
 if __package__:  # imported as `bench.dice_table` (tests/test_dice_table.py)
-    from bench.dice_accuracy import (
-        DATASETS,
-        DEFAULT_DATA,
-        DICE_SOURCES,
-        apply_errata,
-        dataset_commits,
-        split,
-        split_description,
-    )
-    from bench.machine import git_commit, machine
+    from bench import common, dice_accuracy
 else:  # `python bench/dice_table.py`: Python puts bench/ on the path
-    from dice_accuracy import (
-        DATASETS,
-        DEFAULT_DATA,
-        DICE_SOURCES,
-        apply_errata,
-        dataset_commits,
-        split,
-        split_description,
-    )
-    from machine import git_commit, machine
+    import common
+    import dice_accuracy
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+pct = common.percent
 
 # --- real photographs ------------------------------------------------------------------------------------
 
@@ -147,11 +127,11 @@ def calibrate_fold(
 
 def run_real(data: Path, dataset: str) -> dict[str, Any]:
     folder = data / dataset
-    examples, _ = apply_errata(
+    examples, _ = dice_accuracy.apply_errata(
         dataset,
-        load_yolo_folder(folder / "images", folder / "labels", DATASETS[dataset]),  # type: ignore[arg-type]
+        load_yolo_folder(folder / "images", folder / "labels", dice_accuracy.DATASETS[dataset]),  # type: ignore[arg-type]
     )
-    halves = split(dataset, examples)
+    halves = dice_accuracy.split(dataset, examples)
     images: Counter[str] = Counter()
     dice: Counter[str] = Counter()
     reasons: Counter[str] = Counter()
@@ -199,7 +179,7 @@ def run_real(data: Path, dataset: str) -> dict[str, Any]:
         )
     return {
         "dataset": dataset,
-        "split": split_description(dataset),
+        "split": dice_accuracy.split_description(dataset),
         "images": dict(images),
         "dice": dict(dice),
         "refusals": dict(reasons.most_common()),
@@ -339,7 +319,7 @@ def reader_at(commit: str, calibration: Any) -> Any:
     needs only OpenCV, numpy and pydantic), with the same calibration."""
     source = subprocess.run(
         ["git", "show", f"{commit}:drivers/dice/reader.py"],
-        cwd=REPO_ROOT,
+        cwd=common.REPO_ROOT,
         capture_output=True,
         text=True,
         check=True,
@@ -429,17 +409,11 @@ def run_speed(
 # --- report ----------------------------------------------------------------------------------------------
 
 
-def pct(count: int, total: int) -> str:
-    return f"{count} ({100 * count / total:.1f}%)" if total else "0"
-
-
 def markdown(report: dict[str, Any]) -> str:
-    m = report["machine"]
     lines = [
         "# Dice reader at the table: values-only calibration, whole frames",
         "",
-        f"Date {report['date_utc']}; tablectl commit {report['git_commit']}; {m['cpu']}, {m['cores']} cores, "
-        f"{m['os']}, Python {m['python']}, OpenCV {m['opencv']}, numpy {m['numpy']}.",
+        dice_accuracy.machine_line(report),
         "",
     ]
     if report.get("real"):
@@ -523,25 +497,33 @@ def markdown(report: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    parser.add_argument("--datasets", default=",".join(DATASETS))
+    parser = common.parser(__doc__)
+    dice_accuracy.add_data_arguments(parser)
     parser.add_argument("--parts", default="real,synthetic,speed")
     parser.add_argument("--scenes", type=int, default=2000)
-    parser.add_argument("--output", type=Path, default=None)
+    parser.add_argument(
+        "--output",
+        type=Path,
+        default=None,
+        metavar="STEM",
+        help="write STEM.json and STEM.md (default: bench/results/dice-table.json and .md, or dice-speed.* "
+        "for --parts speed alone; the next run replaces them)",
+    )
     parser.add_argument("--against", default=None, help="speed: also time the reader of this commit, in turn")
     parser.add_argument("--samples", type=Path, default=None, help="samples: a table's SAMPLES.csv")
     args = parser.parse_args(argv)
     parts = set(args.parts.split(","))
-    now = datetime.now(UTC)
-    report: dict[str, Any] = {
-        "benchmark": "dice-table",
-        "date_utc": now.strftime("%Y-%m-%d %H:%M"),
-        "git_commit": git_commit((*DICE_SOURCES, "bench/dice_table.py")),
-        "machine": machine(opencv=cv2.__version__, numpy=np.__version__),
-    }
+    # the speed alone goes to its own file: it must not replace the accuracy results
+    name = "dice-speed" if parts == {"speed"} else "dice-table"
+    report: dict[str, Any] = common.header(
+        name,
+        common.now(),
+        common.machine(opencv=cv2.__version__, numpy=np.__version__),
+        measured=(*dice_accuracy.DICE_SOURCES, "bench/dice_table.py"),
+        what="the dice reader as a table uses it: calibrated from values, whole frames; the time per frame",
+    )
     if "real" in parts:
-        report["dataset_sources"] = dataset_commits(args.data)
+        report["dataset_sources"] = dice_accuracy.dataset_commits(args.data)
     if "real" in parts:
         report["real"] = []
         for name in args.datasets.split(","):
@@ -568,13 +550,8 @@ def main(argv: list[str] | None = None) -> int:
         if "synthetic" in parts:
             print(f"synthetic: {args.scenes} scenes...", file=sys.stderr)
             report["synthetic"] = run_synthetic(reader, args.scenes)
-    # the speed alone goes to its own file: it must not replace the day's accuracy results
-    name = "dice-speed" if parts == {"speed"} else "dice-table"
-    stem = args.output or REPO_ROOT / "bench" / "results" / f"{name}-{now.strftime('%Y%m%d')}"
-    stem.parent.mkdir(parents=True, exist_ok=True)
     text = markdown(report)
-    Path(f"{stem}.json").write_text(json.dumps(report, indent=1, default=str) + "\n", encoding="utf-8")
-    Path(f"{stem}.md").write_text(text, encoding="utf-8")
+    common.write_result(name, report, args.output, text)
     print(text)
     return 0
 

@@ -13,7 +13,7 @@ events' commit time during the flush (the device's ACK waits for it: it must not
 the subscriber (they queue behind the backlog: strict order), the event loop's worst lag, and the same drain
 with a window of 1 (one publish at a time, as before) for comparison.
 
-Run: `python bench/flush.py` (see bench/README.md). Writes `bench/results/flush-<YYYYMMDD>.json`.
+Run: `python bench/flush.py` (see bench/README.md). Writes `bench/results/flush.json`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import datetime as dt
 import json
 import logging
 import statistics
@@ -30,14 +29,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-import latency as common
+import common
 
 from controller.bus import TableBus
 from controller.config import BrokerSettings
 from controller.events import CardDealt, make_event
 from controller.journal import Journal
-
-BENCH_DIR = Path(__file__).resolve().parent
 
 ROOT = "studio/bench/table/flush"
 APPEND_BATCH = 1000
@@ -230,59 +227,48 @@ async def one_drain(
         else None,
         "all_delivered_in_order": received["unique"] == backlog + live_count and received["in_order"],
         "live_events": live_count,
-        "live_commit": common.summarise(commits_ns),
-        "live_delivery_delay": common.summarise(delays),
-        "loop_lag_ms": {
-            "p50": round(statistics.median(lags) * 1e3, 3) if lags else None,
-            "p99": round(lags[int(len(lags) * 0.99)] * 1e3, 3) if lags else None,
-            "max": round(lags[-1] * 1e3, 3) if lags else None,
-        },
+        "live_commit": common.summary_ms(commits_ns),
+        "live_delivery_delay": common.summary_ms(delays),
+        "loop_lag_ms": common.summary(lags, scale=1e3),
     }
 
 
 async def run(args: argparse.Namespace) -> int:
-    started_at = dt.datetime.now(dt.UTC)
-    with common.scratch_dir(args.data_dir) as workdir:
-        binary = common.find_binary("mosquitto", "/usr/sbin", "/usr/local/sbin")
-        if binary is None:
-            raise SystemExit("mosquitto is not installed (Debian: apt-get install mosquitto)")
-        # a rules engine's broker queues what its subscriber has not taken yet (Mosquitto's default drops
-        # QoS 1 messages past 1000 queued for a client)
-        broker = common.MosquittoBroker(
-            binary, workdir / "mosquitto", persistence=False, extra_config="max_queued_messages 0"
-        )
-        broker.start()
-        try:
-            fsync = common.fsync_probe(workdir)
-            loads = {"start": common.load_average()}
-            runs = []
-            for repeat in range(args.repeat):
-                for window in (args.window, 1) if args.compare_window_1 else (args.window,):
-                    backlog = args.backlog if window > 1 else min(args.backlog, args.backlog_window_1)
-                    result = await one_drain(
-                        broker.port, workdir, backlog, window, args.live_rate, args.timeout
-                    )
-                    result["repeat"] = repeat + 1
-                    result["load_average_after"] = common.load_average()
-                    runs.append(result)
-                    print(
-                        f"window {window}: {backlog} events drained in {result['drain_seconds']} s "
-                        f"({result['events_per_second']}/s), in order and complete: "
-                        f"{result['all_delivered_in_order']}; live commits p50 "
-                        f"{result['live_commit'].get('p50_ms')} ms p99 {result['live_commit'].get('p99_ms')} "
-                        f"ms; loop lag max {result['loop_lag_ms']['max']} ms",
-                        file=sys.stderr,
-                    )
-            loads["end"] = common.load_average()
-            machine = common.machine_info(binary)
-        finally:
-            broker.stop()
+    started_at = common.now()
+    # a rules engine's broker queues what its subscriber has not taken yet (Mosquitto's default drops QoS 1
+    # messages past 1000 queued for a client)
+    with (
+        common.scratch_dir(args.data_dir) as workdir,
+        common.mosquitto(workdir, extra_config="max_queued_messages 0") as broker,
+    ):
+        fsync = common.fsync_probe(workdir)
+        loads = {"start": common.load_average()}
+        runs = []
+        for repeat in range(args.repeat):
+            for window in (args.window, 1) if args.compare_window_1 else (args.window,):
+                backlog = args.backlog if window > 1 else min(args.backlog, args.backlog_window_1)
+                result = await one_drain(broker.port, workdir, backlog, window, args.live_rate, args.timeout)
+                result["repeat"] = repeat + 1
+                result["load_average_after"] = common.load_average()
+                runs.append(result)
+                print(
+                    f"window {window}: {backlog} events drained in {result['drain_seconds']} s "
+                    f"({result['events_per_second']}/s), in order and complete: "
+                    f"{result['all_delivered_in_order']}; live commits p50 "
+                    f"{result['live_commit'].get('p50_ms')} ms p99 {result['live_commit'].get('p99_ms')} "
+                    f"ms; loop lag max {result['loop_lag_ms']['max']} ms",
+                    file=sys.stderr,
+                )
+        loads["end"] = common.load_average()
+        machine = common.machine_info(broker.binary)
     windowed = [r for r in runs if r["window"] == args.window and r["events_per_second"]]
     report = {
-        "benchmark": "backlog flush: journaled events drained to Mosquitto through the in-flight window",
-        "date_utc": started_at.isoformat(timespec="seconds").replace("+00:00", "Z"),
-        "git_commit": common.git_commit(),
-        "machine": machine,
+        **common.header(
+            "flush",
+            started_at,
+            machine,
+            what="backlog flush: journaled events drained to Mosquitto through the in-flight window",
+        ),
         "settings": {
             "backlog": args.backlog,
             "window": args.window,
@@ -298,9 +284,7 @@ async def run(args: argparse.Namespace) -> int:
         else None,
         "runs": runs,
     }
-    output = args.output or BENCH_DIR / "results" / f"flush-{started_at:%Y%m%d}.json"
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    output = common.write_result("flush", report, args.output)
     print()
     print(
         "| window | backlog | drained in s | events/s | in order, none lost | live commit p50 / p99 ms "
@@ -316,14 +300,13 @@ async def run(args: argparse.Namespace) -> int:
         )
     print()
     print(f"median drain rate (window {args.window}): {report['median_events_per_second']} events/s")
-    print(f"Machine: {machine['cpu']}, {machine['cores']} cores; load average {loads}")
-    print(f"Written: {output}")
+    common.print_written(output, report)
     ok = all(r["all_delivered_in_order"] and r["outbox_left"] == 0 for r in runs)
     return 0 if ok else 1
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser = common.rig_parser(__doc__, "flush")
     parser.add_argument("--backlog", type=int, default=50_000, help="events waiting (default 50,000)")
     parser.add_argument("--window", type=int, default=100, help="broker.max_inflight (default 100)")
     parser.add_argument("--live-rate", type=float, default=20.0, help="live events per second (default 20)")
@@ -338,8 +321,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--backlog-window-1", type=int, default=5_000, help="backlog for the window-1 drain (default 5,000)"
     )
     parser.add_argument("--timeout", type=float, default=120.0, help="limit per drain (s)")
-    parser.add_argument("--data-dir", type=Path, default=None, help="parent of the scratch dir (a real disk)")
-    parser.add_argument("--output", type=Path, default=None, help="JSON result path")
     return parser.parse_args(argv)
 
 

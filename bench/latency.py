@@ -12,7 +12,7 @@ for the matching message at a QoS 1 subscriber before it writes the next card. L
 receive time minus the write time, both from `time.perf_counter_ns()` in this process.
 
 Run: `python bench/latency.py` (see bench/README.md). This is a benchmark, not a test: it asserts nothing and
-writes `bench/results/latency-<YYYYMMDD>.json`.
+writes `bench/results/latency.json` (date, machine and commit inside).
 """
 
 from __future__ import annotations
@@ -20,38 +20,29 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import datetime as dt
 import json
 import logging
 import os
-import platform
 import random
-import shutil
 import sqlite3
 import statistics
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 import tty
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import common
 import paho.mqtt.client as mqtt
 import serial
-from machine import git_commit, machine
 from paho.mqtt.enums import CallbackAPIVersion
 
 from controller.cards import Card, full_deck
 from controller.games.baccarat import next_position
-from controller.testing.mosquitto import MosquittoBroker, find_binary
 from drivers.line.framing import FrameError, encode_line, parse_frame, seq_text
-
-BENCH_DIR = Path(__file__).resolve().parent
-REPO_ROOT = BENCH_DIR.parent
 
 log = logging.getLogger("bench.latency")
 
@@ -226,29 +217,7 @@ class PtyShoe:
         os.close(self.slave_fd)
 
 
-# --- the broker and the subscriber -----------------------------------------------------------------------
-
-
-def mosquitto_version(binary: str) -> str:
-    try:
-        out = subprocess.run([binary, "-h"], capture_output=True, text=True, timeout=5, check=False).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return "unknown"
-    return out.splitlines()[0].strip() if out else "unknown"
-
-
-@contextlib.contextmanager
-def mosquitto(workdir: Path) -> Iterator[MosquittoBroker]:
-    """A private Mosquitto on a free loopback port (the test suite's broker helper), no persistence."""
-    binary = find_binary("mosquitto", "/usr/sbin", "/usr/local/sbin")
-    if binary is None:
-        raise SystemExit("mosquitto is not installed (Debian: apt-get install mosquitto)")
-    broker = MosquittoBroker(binary, workdir / "mosquitto", persistence=False)
-    broker.start()
-    try:
-        yield broker
-    finally:
-        broker.stop()
+# --- the subscriber --------------------------------------------------------------------------------------
 
 
 @dataclass(slots=True)
@@ -258,7 +227,24 @@ class Received:
     payload: bytes
 
 
-class Subscriber:
+class _Messages:
+    """What the benchmark reads from either subscriber: its messages, in the order they came."""
+
+    def __init__(self) -> None:
+        self.messages: asyncio.Queue[Received] = asyncio.Queue()
+
+    async def get(self, deadline: float) -> Received | None:
+        """The next message, or None at the deadline (time.monotonic())."""
+        remaining = deadline - time.monotonic()
+        if self.messages.empty() and remaining <= 0:
+            return None
+        try:
+            return await asyncio.wait_for(self.messages.get(), max(remaining, 0))
+        except TimeoutError:
+            return None
+
+
+class Subscriber(_Messages):
     """A paho QoS 1 subscriber in its own network thread.
 
     The receive stamp is taken in paho's thread the moment the message is handed over, so it never waits for
@@ -270,7 +256,7 @@ class Subscriber:
         self.topic = topic
         self.port = port
         self.loop = asyncio.get_running_loop()
-        self.messages: asyncio.Queue[Received] = asyncio.Queue()
+        super().__init__()
         self._subscribed = threading.Event()
         self.client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=client_id, protocol=mqtt.MQTTv5)
         self.client.on_connect = self._on_connect
@@ -301,16 +287,6 @@ class Subscriber:
         self.client.disconnect()
         self.client.loop_stop()
 
-    async def get(self, deadline: float) -> Received | None:
-        """The next message, or None at the deadline (time.monotonic())."""
-        remaining = deadline - time.monotonic()
-        if self.messages.empty() and remaining <= 0:
-            return None
-        try:
-            return await asyncio.wait_for(self.messages.get(), max(remaining, 0))
-        except TimeoutError:
-            return None
-
 
 #: the subscriber in its own process: prints "ready" after its SUBACK, then one line per message:
 #: `<perf_counter_ns at receipt> <topic> <payload as hex>` (CLOCK_MONOTONIC: the same clock in every process)
@@ -338,13 +314,13 @@ client.loop_stop()
 """
 
 
-class ProcessSubscriber:
+class ProcessSubscriber(_Messages):
     """The same QoS 1 subscriber as `Subscriber`, in a process of its own (as a rules engine is): it takes
     its receive stamp with no GIL shared with the system under test. The default."""
 
     def __init__(self, port: int, topic: str, client_id: str) -> None:
+        super().__init__()
         self.args = [sys.executable, "-c", _SUBSCRIBER_PROCESS, str(port), topic, client_id]
-        self.messages: asyncio.Queue[Received] = asyncio.Queue()
         self._process: asyncio.subprocess.Process | None = None
         self._reader: asyncio.Task[None] | None = None
 
@@ -379,16 +355,6 @@ class ProcessSubscriber:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._reader
 
-    async def get(self, deadline: float) -> Received | None:
-        """The next message, or None at the deadline (time.monotonic())."""
-        remaining = deadline - time.monotonic()
-        if self.messages.empty() and remaining <= 0:
-            return None
-        try:
-            return await asyncio.wait_for(self.messages.get(), max(remaining, 0))
-        except TimeoutError:
-            return None
-
 
 def make_subscriber(kind: str, port: int, topic: str, client_id: str) -> Subscriber | ProcessSubscriber:
     if kind == "thread":
@@ -418,30 +384,6 @@ class PhaseResult:
 
     def measured(self, warmup: int) -> list[int]:
         return self.latencies_ns[warmup:]
-
-
-def percentile(sorted_values: list[int], fraction: float) -> float:
-    """Nearest-rank percentile (an actual observed value, no interpolation)."""
-    if not sorted_values:
-        return float("nan")
-    rank = max(1, -(-round(fraction * 1_000_000) * len(sorted_values) // 1_000_000))
-    return float(sorted_values[min(rank, len(sorted_values)) - 1])
-
-
-def summarise(values_ns: list[int]) -> dict[str, float | int]:
-    ordered = sorted(values_ns)
-    ms = 1e6
-    if not ordered:
-        return {"count": 0}
-    return {
-        "count": len(ordered),
-        "p50_ms": round(percentile(ordered, 0.50) / ms, 3),
-        "p90_ms": round(percentile(ordered, 0.90) / ms, 3),
-        "p99_ms": round(percentile(ordered, 0.99) / ms, 3),
-        "max_ms": round(ordered[-1] / ms, 3),
-        "mean_ms": round(sum(ordered) / len(ordered) / ms, 3),
-        "min_ms": round(ordered[0] / ms, 3),
-    }
 
 
 # --- phase 1: tablectl --------------------------------------------------------------------------------
@@ -782,46 +724,13 @@ async def run_naive(
 # --- the machine and the report ------------------------------------------------------------------------
 
 
-def filesystem_of(path: Path) -> str:
-    """The filesystem type holding `path` (from /proc/self/mountinfo: the longest mount point prefix)."""
-    best, fstype = "", "unknown"
-    resolved = str(path.resolve())
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/self/mountinfo").read_text(encoding="utf-8").splitlines():
-            before, _, after = line.partition(" - ")
-            mount_point = before.split()[4]
-            inside = resolved == mount_point or resolved.startswith(mount_point.rstrip("/") + "/")
-            if inside and len(mount_point) >= len(best):
-                best, fstype = mount_point, after.split()[0]
-    return fstype
-
-
-def machine_info(broker_binary: str) -> dict[str, Any]:
-    return machine(
-        kernel=platform.release(),
-        mosquitto=mosquitto_version(broker_binary),
-        sqlite=sqlite3.sqlite_version,
-        paho_mqtt=getattr(mqtt, "__version__", None) or _package_version("paho-mqtt"),
-        pyserial=serial.__version__,
-    )
-
-
-def _package_version(name: str) -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version(name)
-    except PackageNotFoundError:
-        return "unknown"
-
-
 def markdown_table(phases: list[tuple[str, PhaseResult]], warmup: int) -> str:
     rows = [
         "| system | cards measured | p50 ms | p90 ms | p99 ms | max ms | mean ms | lost | rejected |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for label, phase in phases:
-        stats = summarise(phase.measured(warmup))
+        stats = common.summary_ms(phase.measured(warmup))
         if not stats.get("count"):
             rows.append(f"| {label} | 0 | – | – | – | – | – | {phase.lost} | {phase.rejected} |")
             continue
@@ -838,11 +747,11 @@ def phase_report(phase: PhaseResult, warmup: int) -> dict[str, Any]:
         "cards_written": phase.cards_written,
         "cards_received": len(phase.latencies_ns),
         "warmup_excluded": min(warmup, len(phase.latencies_ns)),
-        "latency": summarise(phase.measured(warmup)),
+        "latency": common.summary_ms(phase.measured(warmup)),
         **(
             {
-                "journal_commit_in_path": summarise(phase.commit_ns[warmup:]),
-                "latency_without_commit": summarise(
+                "journal_commit_in_path": common.summary_ms(phase.commit_ns[warmup:]),
+                "latency_without_commit": common.summary_ms(
                     [a - b for a, b in zip(phase.measured(warmup), phase.commit_ns[warmup:], strict=False)]
                 ),
             }
@@ -888,16 +797,16 @@ def merged_phase(name: str, phases: list[PhaseResult], warmup: int) -> PhaseResu
 
 def pair_report(tablectl: PhaseResult, naive: PhaseResult, warmup: int) -> dict[str, Any]:
     """One interleaved pair: both systems' p50/p99 and their ratios."""
-    t = summarise(tablectl.measured(warmup))
-    n = summarise(naive.measured(warmup))
+    t = common.summary_ms(tablectl.measured(warmup))
+    n = common.summary_ms(naive.measured(warmup))
 
     def ratio(key: str) -> float | None:
         if not t.get("count") or not n.get("count") or not n[key]:
             return None
         return round(t[key] / n[key], 2)
 
-    c = summarise(tablectl.commit_ns[warmup:])
-    rest = summarise(
+    c = common.summary_ms(tablectl.commit_ns[warmup:])
+    rest = common.summary_ms(
         [a - b for a, b in zip(tablectl.measured(warmup), tablectl.commit_ns[warmup:], strict=False)]
     )
     return {
@@ -918,54 +827,13 @@ def pair_report(tablectl: PhaseResult, naive: PhaseResult, warmup: int) -> dict[
     }
 
 
-def fsync_probe(directory: Path, rounds: int = 200) -> dict[str, float | int]:
-    """What one durable append costs on this disk (append 100 bytes + fdatasync), for reading the results:
-    every tablectl journal commit pays at least this once."""
-    path = directory / "fsync-probe"
-    samples: list[int] = []
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    try:
-        for _ in range(rounds):
-            start = time.perf_counter_ns()
-            os.write(fd, b"x" * 100)
-            os.fdatasync(fd)
-            samples.append(time.perf_counter_ns() - start)
-    finally:
-        os.close(fd)
-        path.unlink()
-    return summarise(samples)
-
-
-def load_average() -> list[float]:
-    # other work on the machine shows in the numbers: record how busy it was
-    return [round(value, 2) for value in os.getloadavg()]
-
-
-@contextlib.contextmanager
-def scratch_dir(requested: Path | None) -> Iterator[Path]:
-    """Where the journal goes: a real disk, never tmpfs (an fsync on RAM would make 'durable' meaningless)."""
-    if requested is not None:
-        requested.mkdir(parents=True, exist_ok=True)
-        path = Path(tempfile.mkdtemp(prefix="tablectl-bench-", dir=requested))
-    else:
-        parent = Path(tempfile.gettempdir())
-        if filesystem_of(parent) in ("tmpfs", "ramfs"):
-            parent = BENCH_DIR / ".scratch"
-            parent.mkdir(exist_ok=True)
-        path = Path(tempfile.mkdtemp(prefix="tablectl-bench-", dir=parent))
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
-
-
 async def run(args: argparse.Namespace) -> int:
     script = deal_script(args.seed, args.cards)
     cards_scripted = sum(len(r.cards) for r in script)
-    started_at = dt.datetime.now(dt.UTC)
+    started_at = common.now()
     pacing = Pacing(args.card_timeout, args.phase_timeout, args.card_gap, args.subscriber)
-    with scratch_dir(args.data_dir) as workdir, mosquitto(workdir) as broker:
-        fstype = filesystem_of(workdir)
+    with common.scratch_dir(args.data_dir) as workdir, common.mosquitto(workdir) as broker:
+        fstype = common.filesystem_of(workdir)
         if fstype in ("tmpfs", "ramfs"):
             print(f"warning: the journal is on {fstype}: its fsync does not reach a disk", file=sys.stderr)
         print(
@@ -973,9 +841,9 @@ async def run(args: argparse.Namespace) -> int:
             f"Mosquitto on 127.0.0.1:{broker.port}; journal on {fstype}",
             file=sys.stderr,
         )
-        fsync = fsync_probe(workdir)
+        fsync = common.fsync_probe(workdir)
         print(f"append + fdatasync: p50 {fsync['p50_ms']} ms, p99 {fsync['p99_ms']} ms", file=sys.stderr)
-        loads = {"start": load_average()}
+        loads = {"start": common.load_average()}
         round_gap = DEFAULT_ROUND_GAP_SECONDS
         pairs: list[tuple[PhaseResult, PhaseResult]] = []
         for number in range(args.pairs):
@@ -992,19 +860,20 @@ async def run(args: argparse.Namespace) -> int:
                         round_gap = gaps[len(gaps) // 2] / 1e9
                 else:
                     phase = await run_naive(script, broker.port, round_gap, pacing)
-                phase.extra["load_average_after"] = load_average()
+                phase.extra["load_average_after"] = common.load_average()
                 results[system] = phase
+                p50 = common.summary_ms(phase.measured(args.warmup))["p50_ms"]
                 print(
                     f"pair {number + 1}/{args.pairs}: {phase.name}: {len(phase.latencies_ns)} cards in "
-                    f"{phase.seconds:.1f} s, p50 {summarise(phase.measured(args.warmup)).get('p50_ms')} ms",
+                    f"{phase.seconds:.1f} s, p50 {p50} ms",
                     file=sys.stderr,
                 )
             results["tablectl"].extra["order"] = f"{first} first"
             pairs.append((results["tablectl"], results["naive"]))
-        loads["end"] = load_average()
+        loads["end"] = common.load_average()
         tablectl = merged_phase("tablectl", [pair[0] for pair in pairs], args.warmup)
         naive = merged_phase("naive bridge", [pair[1] for pair in pairs], args.warmup)
-        machine = machine_info(broker.binary)
+        machine = common.machine_info(broker.binary)
     journal = tablectl.extra.get("journal", {})
     durable = journal.get("journal_mode") == "wal" and journal.get("synchronous") == "FULL"
     phases = [
@@ -1020,10 +889,12 @@ async def run(args: argparse.Namespace) -> int:
         for key in ("p50_ratio", "p99_ratio")
     }
     report = {
-        "benchmark": "end-to-end latency: shoe line written on the pty -> MQTT message at a QoS 1 subscriber",
-        "date_utc": started_at.isoformat(timespec="seconds").replace("+00:00", "Z"),
-        "git_commit": git_commit(),
-        "machine": machine,
+        **common.header(
+            "latency",
+            started_at,
+            machine,
+            what="end-to-end latency: shoe line written on the pty -> MQTT message at a QoS 1 subscriber",
+        ),
         "settings": {
             "cards": args.cards,
             "cards_scripted": cards_scripted,
@@ -1046,9 +917,7 @@ async def run(args: argparse.Namespace) -> int:
         "median_ratio_tablectl_to_naive": ratios,
         "markdown": table,
     }
-    output = args.output or BENCH_DIR / "results" / f"latency-{started_at:%Y%m%d}.json"
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    output = common.write_result("latency", report, args.output)
 
     print()
     print(table)
@@ -1095,7 +964,7 @@ async def run(args: argparse.Namespace) -> int:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser = common.rig_parser(__doc__, "latency")
     parser.add_argument("--cards", type=int, default=1200, help="cards per system, at least (default 1200)")
     parser.add_argument("--seed", type=int, default=1, help="shuffle seed (default 1)")
     parser.add_argument("--warmup", type=int, default=WARMUP_CARDS, help="first cards excluded (default 20)")
@@ -1113,8 +982,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default="process",
         help="the subscriber in its own process (default) or a thread of the benchmark (shares its GIL)",
     )
-    parser.add_argument("--data-dir", type=Path, default=None, help="parent of the scratch dir (a real disk)")
-    parser.add_argument("--output", type=Path, default=None, help="JSON result path")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)
     if args.cards < 1:

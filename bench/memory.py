@@ -10,14 +10,13 @@ half of the run (least squares; the first half includes warm-up: the SQLite page
 pools, the first shoe). Flat means that growth is within noise.
 
 Run: `python bench/memory.py` (10,000 rounds; see bench/README.md). Writes
-`bench/results/memory-<YYYYMMDD>.json`.
+`bench/results/memory.json`.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import datetime as dt
 import signal
 import subprocess
 import sys
@@ -25,9 +24,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-import latency as common
+import common
 import paho.mqtt.client as mqtt
-import table_rig
 
 STUDIO, TABLE = "bench", "bac-memory"
 ROOT = f"studio/{STUDIO}/table/{TABLE}"
@@ -67,7 +65,7 @@ def slope_per_1000(points: list[tuple[int, int]]) -> float | None:
     return round(cov / var * 1000, 1)
 
 
-class RoundCounter(table_rig.Subscriber):
+class RoundCounter(common.Subscriber):
     def __init__(self, port: int) -> None:
         self.closed = 0
         self.voided = 0
@@ -83,11 +81,11 @@ class RoundCounter(table_rig.Subscriber):
 
 
 def run(args: argparse.Namespace) -> int:
-    started = dt.datetime.now(dt.UTC)
+    started = common.now()
     samples: list[dict[str, Any]] = []
     with (
         common.scratch_dir(args.data_dir) as workdir,
-        table_rig.broker_and_shoe(workdir, deal_every=args.deal_every, seed=11) as rig,
+        common.broker_and_shoe(workdir, deal_every=args.deal_every, seed=11) as rig,
     ):
         counter = table = None
         try:
@@ -103,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
             loads = {"start": common.load_average()}
             began = time.monotonic()
             table = subprocess.Popen(
-                [*table_rig.tablectl_command(), "run", "--config", str(config)],
+                [*common.tablectl_command(), "run", "--config", str(config)],
                 stdout=rig.log,
                 stderr=rig.log,
             )
@@ -123,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
             samples.append(rss_sample(table.pid, counter.closed, began))
             loads["end"] = common.load_average()
             journal_bytes = sum(p.stat().st_size for p in (workdir / "data").glob("*") if p.is_file())
-            machine = common.machine_info(rig.binary)
+            machine = common.machine_info(rig.broker.binary)
             rounds, events, voided = counter.closed, counter.events, counter.voided
         finally:
             if table is not None:
@@ -135,10 +133,12 @@ def run(args: argparse.Namespace) -> int:
     half = [(s["rounds"], s["rss_kb"]) for s in samples if s["rounds"] >= rounds / 2]
     first = next((s for s in samples if s["rounds"] >= min(100, rounds)), samples[0])
     report = {
-        "benchmark": "resident memory of a running baccarat table (tablectl run) over many rounds",
-        "date_utc": started.isoformat(timespec="seconds").replace("+00:00", "Z"),
-        "git_commit": common.git_commit(),
-        "machine": machine,
+        **common.header(
+            "memory",
+            started,
+            machine,
+            what="resident memory of a running baccarat table (tablectl run) over many rounds",
+        ),
         "settings": {
             "rounds": args.rounds,
             "deal_every_s": args.deal_every,
@@ -156,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
         "journal_bytes": journal_bytes,
         "samples": samples,
     }
-    output = table_rig.write_result(report, args.output, "memory", started)
+    output = common.write_result("memory", report, args.output)
     print()
     print(
         "| rounds | seconds | RSS after 100 rounds MB | RSS at end MB | peak MB | growth kB / 1,000 rounds |"
@@ -166,26 +166,21 @@ def run(args: argparse.Namespace) -> int:
         f"| {rounds} | {report['seconds']} | {report['rss_mb_after_100_rounds']} | {report['rss_mb_end']} | "
         f"{report['peak_mb']} | {report['growth_kb_per_1000_rounds_second_half']} |"
     )
-    print(f"events {events}, journal {journal_bytes / 1e6:.1f} MB; load average {loads}")
-    print(f"Written: {output}")
+    print(f"events {events}, journal {journal_bytes / 1e6:.1f} MB")
+    common.print_written(output, report)
     return 0 if rounds >= args.rounds else 1
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser = common.rig_parser(__doc__, "memory")
     parser.add_argument("--rounds", type=int, default=10_000, help="rounds to deal (default 10,000)")
     parser.add_argument(
         "--deal-every", type=float, default=0.001, help="the dealer's pace (s, default 0.001)"
     )
     parser.add_argument("--sample-every", type=int, default=250, help="rounds between RSS samples")
     parser.add_argument("--max-seconds", type=float, default=3600.0, help="give up after (s)")
-    table_rig.add_scratch_and_output_arguments(parser)
     return parser.parse_args(argv)
 
 
-def main(argv: list[str] | None = None) -> int:
-    return run(parse_args(argv))
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run(parse_args()))

@@ -20,7 +20,7 @@ the cost.
 `--digest FILE` writes the replay's events (type, subject, time and data; ids and record times differ per
 run) so that two versions of the code can be compared for identical output (`events_sha256`).
 
-    python bench/replay_speed.py                        # 2 simulated hours, writes bench/results/
+    python bench/replay_speed.py                        # 2 simulated hours: bench/results/replay-speed.json
     python bench/replay_speed.py --days 3 --hours 1     # 3 days with 1 hour of play each
     python bench/replay_speed.py --capture C.jsonl --digest /tmp/digest.json
 """
@@ -30,33 +30,17 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import platform
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
+import common
+
+from controller.testing.wheel_faults import FAULTS, STEP, T0
 from drivers.capture import CaptureWriter
 from drivers.wheel.session import WheelSession
-from drivers.wheel.simulator import WheelDevice, WheelFaults
-
-ROOT = Path(__file__).resolve().parent.parent
-
-T0 = 1_790_000_000.0
-STEP = 0.05
-FAULTS = WheelFaults(
-    failed_launch_rate=0.05,
-    launch_flag_in_rim_rate=0.05,
-    miss_spin_rate=0.06,
-    lost_ball_rate=0.05,
-    sensor_fault_rate=0.02,
-    error_code_rate=0.02,
-    power_down_rate=0.02,
-    mismatch_rate=0.03,
-    noise_rate=0.02,
-    stuck_spin_rate=0.2,
-)
+from drivers.wheel.simulator import WheelDevice
 
 
 def record(path: Path, seconds: float, seed: int, start: float = T0, changes_only: bool = False) -> int:
@@ -134,10 +118,9 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=424242)
     parser.add_argument("--capture", type=Path, help="replay this capture instead of recording one")
     parser.add_argument("--digest", type=Path, help="write the replayed events here (for comparisons)")
-    parser.add_argument(
-        "--output", type=Path, help="result JSON (default bench/results/replay-speed-DATE.json)"
-    )
+    common.add_output_argument(parser, "replay-speed")
     args = parser.parse_args()
+    started_at = common.now()
 
     from controller.replay import replay_file
 
@@ -165,8 +148,12 @@ def main() -> int:
         cpu = time.process_time() - cpu_started
     text = json.dumps(events, sort_keys=True)
     summary = {
-        "date": datetime.now(UTC).date().isoformat(),
-        "machine": f"{platform.machine()} {platform.processor() or ''} {platform.python_version()}".strip(),
+        **common.header(
+            "replay-speed",
+            started_at,
+            common.machine(),
+            what="tablectl replay of a simulated SS2 capture: CPU seconds, lines/s, the events' digest",
+        ),
         "simulated_hours": args.hours,
         "days": args.days,
         "day_spacing": args.day_spacing,
@@ -183,9 +170,7 @@ def main() -> int:
     }
     if args.digest:
         args.digest.write_text(text, encoding="utf-8")
-    output = args.output or ROOT / "bench" / "results" / f"replay-speed-{datetime.now(UTC):%Y%m%d}.json"
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    common.write_result("replay-speed", summary, args.output)
     print(json.dumps(summary, indent=2))
     return 0
 

@@ -16,13 +16,12 @@ It also runs one start with `PYTHONPROFILEIMPORTTIME=1` and lists the slowest im
 web stack (starlette, uvicorn), amqtt or OpenCV/numpy were loaded (they should not be, for a table without a
 panel or a camera).
 
-Run: `python bench/startup.py` (see bench/README.md). Writes `bench/results/startup-<YYYYMMDD>.json`.
+Run: `python bench/startup.py` (see bench/README.md). Writes `bench/results/startup.json`.
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import os
 import re
@@ -36,12 +35,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-import latency as common
+import common
 import paho.mqtt.client as mqtt
-import table_rig
-
-BENCH_DIR = Path(__file__).resolve().parent
-REPO_ROOT = BENCH_DIR.parent
 
 STUDIO, TABLE = "bench", "bac-start"
 ROOT = f"studio/{STUDIO}/table/{TABLE}"
@@ -60,7 +55,7 @@ def restart_sec(unit: Path) -> float:
     return float(value.rstrip("s"))
 
 
-class Watcher(table_rig.Subscriber):
+class Watcher(common.Subscriber):
     """Every message on the table's topics, stamped on arrival (paho's thread)."""
 
     def __init__(self, port: int) -> None:
@@ -121,7 +116,7 @@ def status_online(boot: int) -> Any:
 
 def one_repeat(watcher: Watcher, config: Path, data_dir: Path, log: Any) -> dict[str, Any]:
     shutil.rmtree(data_dir, ignore_errors=True)
-    command = [*table_rig.tablectl_command(), "run", "--config", str(config)]
+    command = [*common.tablectl_command(), "run", "--config", str(config)]
     exec_at = time.perf_counter()
     process = subprocess.Popen(command, stdout=log, stderr=log)
     try:
@@ -170,7 +165,7 @@ def import_profile(config: Path, data_dir: Path, watcher: Watcher, log: Any) -> 
     env = dict(os.environ, PYTHONPROFILEIMPORTTIME="1")
     exec_at = time.perf_counter()
     process = subprocess.Popen(
-        [*table_rig.tablectl_command(), "run", "--config", str(config)],
+        [*common.tablectl_command(), "run", "--config", str(config)],
         stdout=log,
         stderr=subprocess.PIPE,
         env=env,
@@ -204,11 +199,11 @@ def median(values: list[float]) -> float:
 
 
 def run(args: argparse.Namespace) -> int:
-    started = dt.datetime.now(dt.UTC)
-    delay = restart_sec(REPO_ROOT / "systemd" / "tablectl.service")
+    started = common.now()
+    delay = restart_sec(common.REPO_ROOT / "systemd" / "tablectl.service")
     with (
         common.scratch_dir(args.data_dir) as workdir,
-        table_rig.broker_and_shoe(workdir, deal_every=args.deal_every, seed=3) as rig,
+        common.broker_and_shoe(workdir, deal_every=args.deal_every, seed=3) as rig,
     ):
         watcher = None
         try:
@@ -225,7 +220,7 @@ def run(args: argparse.Namespace) -> int:
                 repeats.append(result)
                 print(f"repeat {number + 1}: {json.dumps(result)}", file=sys.stderr)
             loads["end"] = common.load_average()
-            machine = common.machine_info(rig.binary)
+            machine = common.machine_info(rig.broker.binary)
         finally:
             if watcher is not None:
                 watcher.close()
@@ -234,10 +229,12 @@ def run(args: argparse.Namespace) -> int:
     worst = {k: max(r[k] for r in repeats) for k in keys}
     recovery = medians["kill_to_round_paused_no_restart_delay_ms"] + delay * 1000
     report = {
-        "benchmark": "start-up (exec -> status online) and recovery (kill -9 -> paused round on MQTT)",
-        "date_utc": started.isoformat(timespec="seconds").replace("+00:00", "Z"),
-        "git_commit": common.git_commit(),
-        "machine": machine,
+        **common.header(
+            "startup",
+            started,
+            machine,
+            what="start-up (exec -> status online) and recovery (kill -9 -> paused round on MQTT)",
+        ),
         "settings": {"repeat": args.repeat, "deal_every_s": args.deal_every, "restart_sec": delay},
         "load_average_1_5_15_min": loads,
         "imports": imports,
@@ -246,7 +243,7 @@ def run(args: argparse.Namespace) -> int:
         "kill_to_round_paused_with_restart_sec_ms": round(recovery, 1),
         "repeats": repeats,
     }
-    output = table_rig.write_result(report, args.output, "startup", started)
+    output = common.write_result("startup", report, args.output)
     print()
     print("| measure | median ms | worst ms |")
     print("|---|---:|---:|")
@@ -258,22 +255,16 @@ def run(args: argparse.Namespace) -> int:
         f"imports: {imports['modules']} modules, {imports['total_import_ms']} ms; unwanted loaded: "
         f"{imports['unwanted_loaded'] or 'none'}; slowest: {imports['slowest_top_level_ms'][:6]}"
     )
-    print(f"load average: {loads}")
-    print(f"Written: {output}")
+    common.print_written(output, report)
     return 0
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser = common.rig_parser(__doc__, "startup")
     parser.add_argument("--repeat", type=int, default=5, help="cold start + kill + restart, N times (5)")
     parser.add_argument("--deal-every", type=float, default=0.2, help="the simulated dealer's pace (s)")
-    table_rig.add_scratch_and_output_arguments(parser)
     return parser.parse_args(argv)
 
 
-def main(argv: list[str] | None = None) -> int:
-    return run(parse_args(argv))
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run(parse_args()))

@@ -9,14 +9,13 @@ order per table (sequence never goes back) and duplicates, and the CPU used by t
 simulators (from /proc/<pid>/stat), as a share of one core.
 
 Run: `python bench/studio.py` (50 tables, 60 s; see bench/README.md). Writes
-`bench/results/studio-<YYYYMMDD>.json`.
+`bench/results/studio.json`.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import datetime as dt
 import json
 import os
 import signal
@@ -25,10 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-import latency as common
-from table_rig import tablectl_command
-
-BENCH_DIR = Path(__file__).resolve().parent
+import common
 
 STUDIO = "bench"
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -120,17 +116,6 @@ def rss_mb(pid: int) -> float:
     return 0.0
 
 
-def percentiles(values: list[float]) -> dict[str, float | int]:
-    ordered = sorted(values)
-    if not ordered:
-        return {"count": 0}
-
-    def at(fraction: float) -> float:
-        return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
-
-    return {"count": len(ordered), "p50": at(0.5), "p90": at(0.9), "p99": at(0.99), "max": ordered[-1]}
-
-
 def ask(process: subprocess.Popen[bytes], command: str) -> str:
     assert process.stdin is not None and process.stdout is not None
     process.stdin.write(command.encode() + b"\n")
@@ -139,20 +124,16 @@ def ask(process: subprocess.Popen[bytes], command: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    started = dt.datetime.now(dt.UTC)
+    started = common.now()
     tables: list[subprocess.Popen[bytes]] = []
     shoes: list[subprocess.Popen[bytes]] = []
-    with common.scratch_dir(args.data_dir) as workdir:
-        binary = common.find_binary("mosquitto", "/usr/sbin", "/usr/local/sbin")
-        if binary is None:
-            raise SystemExit("mosquitto is not installed (Debian: apt-get install mosquitto)")
-        broker = common.MosquittoBroker(
-            binary, workdir / "mosquitto", persistence=False, extra_config="max_queued_messages 100000"
-        )
-        broker.start()
+    with (
+        common.scratch_dir(args.data_dir) as workdir,
+        common.mosquitto(workdir, extra_config="max_queued_messages 100000") as broker,
+        (workdir / "processes.log").open("ab") as log,
+    ):
         assert broker._process is not None
         broker_pid = broker._process.pid
-        log = (workdir / "processes.log").open("ab")
         rules = subprocess.Popen(
             [sys.executable, "-c", _RULES_ENGINE, str(broker.port)],
             stdin=subprocess.PIPE,
@@ -169,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
                 table_id = f"bac-{number + 1:03d}"
                 shoe = subprocess.Popen(
                     [
-                        *tablectl_command(),
+                        *common.tablectl_command(),
                         "simulate",
                         "shoe",
                         "--pty",
@@ -197,7 +178,7 @@ def run(args: argparse.Namespace) -> int:
                 )
                 tables.append(
                     subprocess.Popen(
-                        [*tablectl_command(), "run", "--config", str(config)],
+                        [*common.tablectl_command(), "run", "--config", str(config)],
                         stdout=log,
                         stderr=log,
                         stdin=subprocess.DEVNULL,
@@ -233,7 +214,7 @@ def run(args: argparse.Namespace) -> int:
             table_rss = sorted(rss_mb(p.pid) for p in tables)
             alive = sum(1 for p in tables if p.poll() is None)
             loads["end"] = common.load_average()
-            machine = common.machine_info(binary)
+            machine = common.machine_info(broker.binary)
         finally:
             for process in [*tables, *shoes]:
                 with contextlib.suppress(ProcessLookupError):
@@ -247,18 +228,17 @@ def run(args: argparse.Namespace) -> int:
             with contextlib.suppress(Exception):
                 rules.kill()
                 rules.wait(5)
-            broker.stop()
-            log.close()
     cpu = {
         key: round((cpu_after[key] - cpu_before[key]) / window * 100, 1) for key in cpu_before
     }  # percent of one core
     events = summary["events"]
     report = {
-        "benchmark": "a studio on one broker: N tablectl run processes, one rules engine "
-        "(shared subscription)",
-        "date_utc": started.isoformat(timespec="seconds").replace("+00:00", "Z"),
-        "git_commit": common.git_commit(),
-        "machine": machine,
+        **common.header(
+            "studio",
+            started,
+            machine,
+            what="a studio on one broker: N tablectl run processes, one rules engine (shared subscription)",
+        ),
         "settings": {
             "tables": args.tables,
             "deal_every_s": args.deal_every,
@@ -279,8 +259,8 @@ def run(args: argparse.Namespace) -> int:
             "min": round(min(summary["per_table"].values(), default=0) / window, 2),
             "max": round(max(summary["per_table"].values(), default=0) / window, 2),
         },
-        "end_to_end_ms": percentiles(summary["e2e_ms"]),
-        "commit_to_rules_engine_ms": percentiles(summary["commit_ms"]),
+        "end_to_end_ms": common.summary(summary["e2e_ms"], digits=1),
+        "commit_to_rules_engine_ms": common.summary(summary["commit_ms"], digits=1),
         "duplicates": summary["dups"],
         "order_errors": summary["order_errors"],
         "cpu_percent_of_one_core": cpu,
@@ -293,9 +273,7 @@ def run(args: argparse.Namespace) -> int:
         if table_rss
         else None,
     }
-    output = args.output or BENCH_DIR / "results" / f"studio-{started:%Y%m%d}.json"
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    output = common.write_result("studio", report, args.output)
     e2e, commit = report["end_to_end_ms"], report["commit_to_rules_engine_ms"]
     print()
     print(
@@ -312,13 +290,12 @@ def run(args: argparse.Namespace) -> int:
         f"online {summary['online']}/{args.tables}, alive at end {alive}; "
         f"RSS per table {report['table_rss_mb']}"
     )
-    print(f"load average {loads}")
-    print(f"Written: {output}")
+    common.print_written(output, report)
     return 0 if alive == args.tables and report["order_errors"] == 0 else 1
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser = common.rig_parser(__doc__, "studio")
     parser.add_argument("--tables", type=int, default=50, help="tablectl run processes (default 50)")
     parser.add_argument("--deal-every", type=float, default=0.1, help="each dealer's pace (s, default 0.1)")
     parser.add_argument("--round-gap", type=float, default=0.5, help="game.round_gap_seconds (default 0.5)")
@@ -330,14 +307,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--launch-timeout", type=float, default=300.0, help="for every table to be online (s)"
     )
-    parser.add_argument("--data-dir", type=Path, default=None, help="parent of the scratch dir (a real disk)")
-    parser.add_argument("--output", type=Path, default=None, help="JSON result path")
     return parser.parse_args(argv)
 
 
-def main(argv: list[str] | None = None) -> int:
-    return run(parse_args(argv))
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run(parse_args()))

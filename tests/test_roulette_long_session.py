@@ -15,26 +15,12 @@ from controller.commands import CommandError, DeviceAction, Resume, VoidRound
 from controller.events import Event
 from controller.games.roulette import RouletteFlow, RouletteSettings
 from controller.runtime import Step, TableCore
+from controller.testing.wheel_faults import FAULTS, STEP, T0
 from drivers.readings import Reading
 from drivers.wheel.session import WheelSession
-from drivers.wheel.simulator import WheelDevice, WheelFaults
+from drivers.wheel.simulator import WheelDevice
 
 pytestmark = pytest.mark.unit
-
-T0 = 1_790_000_000.0
-STEP = 0.05
-FAULTS = WheelFaults(
-    failed_launch_rate=0.05,
-    launch_flag_in_rim_rate=0.05,
-    miss_spin_rate=0.06,
-    lost_ball_rate=0.05,
-    sensor_fault_rate=0.02,
-    error_code_rate=0.02,
-    power_down_rate=0.02,
-    mismatch_rate=0.03,
-    noise_rate=0.02,
-    stuck_spin_rate=0.2,
-)
 
 
 @dataclass

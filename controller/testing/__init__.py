@@ -15,6 +15,8 @@ calibration/ outside this package imports it.
   (`LineWire`) or served on a real pty through the real runner (`served_on_pty`, `RecordingLink`);
 - `card_table`: driving a card game's flow as the runtime does (`DrivesCardFlow`) and reading its output;
 - `shoe_capture`, `blackjack_capture`: realistic `shoe-line` captures recorded on a virtual clock;
+- `wheel_faults`: the simulated SS2 wheel's every fault at the rates the long roulette session and the
+  replay benchmark run it with, on its virtual clock;
 - `baccarat_reference`, `blackjack_reference`, `andar_bahar_reference`: independent models of the games,
   written without the controller's code, to check the flows against.
 
