@@ -9,13 +9,13 @@
 
 Four parts:
 
-- real: the photographs in shared/data/dice. Each set is split in halves as in `dice_accuracy.py`
-  (matteop65 by blocks of 10 consecutive frames); the reader is calibrated with `calibrate_from_samples` on
-  one half, from the VALUES of each photo only (derived from its labels; boxes are not used), and measured on
-  the other half, then the halves swap. Each photo is read whole with `DiceReader.read(image, expect=<dice
-  labelled>)`: exact (every value right), refused, or misread (read confidently and wrong: a wrong value, or
-  the dice read are not the labelled ones). Per die, each labelled die is matched to the read die whose box
-  holds the label's centre: right / wrong / not read.
+- real: the two public sets of labelled photographs (`--data`, see `bench/DICE.md`). Each set is split in
+  halves as in `dice_accuracy.py` (matteop65 by blocks of 10 consecutive frames); the reader is calibrated
+  with `calibrate_from_samples` on one half, from the VALUES of each photo only (derived from its labels;
+  boxes are not used), and measured on the other half, then the halves swap. Each photo is read whole with
+  `DiceReader.read(image, expect=<dice labelled>)`: exact (every value right), refused, or misread (read
+  confidently and wrong: a wrong value, or the dice read are not the labelled ones). Per die, each labelled
+  die is matched to the read die whose box holds the label's centre: right / wrong / not read.
 - synthetic: `--scenes` scenes of `drivers.dice.synthetic` (1-7 dice, every hazard at its default weight),
   read with a calibration fitted from 40 other synthetic photos (values only). A reading of a scene that must
   be refused (touching, cocked, stacked) counts as a misread too.
@@ -24,8 +24,8 @@ Four parts:
   name) % 2` (photos of one burst are near-duplicates: give them one group so that they fall in one half),
   calibrated from one half, the other half read whole with `expect=<values of the photo>`, then the halves
   swap. Without boxes a photo is exact when the values read are its values (in any order), a MISREAD when
-  the reader read it confidently and they are not, refused otherwise. The measurement the sic bo issue's
-  "95% of photos exact, 0 misread" asks for, on the table it is meant for.
+  the reader read it confidently and they are not, refused otherwise. The measurement the sic bo target,
+  "95% of photos exact, 0 misread", asks for, on the table it is meant for.
 - speed: milliseconds (CPU time) per 1280x720 frame of three dice on one core (OpenCV limited to one
   thread), with where the time goes (locating the dice; the faces), and the whole-tray segmentation beside.
 

@@ -117,8 +117,7 @@ def hit_to_twelve(cards: Sequence[Card]) -> Action:
 
 
 # Basic strategy, 4 to 8 decks, dealer hits soft 17, double after split allowed, late surrender where the
-# table offers it. Source: the Wizard of Odds, "4-Deck to 8-Deck Blackjack Strategy", dealer hits soft 17
-# (https://wizardofodds.com/games/blackjack/strategy/4-decks/). Columns: the dealer's up card 2..9, T, A.
+# table offers it: the usual published chart for those rules. Columns: the dealer's up card 2..9, T, A.
 # H hit, S stand, D double else hit, Ds double else stand, P split, Ph split if doubling after a split is
 # allowed else hit, Rh surrender else hit, Rs surrender else stand, Rp surrender else split.
 # Caveat: Live Blackjack deals the dealer no hole card (European style); the published no-hole-card charts

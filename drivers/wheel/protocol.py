@@ -106,7 +106,7 @@ ERROR_CODES: dict[int, str] = {
 
 def describe_error_code(code: int) -> str:
     """`21` -> `sensor 1 broken off (cannot see the ball)`; unknown codes say so instead of guessing."""
-    return ERROR_CODES.get(code, f"unknown error code {code} (see the SS2 developers guide)")
+    return ERROR_CODES.get(code, f"unknown error code {code} (not one of the SS2's documented codes)")
 
 
 def parse_pocket(text: str) -> str | None:
