@@ -60,7 +60,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     firing_set = actions.add_parser("set", help="turn pocket 0 to the firing position by hand, then store it")
     _common(firing_set)
     firing_set.add_argument(
-        "--value", required=True, help="the firing position value to store with *T c (see the setup guide)"
+        "--value", required=True, help="the firing position value to store with *T c (docs/calibration.md)"
     )
     firing_set.set_defaults(func=_entry, procedure=_firing_set)
     firing_check = actions.add_parser("check", help="print the stored ball firing position (*T C)")

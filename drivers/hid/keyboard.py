@@ -1,12 +1,12 @@
 """HID boot-keyboard input reports -> characters -> barcodes. Pure: no USB, no clock.
 
 An ordinary USB barcode scanner in keyboard mode "types" what it reads, as a keyboard does: 8-byte input
-reports `[modifiers, reserved, key1 .. key6]` (HID 1.11 appendix B, boot protocol), each listing the keys held
-down at that moment; an all-zero report releases them. So a key counts once, in the report where it first
-appears (a scanner may send the next key before releasing the last one: key rollover), and a barcode is the
-characters up to Enter.
+reports `[modifiers, reserved, key1 .. key6]` (the USB HID boot protocol's keyboard report), each listing the
+keys held down at that moment; an all-zero report releases them. So a key counts once, in the report where it
+first appears (a scanner may send the next key before releasing the last one: key rollover), and a barcode is
+the characters up to Enter.
 
-Usage IDs (HID Usage Tables, keyboard page 0x07): 0x04-0x1D are a-z, 0x1E-0x27 are 1-9 and 0, 0x28 is Enter,
+Usage IDs (the HID keyboard page, 0x07): 0x04-0x1D are a-z, 0x1E-0x27 are 1-9 and 0, 0x28 is Enter,
 plus the few marks barcodes carry (space, '-', '.', '/'). Modifier bits 0x02 and 0x20 (left and right shift)
 make upper case; caps lock is not tracked (a scanner does not press it). `0x01` in every key slot is the
 keyboard's ErrorRollOver (too many keys to report): such a report says nothing about the keys, and is skipped.
