@@ -28,6 +28,7 @@ from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any, Protocol
 
+from drivers.backoff import Backoff
 from drivers.capture import CaptureWriter
 from drivers.readings import Reading
 from drivers.session import DeviceCommand, DeviceSession
@@ -95,7 +96,7 @@ class Link:
         return self._writer is not None and not self._writer.is_closing()
 
     async def run(self) -> None:
-        backoff = self.reconnect_min
+        backoff = Backoff(self.reconnect_min, self.reconnect_max)
         offline_reported = False
         while True:
             try:
@@ -109,12 +110,11 @@ class Link:
                 elif reason != self.last_error:
                     log.warning("%s: %s", self.name, reason)
                 self.last_error = reason
-                await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, self.reconnect_max)
+                await asyncio.sleep(backoff.next())
                 continue
 
             log.info("%s: connected to %s", self.name, self.url)
-            backoff = self.reconnect_min
+            backoff.reset()
             self.last_error = None
             self._writer = writer
             try:
@@ -157,13 +157,7 @@ class Link:
 
     def record_story(self, direction: str, info: dict[str, Any], now: float) -> None:
         """Keep a record of what happened at the table in this link's capture (`link`, the table's `cmd`)."""
-        if self.capture is None:
-            return
-        try:
-            self.capture.story(direction, info, now)
-        except Exception:
-            log.exception("%s: writing the capture failed; capture disabled", self.name)
-            self.capture = None
+        self._capture(lambda capture: capture.story(direction, info, now))
 
     # -- internals ---------------------------------------------------------------------------------
     async def _serve(self, reader: asyncio.StreamReader) -> str:
@@ -192,10 +186,14 @@ class Link:
             log.exception("%s: error handling the link's input (dropped; the link keeps running)", self.name)
 
     def _record(self, direction: str, data: bytes, now: float) -> None:
+        self._capture(lambda capture: capture.write(direction, data, now))
+
+    def _capture(self, write: Callable[[CaptureWriter], object]) -> None:
+        """Write to the capture, if any; a capture that fails is disabled, the link keeps running."""
         if self.capture is None:
             return
         try:
-            self.capture.write(direction, data, now)
+            write(self.capture)
         except Exception:
             log.exception("%s: writing the capture failed; capture disabled", self.name)
             self.capture = None
