@@ -65,7 +65,14 @@ from typing import TYPE_CHECKING
 from controller.config import RetentionSettings
 from controller.events import iso_ms
 from controller.journal import Journal, StoredEvent
-from drivers.capture import CaptureError, CaptureWriter, compress_capture, first_record_time, rotated_captures
+from drivers.capture import (
+    CaptureError,
+    CaptureWriter,
+    compress_capture,
+    first_record_time,
+    rotated_captures,
+    sync_dir,
+)
 
 if TYPE_CHECKING:
     # only for types: a table without a camera never loads the camera code (nor OpenCV)
@@ -130,7 +137,7 @@ def write_archive(journal_path: Path, events: Sequence[StoredEvent]) -> list[Pat
         os.replace(temporary, target)
         written.append(target)
     if written:
-        _sync_dir(directory)
+        sync_dir(directory)
     return written
 
 
@@ -139,14 +146,6 @@ def _last_sequence(archive: bytes) -> int:
         return 0
     lines = gzip.decompress(archive).rstrip(b"\n").rsplit(b"\n", 1)
     return int(json.loads(lines[-1])["sequence"])
-
-
-def _sync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 async def prune_events(

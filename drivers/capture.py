@@ -287,12 +287,13 @@ def compress_capture(path: str | Path) -> Path:
         raw.flush()
         os.fsync(raw.fileno())
     os.replace(temporary, target)
-    _sync_dir(path.parent)
+    sync_dir(path.parent)
     path.unlink()
     return target
 
 
-def _sync_dir(directory: Path) -> None:
+def sync_dir(directory: Path) -> None:
+    """Make a rename or a new file in `directory` durable (fsync the directory itself)."""
     fd = os.open(directory, os.O_RDONLY)
     try:
         os.fsync(fd)
