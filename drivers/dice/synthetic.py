@@ -31,6 +31,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from drivers.camera.sources import TrayRenderer
+from drivers.dice.reader import FACES
 
 Image = NDArray[np.uint8]
 Pose = Literal["flat", "cocked", "stacked"]
@@ -57,14 +58,6 @@ CORNER = 0.14  # corner radius / die side
 IVORY = np.array([228.0, 234.0, 238.0])  # BGR
 INK = np.array([30.0, 26.0, 24.0])
 RED_INK = np.array([40.0, 30.0, 170.0])
-FACES: dict[int, tuple[tuple[int, int], ...]] = {
-    1: ((0, 0),),
-    2: ((-1, -1), (1, 1)),
-    3: ((-1, -1), (0, 0), (1, 1)),
-    4: ((-1, -1), (1, -1), (-1, 1), (1, 1)),
-    5: ((-1, -1), (1, -1), (0, 0), (-1, 1), (1, 1)),
-    6: ((-1, -1), (-1, 0), (-1, 1), (1, -1), (1, 0), (1, 1)),
-}
 
 
 @dataclass(frozen=True)
