@@ -28,7 +28,7 @@ from abc import ABC, abstractmethod
 from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar, Generic, Protocol, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from drivers.line.fields import SEQ_MODULO
 from drivers.line.framing import FrameError, LineFramer, checksum, parse_frame
@@ -41,22 +41,10 @@ HEARTBEAT_S = 1.0
 NOISE_BYTES = bytes([*range(0x00, 0x0A), *range(0x0B, 0x20), *range(0x7F, 0x100)])
 
 
-class LineFaultRates(Protocol):
-    """Rates (0..1) at which whole lines are spoiled on the wire; any device's fault settings provide them."""
-
-    @property
-    def bad_checksum_rate(self) -> float: ...
-    @property
-    def noise_rate(self) -> float: ...
-    @property
-    def duplicate_rate(self) -> float: ...
-    @property
-    def seed(self) -> int: ...
-
-
 @dataclass(frozen=True, slots=True)
 class LineFaults:
-    """Line misbehaviour only (a device's own fault settings add its machine faults to these)."""
+    """Rates (0..1) at which whole lines are spoiled on the wire; a device's own fault settings subclass it
+    and add its machine's faults."""
 
     bad_checksum_rate: float = 0.0  # a line goes out with a wrong checksum (a seq line is then retransmitted)
     noise_rate: float = 0.0  # a burst of garbage bytes, ended by a line end, precedes a line
@@ -81,7 +69,7 @@ class LineFaultInjector:
     copies; so a test can check that the host rejected exactly what was spoiled.
     """
 
-    def __init__(self, faults: LineFaultRates) -> None:
+    def __init__(self, faults: LineFaults) -> None:
         self.faults = faults
         self.injected: Counter[str] = Counter()
         # Its own generator: how many lines get spoiled depends on timing, the machine's own faults must not.
@@ -110,7 +98,7 @@ class LineFaultInjector:
 
 
 HostMessageT = TypeVar("HostMessageT")
-FaultsT = TypeVar("FaultsT", bound=LineFaultRates)
+FaultsT = TypeVar("FaultsT", bound=LineFaults)
 
 
 class LineDeviceCore(ABC, Generic[HostMessageT, FaultsT]):
@@ -142,6 +130,8 @@ class LineDeviceCore(ABC, Generic[HostMessageT, FaultsT]):
         self._last_heartbeat = 0.0
         self._timers: list[tuple[float, int, Callable[[float], None]]] = []
         self._timer_order = itertools.count()
+        # the machine fault a `*_next()` switch armed for the next activity (one shot)
+        self._armed_failure: str | None = None
 
     # -- subclass interface ------------------------------------------------------------------------------
     @property
@@ -169,6 +159,21 @@ class LineDeviceCore(ABC, Generic[HostMessageT, FaultsT]):
         self._faults = faults
         self._rng = random.Random(faults.seed)
         self._line_faults = LineFaultInjector(faults)
+
+    def _arm_failure(self, code: str) -> None:
+        """The next activity (a shuffle, a shake cycle) fails with the machine fault `code` (one shot)."""
+        self._armed_failure = code
+
+    def _take_failure(self, *rates: tuple[str, float]) -> str | None:
+        """How the activity starting now fails: the armed one-shot fault, else the first `(code, rate)`
+        whose roll hits; None when it does not fail. Every rate is rolled each time, so changing one rate
+        does not shift the random sequence of the others."""
+        failure, self._armed_failure = self._armed_failure, None
+        rolls = [self._rng.random() for _ in rates]
+        if failure is None:
+            hits = (code for (code, rate), roll in zip(rates, rolls, strict=True) if roll < rate)
+            failure = next(hits, None)
+        return failure
 
     # -- observation -------------------------------------------------------------------------------------
     @property

@@ -27,7 +27,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from drivers.line.device import LineDeviceCore, LineSimulator
+from drivers.line.device import LineDeviceCore, LineFaults, LineSimulator
 from drivers.line.framing import Hello
 from drivers.shaker.protocol import (
     FAULT_TEXTS,
@@ -46,15 +46,11 @@ _BUSY_PHASES = frozenset({"SHAKING", "SETTLING"})
 
 
 @dataclass(frozen=True, slots=True)
-class ShakerFaults:
-    """Misbehaviour rates (0..1); `seed` makes a run repeatable."""
+class ShakerFaults(LineFaults):
+    """Misbehaviour rates (0..1): the line's, and the machine's own; `seed` makes a run repeatable."""
 
     motor_rate: float = 0.0  # the motor fails at the first push (FAULT M01 MOTOR)
     sensor_rate: float = 0.0  # the vibration sensor never reports the dice still (FAULT M03)
-    bad_checksum_rate: float = 0.0
-    noise_rate: float = 0.0
-    duplicate_rate: float = 0.0
-    seed: int = 0
 
 
 @dataclass(slots=True)
@@ -106,7 +102,6 @@ class ShakerDevice(LineDeviceCore[HostMessage, ShakerFaults]):
         self._running: ShakeCycle | None = None
         # The dice have their own generator: injected faults must not change what the dice show.
         self._dice_rng = random.Random(seed)
-        self._next_failure: str | None = None
 
     # -- observation -------------------------------------------------------------------------------------
     @property
@@ -124,11 +119,11 @@ class ShakerDevice(LineDeviceCore[HostMessage, ShakerFaults]):
     # -- misbehaviour --------------------------------------------------------------------------------------
     def motor_fault_next(self) -> None:
         """The motor fails at the first push of the next cycle (one shot)."""
-        self._next_failure = "M01"
+        self._arm_failure("M01")
 
     def sensor_fault_next(self) -> None:
         """The vibration sensor of the next cycle never reports the dice still (one shot)."""
-        self._next_failure = "M03"
+        self._arm_failure("M03")
 
     def break_light(self, now: float) -> None:
         """The lamp under the dome fails: a fault now if it is on, else when it is next switched on."""
@@ -197,13 +192,7 @@ class ShakerDevice(LineDeviceCore[HostMessage, ShakerFaults]):
             self.fault("M02", now)
             cycle.outcome, cycle.ended_at = "M02", now
             return
-        failure, self._next_failure = self._next_failure, None
-        # Always draw both, so changing one rate does not shift the random sequence of the other.
-        motor_roll, sensor_roll = self._rng.random(), self._rng.random()
-        if failure is None and motor_roll < self._faults.motor_rate:
-            failure = "M01"
-        if failure is None and sensor_roll < self._faults.sensor_rate:
-            failure = "M03"
+        failure = self._take_failure(("M01", self._faults.motor_rate), ("M03", self._faults.sensor_rate))
         self._running = cycle
         self.phase = "SHAKING"
         self._say_state()

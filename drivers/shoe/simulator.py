@@ -20,6 +20,7 @@ from drivers.line.device import (
     RETRANSMIT_S,
     LineDeviceCore,
     LineFaultInjector,
+    LineFaults,
     LineSimulator,
     LoggedLine,
 )
@@ -57,14 +58,10 @@ DEFAULT_CUT_POSITION = 16
 
 
 @dataclass(frozen=True, slots=True)
-class ShoeFaults:
+class ShoeFaults(LineFaults):
     """Misbehaviour rates (0..1) applied to what the shoe emits; `seed` makes a run repeatable."""
 
     noread_rate: float = 0.0  # a drawn card is announced NOREAD (needs a rescan)
-    bad_checksum_rate: float = 0.0  # a line goes out with a wrong checksum (the shoe will retransmit)
-    noise_rate: float = 0.0  # a burst of garbage bytes, ended by a line end, precedes a line
-    duplicate_rate: float = 0.0  # a line goes out twice in a row
-    seed: int = 0
 
 
 def shuffled_shoe(decks: int, seed: int) -> list[str]:

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from drivers.line.device import LineDeviceCore, LineSimulator
+from drivers.line.device import LineDeviceCore, LineFaults, LineSimulator
 from drivers.line.framing import Hello
 from drivers.shuffler.protocol import (
     CARDS_PER_DECK,
@@ -49,16 +49,12 @@ DEFAULT_PER_DECK_S = 6.0
 
 
 @dataclass(frozen=True, slots=True)
-class ShufflerFaults:
-    """Misbehaviour rates (0..1); `seed` makes a run repeatable."""
+class ShufflerFaults(LineFaults):
+    """Misbehaviour rates (0..1): the line's, and the machine's own; `seed` makes a run repeatable."""
 
     jam_rate: float = 0.0  # a shuffle jams halfway (ERR E01 JAM)
     motor_rate: float = 0.0  # the motor fails halfway (ERR E05 MOTOR)
     miscount_rate: float = 0.0  # the counting sensor is one card off
-    bad_checksum_rate: float = 0.0
-    noise_rate: float = 0.0
-    duplicate_rate: float = 0.0
-    seed: int = 0
 
 
 @dataclass(slots=True)
@@ -116,7 +112,6 @@ class ShufflerDevice(LineDeviceCore[HostMessage, ShufflerFaults]):
         self.shuffles: list[ShuffleRecord] = []
         self._running: ShuffleRecord | None = None
         self._plan = _Plan()
-        self._next_failure: str | None = None
         self._next_miscount = 0
 
     # -- observation -------------------------------------------------------------------------------------
@@ -145,11 +140,11 @@ class ShufflerDevice(LineDeviceCore[HostMessage, ShufflerFaults]):
     # -- misbehaviour --------------------------------------------------------------------------------------
     def jam_next(self) -> None:
         """The next shuffle jams halfway (one shot)."""
-        self._next_failure = "E01"
+        self._arm_failure("E01")
 
     def motor_fault_next(self) -> None:
         """The motor of the next shuffle fails halfway (one shot)."""
-        self._next_failure = "E05"
+        self._arm_failure("E05")
 
     def miscount_next(self, delta: int = -1) -> None:
         """The next shuffle's count is off by `delta` cards (one shot): a dirty counting sensor."""
@@ -222,14 +217,10 @@ class ShufflerDevice(LineDeviceCore[HostMessage, ShufflerFaults]):
 
     def _plan_shuffle(self) -> _Plan:
         rng, faults = self._rng, self._faults
-        failure, self._next_failure = self._next_failure, None
+        failure = self._take_failure(("E01", faults.jam_rate), ("E05", faults.motor_rate))
         miscount, self._next_miscount = self._next_miscount, 0
-        # Always draw all three, so changing one rate does not shift the random sequence of the others.
-        jam_roll, motor_roll, miscount_roll = rng.random(), rng.random(), rng.random()
-        if failure is None and jam_roll < faults.jam_rate:
-            failure = "E01"
-        if failure is None and motor_roll < faults.motor_rate:
-            failure = "E05"
+        # Always drawn, like the failure rolls, so changing one rate does not shift the others' sequence.
+        miscount_roll = rng.random()
         if miscount == 0 and miscount_roll < faults.miscount_rate:
             miscount = rng.choice((-1, 1))
         return _Plan(failure=failure, miscount=miscount)
