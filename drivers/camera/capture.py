@@ -324,23 +324,24 @@ def read_camera_capture(path: str | Path, *, verify: bool = True) -> list[Camera
                 _verified_bytes(record)
             records.append(record)
         elif direction == HEALTH_DIR:
-            kind = obj.get("kind")
-            if not isinstance(kind, str) or not kind:
-                raise CaptureError(f"{where}: 'kind' must name the health reading, got {kind!r}")
-            extra = {k: v for k, v in obj.items() if k not in ("t", "dir", "kind")}
-            records.append(HealthRecord(_number(where, obj, "t"), kind, extra))
+            records.append(HealthRecord(*_reading_record(where, obj, "the health reading")))
         elif direction == READING_DIR:
-            kind = obj.get("kind")
-            if not isinstance(kind, str) or not kind:
-                raise CaptureError(f"{where}: 'kind' must name the reading, got {kind!r}")
-            extra = {k: v for k, v in obj.items() if k not in ("t", "dir", "kind")}
-            records.append(ReadingRecord(_number(where, obj, "t"), kind, extra))
+            records.append(ReadingRecord(*_reading_record(where, obj, "the reading")))
         else:
             raise CaptureError(
                 f"{where}: 'dir' must be 'frame', 'health' or 'reading' in a camera capture, "
                 f"got {direction!r}"
             )
     return records
+
+
+def _reading_record(where: str, obj: dict[str, Any], what: str) -> tuple[float, str, dict[str, Any]]:
+    """The time, kind and other fields of a health or reading record."""
+    kind = obj.get("kind")
+    if not isinstance(kind, str) or not kind:
+        raise CaptureError(f"{where}: 'kind' must name {what}, got {kind!r}")
+    extra = {k: v for k, v in obj.items() if k not in ("t", "dir", "kind")}
+    return _number(where, obj, "t"), kind, extra
 
 
 def captured_frames(records: list[CameraCaptureRecord]) -> list[FrameRecord]:
