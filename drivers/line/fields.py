@@ -62,6 +62,15 @@ def parse_seq_only(args: list[str]) -> int | None:
     return parse_seq(args[0]) if len(args) == 1 else None
 
 
+def parse_seq_code_text(args: list[str]) -> tuple[int, str, str] | None:
+    """`<seq> <code> <text...>` (`ERR 0007 E01 JAM`, `FAULT 0012 M02 DOME_NOT_CLOSED`): the text is every
+    field after the code, at least one."""
+    seq = parse_seq(args[0]) if len(args) >= 3 else None
+    if seq is None:
+        return None
+    return seq, args[1], " ".join(args[2:])
+
+
 def parse_id_and_count(args: list[str], digits: int) -> tuple[str, int] | None:
     """`<id> <count>` (`SHUFFLE S-1 8`, `SHAKE C-7 3`): one token and 1 to `digits` digits, not zero."""
     count = parse_number(args[1], digits) if len(args) == 2 else None

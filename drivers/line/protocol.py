@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar, cast
 
-from drivers.line.fields import parse_id_and_count
+from drivers.line.fields import parse_id_and_count, parse_seq_only
 from drivers.line.framing import (
     MALFORMED_FIELDS,
     UNKNOWN_MESSAGE,
@@ -40,6 +40,16 @@ def id_and_count(message: Callable[[str, int], T], digits: int) -> Callable[[lis
     def parse(args: list[str]) -> T | ParseFailure:
         fields = parse_id_and_count(args, digits)
         return MALFORMED_FIELDS if fields is None else message(*fields)
+
+    return parse
+
+
+def seq_only(message: Callable[[int], T]) -> Callable[[list[str]], T | ParseFailure]:
+    """The parser of a device message whose only field is its seq (`NOREAD <seq>`, `CUT <seq>`)."""
+
+    def parse(args: list[str]) -> T | ParseFailure:
+        seq = parse_seq_only(args)
+        return MALFORMED_FIELDS if seq is None else message(seq)
 
     return parse
 
@@ -124,4 +134,5 @@ __all__ = [
     "State",
     "StatusQuery",
     "id_and_count",
+    "seq_only",
 ]

@@ -6,7 +6,7 @@ Host -> device: `ACK <seq>`, `SHAKE <cycle_id> <pushes>`, `LIGHT ON|OFF`, `STATU
 
 `parse_device_message` / `parse_host_message` take a line BODY (checksum already verified by
 `drivers.line.framing.parse_frame`) and return a message or a `ParseFailure`; they never raise.
-A cycle id is one token (`drivers.line.framing.is_token`); pushes are 1 to `MAX_PUSHES` (one digit). A FAULT
+A cycle id is one token (`drivers.line.fields.is_token`); pushes are 1 to `MAX_PUSHES` (one digit). A FAULT
 with a code outside M01..M04 is still a fault (it is reported, never dropped).
 """
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from drivers.line.fields import check_count, check_token, is_token, parse_seq
+from drivers.line.fields import check_count, check_token, is_token, parse_seq, parse_seq_code_text
 from drivers.line.framing import Ack, Heartbeat, Hello, LineMessage, State, StatusQuery, encode_line
 from drivers.line.protocol import MALFORMED_FIELDS, LineProtocol, ParseFailure, id_and_count
 
@@ -120,10 +120,8 @@ def _parse_at_rest(args: list[str]) -> AtRest | ParseFailure:
 
 
 def _parse_fault(args: list[str]) -> Fault | ParseFailure:
-    seq = parse_seq(args[0]) if len(args) >= 3 else None
-    if seq is None:
-        return MALFORMED_FIELDS
-    return Fault(seq, args[1], " ".join(args[2:]))
+    fields = parse_seq_code_text(args)
+    return MALFORMED_FIELDS if fields is None else Fault(*fields)
 
 
 #: The shaker's messages beyond the common ones (HELLO, HB, STATE, ACK, STATUS?).

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from drivers.line.fields import parse_seq, parse_seq_only
+from drivers.line.fields import parse_seq
 from drivers.line.framing import Ack, Heartbeat, Hello, LineMessage, ParseFailure, State, StatusQuery
-from drivers.line.protocol import MALFORMED_FIELDS, LineProtocol
+from drivers.line.protocol import MALFORMED_FIELDS, LineProtocol, seq_only
 
 __all__ = [
     "FAULT_TEXTS",
@@ -147,16 +147,6 @@ def _parse_card_like(kind: str, args: list[str]) -> Card | Rescan | InvalidCardR
     return Card(seq, code) if kind == "CARD" else Rescan(seq, code)
 
 
-def _parse_no_read(args: list[str]) -> NoRead | ParseFailure:
-    seq = parse_seq_only(args)
-    return MALFORMED_FIELDS if seq is None else NoRead(seq)
-
-
-def _parse_cut(args: list[str]) -> Cut | ParseFailure:
-    seq = parse_seq_only(args)
-    return MALFORMED_FIELDS if seq is None else Cut(seq)
-
-
 def _parse_fault(args: list[str]) -> Fault | ParseFailure:
     if len(args) < 2:
         return MALFORMED_FIELDS
@@ -169,8 +159,8 @@ LINE_PROTOCOL: LineProtocol[DeviceMessage, HostMessage] = LineProtocol(
     device_messages={
         "CARD": lambda args: _parse_card_like("CARD", args),
         "RESCAN": lambda args: _parse_card_like("RESCAN", args),
-        "NOREAD": _parse_no_read,
-        "CUT": _parse_cut,
+        "NOREAD": seq_only(NoRead),
+        "CUT": seq_only(Cut),
         "FAULT": _parse_fault,
     },
     host_bodies={"LOCK": Lock(), "UNLOCK": Unlock()},

@@ -18,7 +18,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from drivers.line.fields import check_count, check_token, is_token, parse_number, parse_seq
+from drivers.line.fields import (
+    check_count,
+    check_token,
+    is_token,
+    parse_number,
+    parse_seq,
+    parse_seq_code_text,
+)
 from drivers.line.framing import Ack, Heartbeat, Hello, LineMessage, ParseFailure, State, StatusQuery
 from drivers.line.protocol import MALFORMED_FIELDS, LineProtocol, id_and_count
 
@@ -154,12 +161,10 @@ def _parse_done(args: list[str]) -> Done | ParseFailure:
 
 
 def _parse_err(args: list[str]) -> Err | ParseFailure:
-    if len(args) < 3:
+    fields = parse_seq_code_text(args)
+    if fields is None:
         return MALFORMED_FIELDS
-    seq = parse_seq(args[0])
-    if seq is None:
-        return MALFORMED_FIELDS
-    code, text = args[1], " ".join(args[2:])
+    seq, code, text = fields
     if code == COUNT_MISMATCH_CODE and len(args) == 5 and args[2] == "COUNT_MISMATCH":
         expected = parse_number(args[3], 4)
         actual = parse_number(args[4], 4)
