@@ -14,6 +14,7 @@ import numpy as np
 
 from calibration.dice import LabelledDie, LabelledImage
 from drivers.dice.reader import FACES, DiceReader
+from drivers.dice.shaker_scene import rounded_square
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "dice"
 
@@ -34,24 +35,8 @@ def rotation(angle: float) -> np.ndarray:
     return np.array([[math.cos(t), -math.sin(t)], [math.sin(t), math.cos(t)]])
 
 
-def die_outline(centre: tuple[float, float], side: float, angle: float) -> np.ndarray:
-    """A rounded square, as dice are."""
-    half, radius = side / 2, side * 0.14
-    points = []
-    for cx, cy, start in (
-        (half - radius, half - radius, 0),
-        (-half + radius, half - radius, 90),
-        (-half + radius, -half + radius, 180),
-        (half - radius, -half + radius, 270),
-    ):
-        for step in range(7):
-            a = math.radians(start + 15 * step)
-            points.append((cx + radius * math.cos(a), cy + radius * math.sin(a)))
-    return np.array(points) @ rotation(angle).T + np.array(centre)
-
-
 def die_box(centre: tuple[float, float], side: float, angle: float) -> tuple[float, float, float, float]:
-    points = die_outline(centre, side, angle)
+    points = rounded_square(centre, side, angle)
     (x0, y0), (x1, y1) = points.min(axis=0), points.max(axis=0)
     return (float(x0), float(y0), float(x1 - x0), float(y1 - y0))
 
@@ -69,7 +54,7 @@ def scene(dice: Sequence[dict[str, Any]], size: tuple[int, int] = (640, 480), se
     canvas = np.empty((height * SUPERSAMPLE, width * SUPERSAMPLE, 3), np.uint8)
     canvas[:] = FELT
     for spec in dice:
-        outline = die_outline(spec["centre"], spec["side"], spec["angle"]) * SUPERSAMPLE
+        outline = rounded_square(spec["centre"], spec["side"], spec["angle"]) * SUPERSAMPLE
         cv2.fillPoly(canvas, [np.round(outline).astype(np.int32)], IVORY, lineType=cv2.LINE_AA)
         pips: Pips = spec.get("pips") or FACES[spec["value"]]
         for gx, gy in pips:
