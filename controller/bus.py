@@ -68,6 +68,7 @@ from controller.config import BrokerSettings, redact_url, tls_insecure_warning
 from controller.events import Envelope, iso_ms
 from controller.journal import Journal, PendingEvent
 from controller.mqtt_client import ACK_TIMEOUT_SECONDS, AcknowledgingClient, code_value
+from drivers.backoff import Backoff
 from drivers.waiting import wait_event
 
 logger = logging.getLogger(__name__)
@@ -259,7 +260,7 @@ class TableBus:
         insecure = tls_insecure_warning(self._settings)
         if insecure is not None:
             logger.warning("%s", insecure)
-        delay = self._settings.reconnect_min_seconds
+        backoff = Backoff(self._settings.reconnect_min_seconds, self._settings.reconnect_max_seconds)
         try:
             while not self._stop_requested.is_set():
                 connects_before = self.stats.connects
@@ -279,13 +280,12 @@ class TableBus:
                 if self._stop_requested.is_set():
                     break
                 if self.stats.connects > connects_before:
-                    delay = self._settings.reconnect_min_seconds
+                    backoff.reset()
                 self.stats.reconnects += 1
                 # Jitter, so a studio full of tables does not reconnect in lockstep after a broker restart.
-                pause = delay * random.uniform(0.8, 1.2)
+                pause = backoff.next() * random.uniform(0.8, 1.2)
                 logger.info("reconnecting to the MQTT broker in %.1f s", pause)
                 await wait_event(self._stop_requested, pause)
-                delay = min(delay * 2, self._settings.reconnect_max_seconds)
         finally:
             self._running = False
             self._connected = False
