@@ -26,7 +26,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from functools import partial
-from typing import Any, Protocol
+from typing import Any, Protocol, TypedDict, Unpack
 
 from drivers.backoff import Backoff
 from drivers.capture import CaptureWriter
@@ -55,6 +55,16 @@ class LinkUser(Protocol):
     async def link_lost(self, now: float, reason: str) -> None: ...
 
     async def data_received(self, data: bytes, now: float) -> None: ...
+
+
+class LinkOptions(TypedDict, total=False):
+    """A `Link`'s settings besides its device, url, user and clock (its defaults are `Link`'s)."""
+
+    baudrate: int
+    reconnect_min: float
+    reconnect_max: float
+    capture: CaptureWriter | None
+    open_link: OpenLink
 
 
 class Link:
@@ -205,35 +215,23 @@ class Link:
 
 
 class DeviceRunner:
-    """Run `session` on the link at `url` until cancelled, delivering its readings in order."""
+    """Run `session` on the link at `url` until cancelled, delivering its readings in order.
+
+    `link_options` are the `Link`'s (baudrate, reconnect delays, capture, how the link is opened)."""
 
     def __init__(
         self,
         session: DeviceSession,
         url: str,
         *,
-        baudrate: int = 115200,
         on_readings: Callable[[list[Reading]], Awaitable[None]],
         clock: Callable[[], float] = time.time,
-        reconnect_min: float = 0.2,
-        reconnect_max: float = 5.0,
-        capture: CaptureWriter | None = None,
-        open_link: OpenLink = open_serial,
+        **link_options: Unpack[LinkOptions],
     ) -> None:
         self.session = session
         self.on_readings = on_readings
         self.clock = clock
-        self.link = Link(
-            session.name,
-            url,
-            self,
-            baudrate=baudrate,
-            clock=clock,
-            reconnect_min=reconnect_min,
-            reconnect_max=reconnect_max,
-            capture=capture,
-            open_link=open_link,
-        )
+        self.link = Link(session.name, url, self, clock=clock, **link_options)
         # One session call + its delivery at a time: readings reach on_readings in the order they happened.
         self._lock = asyncio.Lock()
         # set after every session call: the session's next deadline may have moved
