@@ -316,14 +316,31 @@ class CaptureContents:
     gaps: list[dict[str, Any]]
 
 
-def _parse_record(path: Path, number: int, line: str) -> CaptureRecord:
-    where = f"{path}:{number}"
+def capture_bytes(path: Path) -> bytes:
+    """The content of a capture file, decompressed if it is a rotated file gzipped by retention."""
+    content = path.read_bytes()
+    if content.startswith(b"\x1f\x8b"):
+        try:
+            content = gzip.decompress(content)
+        except (OSError, EOFError) as exc:
+            raise CaptureError(f"{path}: a damaged gzip file ({exc})") from None
+    return content
+
+
+def json_record(where: str, line: str) -> dict[str, Any]:
+    """One line of a JSON Lines capture as its object; CaptureError saying `where` when it is not one."""
     try:
         obj = json.loads(line)
     except json.JSONDecodeError as exc:
         raise CaptureError(f"{where}: not a JSON record ({exc.msg})") from None
     if not isinstance(obj, dict):
         raise CaptureError(f"{where}: expected a JSON object, got {type(obj).__name__}")
+    return obj
+
+
+def _parse_record(path: Path, number: int, line: str) -> CaptureRecord:
+    where = f"{path}:{number}"
+    obj = json_record(where, line)
     t, direction, data = obj.get("t"), obj.get("dir"), obj.get("data")
     if t is not None and (isinstance(t, bool) or not isinstance(t, int | float)):
         raise CaptureError(f"{where}: 't' must be a number of seconds, got {t!r}")
@@ -379,12 +396,7 @@ def read_capture_counted(path: str | Path) -> CaptureContents:
     """`read_capture`'s records with the gap records, and the damaged lines it skipped. CaptureError for a
     file that cannot be read at all, or in which no line is a record."""
     path = Path(path)
-    content = path.read_bytes()
-    if content.startswith(b"\x1f\x8b"):
-        try:
-            content = gzip.decompress(content)
-        except (OSError, EOFError) as exc:
-            raise CaptureError(f"{path}: a damaged gzip file ({exc})") from None
+    content = capture_bytes(path)
     if not content:
         return CaptureContents([], [], [])
     if not _looks_like_jsonl(content):

@@ -24,7 +24,6 @@ lost is an error naming the file, so a sic bo round can be replayed and audited 
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import json
 import os
@@ -38,7 +37,14 @@ import numpy as np
 from numpy.typing import NDArray
 
 from drivers.camera.frame import CameraError, FrameSource, SourceEnded
-from drivers.capture import CaptureError, first_record_time, rotated_name, utc_day
+from drivers.capture import (
+    CaptureError,
+    capture_bytes,
+    first_record_time,
+    json_record,
+    rotated_name,
+    utc_day,
+)
 from drivers.readings import Reading, reading_fields
 
 FRAME_DIR = "frame"
@@ -296,12 +302,7 @@ def read_camera_capture(path: str | Path, *, verify: bool = True) -> list[Camera
     that is missing or changed).
     """
     path = Path(path)
-    content = path.read_bytes()
-    if content.startswith(b"\x1f\x8b"):  # a rotated file, compressed by retention
-        try:
-            content = gzip.decompress(content)
-        except (OSError, EOFError) as exc:
-            raise CaptureError(f"{path}: a damaged gzip file ({exc})") from None
+    content = capture_bytes(path)
     try:
         text = content.decode("utf-8")
     except UnicodeDecodeError:
@@ -311,12 +312,7 @@ def read_camera_capture(path: str | Path, *, verify: bool = True) -> list[Camera
         if not line.strip():
             continue
         where = f"{path}:{number}"
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise CaptureError(f"{where}: not a JSON record ({exc.msg})") from None
-        if not isinstance(obj, dict):
-            raise CaptureError(f"{where}: expected a JSON object, got {type(obj).__name__}")
+        obj = json_record(where, line)
         direction = obj.get("dir")
         if direction == FRAME_DIR:
             record = _frame_record(where, path.parent, obj)
