@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import cv2
@@ -15,8 +14,9 @@ import numpy as np
 from calibration.dice import LabelledDie, LabelledImage
 from drivers.dice.reader import FACES, DiceReader
 from drivers.dice.shaker_scene import rounded_square
+from tests.helpers.paths import REPO
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "dice"
+DATA = REPO.parent / "shared" / "data" / "dice"
 
 # --- synthetic dice -------------------------------------------------------------------------------------
 

@@ -21,10 +21,10 @@ from controller.table_build import TABLE_CONFIGS
 from controller.testing.console import running_console
 from controller.testing.mosquitto import HOST, MosquittoBroker, free_port, secured_broker, wait_until
 from drivers.shoe.simulator import ShoeSimulator
+from tests.helpers.paths import REPO
 
 pytestmark = pytest.mark.integration
 
-ROOT = Path(__file__).resolve().parent.parent
 PASSWORDS = {"table-t1": "table-pw", "supervisor-a": "a-pw"}
 
 
@@ -84,7 +84,7 @@ async def test_every_attack_of_the_script_holds_against_the_real_servers(
                 PASSWORDS["supervisor-a"],
                 "--flood-seconds",
                 "2",
-                cwd=ROOT,
+                cwd=REPO,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.STDOUT,
             )

@@ -18,11 +18,12 @@ from controller.journal import Journal
 from controller.retention import archive_path
 from drivers.camera import CameraCaptureWriter
 from drivers.capture import CaptureWriter
+from tests.helpers.paths import REPO
 
 pytestmark = pytest.mark.integration
 
 T0 = 1_790_035_200.0
-BENCH = Path(__file__).resolve().parent.parent / "bench" / "attacks_misc.py"
+BENCH = REPO / "bench" / "attacks_misc.py"
 
 
 def attacks() -> ModuleType:

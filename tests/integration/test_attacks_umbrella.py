@@ -11,10 +11,11 @@ import pytest
 
 from controller.events import RoundOpened, make_event
 from controller.journal import Journal
+from tests.helpers.paths import REPO
 
 pytestmark = pytest.mark.integration
 
-BENCH = Path(__file__).resolve().parent.parent / "bench" / "attacks.py"
+BENCH = REPO / "bench" / "attacks.py"
 T0 = 1_790_035_200.0
 
 

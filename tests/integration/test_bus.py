@@ -39,9 +39,9 @@ from controller.testing.mosquitto import (
 )
 from controller.testing.table_process import running_service
 from drivers.shoe.simulator import ShoeSimulator
+from tests.helpers.paths import REPO
 
 ROOT = "studio/s1/table/t1"
-REPO = Path(__file__).resolve().parent.parent
 
 Handler = Callable[[Command], Awaitable[dict[str, Any]]]
 

@@ -34,10 +34,10 @@ from controller.testing.mosquitto import (
     wait_until,
 )
 from drivers.shoe.simulator import ShoeSimulator
+from tests.helpers.paths import REPO
 
 pytestmark = pytest.mark.integration
 
-REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = TABLE_CONFIGS.load(REPO / "examples" / "baccarat.toml", environ={})
 ROOT = EXAMPLE.topic_root
 TABLE_USER = EXAMPLE.broker.username or ""

@@ -11,14 +11,13 @@ from pathlib import Path
 import pytest
 
 from drivers.line.framing import encode_line
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.helpers.paths import REPO
 
 
 def tablectl(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "controller.cli", *args],
-        cwd=ROOT,
+        cwd=REPO,
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -93,7 +92,7 @@ def test_replay_takes_the_table_settings_from_a_config(tmp_path: Path) -> None:
         "--protocol",
         "shoe-line",
         "--config",
-        str(ROOT / "examples" / "baccarat.toml"),
+        str(REPO / "examples" / "baccarat.toml"),
         str(capture),
     )
     assert result.returncode == 0, result.stderr
@@ -106,7 +105,7 @@ def test_replay_takes_the_table_settings_from_a_config(tmp_path: Path) -> None:
         "--protocol",
         "shoe-line",
         "--config",
-        str(ROOT / "examples" / "baccarat.toml"),
+        str(REPO / "examples" / "baccarat.toml"),
         str(capture),
     )
     sources = {line.split('"source":"')[1].split('"')[0] for line in result.stdout.splitlines()}
@@ -237,7 +236,7 @@ def test_building_the_parser_does_not_import_opencv() -> None:
         "print(sorted(m for m in ('cv2', 'numpy') if m in sys.modules))"
     )
     result = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60, check=True
     )
     assert result.stdout.strip() == "[]"
 
@@ -252,7 +251,7 @@ def test_an_error_raised_by_a_command_module_is_one_line_under_python_m() -> Non
         capture_output=True,
         text=True,
         timeout=60,
-        cwd=ROOT,
+        cwd=REPO,
     )
     assert result.returncode == 2, result.stderr
     assert result.stderr.strip() == "tablectl: error: a PIN is 4 to 12 digits"

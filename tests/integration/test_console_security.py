@@ -30,10 +30,10 @@ from controller.testing.mosquitto import (
     wait_until,
 )
 from controller.web.server import REJECTIONS
+from tests.helpers.paths import REPO
 
 pytestmark = pytest.mark.integration
 
-ROOT = Path(__file__).resolve().parent.parent
 STUDIO = "s1"
 PASSWORDS = {
     "supervisor-a": "a-pw",
@@ -197,7 +197,7 @@ def console_process(tmp_path: Path, *args: str) -> tuple[subprocess.Popen[bytes]
     with log.open("wb") as out:
         process = subprocess.Popen(
             [sys.executable, "-m", "controller.cli", "console", "--studio", STUDIO, *args],
-            cwd=ROOT,
+            cwd=REPO,
             stdout=out,
             stderr=subprocess.STDOUT,
         )

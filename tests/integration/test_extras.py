@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.helpers.paths import REPO
+
 #: the packages of the extras: blocked in the child, as if not installed
 EXTRA_MODULES = ("cv2", "numpy", "amqtt")
 
@@ -63,7 +64,7 @@ def without_extras(
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-c", f"BLOCKED = {blocked!r}\n" + PRELUDE + code, *args],
-        cwd=ROOT,
+        cwd=REPO,
         capture_output=True,
         text=True,
         timeout=120,
@@ -139,7 +140,7 @@ def test_a_card_demo_needs_amqtt_but_not_opencv() -> None:
 
 @pytest.mark.unit
 def test_the_extras_hold_what_only_some_tables_need() -> None:
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     runtime = " ".join(project["dependencies"])
     for package in ("opencv", "numpy", "amqtt"):
         assert package not in runtime

@@ -28,8 +28,8 @@ from controller.table_build import TABLE_CONFIGS
 from controller.testing.mosquitto import HOST, MosquittoBroker, free_port, wait_until
 from controller.web.server import REJECTIONS
 from drivers.shoe.simulator import ShoeSimulator
+from tests.helpers.paths import REPO
 
-ROOT = Path(__file__).resolve().parent.parent
 CARDS = ["9S", "8D", "KC", "5H", "2C", "3D", "4H", "TS", "AS", "QD"]
 LABELS = {"studio": "s1", "table": "bac-m"}
 
@@ -236,7 +236,7 @@ port = {metrics_port}
     with log.open("wb") as out:
         process = subprocess.Popen(
             [sys.executable, "-m", "controller.cli", "run", "--config", str(config)],
-            cwd=ROOT,
+            cwd=REPO,
             stdout=out,
             stderr=out,
         )
@@ -289,7 +289,7 @@ def exposed_names(tmp_path: Path) -> set[str]:
 @pytest.mark.integration
 def test_example_alert_rules_and_dashboard_name_only_exposed_metrics(tmp_path: Path) -> None:
     names = exposed_names(tmp_path)
-    rules = yaml.safe_load((ROOT / "examples" / "prometheus" / "tablectl-alerts.yml").read_text())
+    rules = yaml.safe_load((REPO / "examples" / "prometheus" / "tablectl-alerts.yml").read_text())
     alerts = {rule["alert"]: rule for group in rules["groups"] for rule in group["rules"]}
     assert {"TablePausedTooLong", "OutboxEventsWaiting", "DeviceOffline", "DiskLow"} <= set(alerts)
     for rule in alerts.values():
@@ -297,7 +297,7 @@ def test_example_alert_rules_and_dashboard_name_only_exposed_metrics(tmp_path: P
         used = set(re.findall(r"tablectl_[a-z_]+", rule["expr"]))
         assert used or rule["expr"].startswith('up{job="tablectl"}'), rule
         assert used <= names, (rule["alert"], used - names)
-    dashboard = json.loads((ROOT / "examples" / "grafana" / "tablectl-dashboard.json").read_text())
+    dashboard = json.loads((REPO / "examples" / "grafana" / "tablectl-dashboard.json").read_text())
     exprs = [target["expr"] for panel in dashboard["panels"] for target in panel.get("targets", [])]
     assert len(exprs) >= 10
     used = {name for expr in exprs for name in re.findall(r"tablectl_[a-z_]+", expr)}
@@ -392,7 +392,7 @@ async def test_a_flood_of_scrapes_costs_one_render_per_interval(
                 "-c",
                 "import asyncio; from bench.attacks_http import flood; "
                 f"print(asyncio.run(flood({url!r}, 2.0)))",
-                cwd=ROOT,
+                cwd=REPO,
                 stdout=asyncio.subprocess.PIPE,
             )
             out, _ = await asyncio.wait_for(flood.communicate(), 30)

@@ -22,8 +22,7 @@ import pytest
 from controller.sd_notify import Notifier
 from controller.testing.mosquitto import MosquittoBroker, wait_until
 from drivers.shoe.simulator import ShoeSimulator
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.helpers.paths import REPO
 
 
 class FakeSystemd:
@@ -191,7 +190,7 @@ async def test_tablectl_run_notifies_systemd_and_keeps_its_files_private(
                 "--config",
                 str(write_config(tmp_path, mosquitto, port)),
             ],
-            cwd=ROOT,
+            cwd=REPO,
             env=env,
             stdout=out,
             stderr=subprocess.STDOUT,

@@ -18,10 +18,9 @@ from drivers.runner import DeviceRunner
 from drivers.shoe.session import ShoeSession
 from drivers.shoe.simulator import shuffled_shoe
 from drivers.simulate import parse_faults
+from tests.helpers.paths import REPO
 
 pytestmark = pytest.mark.integration
-
-REPO = Path(__file__).resolve().parent.parent
 
 
 @contextlib.asynccontextmanager

@@ -20,8 +20,8 @@ import pytest
 from controller import demo as demo_module
 from controller.service import TableService
 from controller.table_build import TABLE_CONFIGS
+from tests.helpers.paths import REPO
 
-ROOT = Path(__file__).resolve().parent.parent
 #: the table's own tasks (`TableService.run`), by their task names
 OWN_TASKS = {"mqtt-bus", "device-shoe", "deadlines", "retention"}
 
@@ -144,7 +144,7 @@ port = {taken_port}
     started = time.monotonic()
     result = subprocess.run(
         [sys.executable, "-m", "controller.cli", "run", "--config", str(config)],
-        cwd=ROOT,
+        cwd=REPO,
         capture_output=True,
         text=True,
         timeout=60,

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from controller.testing.mosquitto import require_binary
+from tests.helpers.paths import REPO
 
-ROOT = Path(__file__).resolve().parent.parent
-UNIT = ROOT / "systemd" / "tablectl.service"
-RULES = ROOT / "systemd" / "70-tablectl.rules"
+UNIT = REPO / "systemd" / "tablectl.service"
+RULES = REPO / "systemd" / "70-tablectl.rules"
 MAX_EXPOSURE = 3.0
 
 
@@ -109,7 +109,7 @@ def test_the_service_stack_runs_with_write_xor_execute_memory() -> None:
     closures). The kernel's own W^X switch (PR_SET_MDWE, Linux 6.3+) refuses the same: the service's imports
     and an OpenCV pipeline must run under it."""
     result = subprocess.run(
-        [sys.executable, "-c", MDWE_PROBE], cwd=ROOT, capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", MDWE_PROBE], cwd=REPO, capture_output=True, text=True, timeout=120
     )
     if result.stdout.strip() == "unsupported":
         pytest.xfail("this kernel has no PR_SET_MDWE (Linux < 6.3): W^X not checked here")

@@ -27,7 +27,7 @@ from calibration.dice import (
 from calibration.dice_cli import EXIT_NOT_READABLE, EXIT_OK, EXIT_USAGE, register
 from drivers.dice.camera import CameraError, DiceCamera
 from drivers.dice.reader import CALIBRATION_KIND, CALIBRATION_VERSION, DiceCalibration, DiceReader
-from tests.dice_scenes import DATA, THREE, crop_reading, die, labelled, scene, training_set
+from tests.helpers.dice_scenes import DATA, THREE, crop_reading, die, labelled, scene, training_set
 
 # the reader calibrates from photographs (module fixtures of seconds): slow, as a whole
 pytestmark = [pytest.mark.unit, pytest.mark.slow]

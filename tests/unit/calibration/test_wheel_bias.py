@@ -22,8 +22,7 @@ from calibration.wheel_bias import (
     regularized_upper_gamma,
     wheel_sectors,
 )
-
-REPO_ROOT = Path(__file__).resolve().parent.parent
+from tests.helpers.paths import REPO
 
 # --- chi-square survival function -------------------------------------------------------------------------
 
@@ -356,7 +355,7 @@ def test_cli_exit_codes_as_a_process(tmp_path: Path) -> None:
     fair = write_lines(tmp_path / "fair.txt", [str(n) for n in uniform_spins(10_000, seed=20240611)])
     command = [sys.executable, "-m", "calibration.bias_cli"]
     runs = {
-        name: subprocess.run([*command, str(path)], cwd=REPO_ROOT, capture_output=True, text=True, timeout=30)
+        name: subprocess.run([*command, str(path)], cwd=REPO, capture_output=True, text=True, timeout=30)
         for name, path in (("biased", biased), ("fair", fair), ("missing", tmp_path / "none.txt"))
     }
     assert runs["biased"].returncode == 1 and "BIAS FLAGGED" in runs["biased"].stdout

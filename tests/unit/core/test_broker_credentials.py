@@ -18,8 +18,8 @@ from controller.bus import BrokerSettings
 from controller.config import ConfigError, plain_password_warning, redact_url
 from controller.table_build import TABLE_CONFIGS
 from controller.testing.mosquitto import free_port
+from tests.helpers.paths import REPO
 
-ROOT = Path(__file__).resolve().parent.parent
 SECRET = "s3cr3t-Pa55"
 BASE = {
     "table": {"table_id": "t1", "game": "roulette"},
@@ -30,7 +30,7 @@ BASE = {
 def tablectl(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "controller.cli", *args],
-        cwd=ROOT,
+        cwd=REPO,
         capture_output=True,
         text=True,
         timeout=60,
@@ -162,7 +162,7 @@ def test_tablectl_run_warns_at_start_and_never_logs_the_password(tmp_path: Path)
     with log.open("wb") as out:
         process = subprocess.Popen(
             [sys.executable, "-m", "controller.cli", "-vv", "run", "--config", str(config)],
-            cwd=ROOT,
+            cwd=REPO,
             env={**os.environ, "TABLECTL__BROKER__PASSWORD": SECRET},
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -194,7 +194,7 @@ def test_tablectl_run_warns_of_tls_insecure_on_every_start(tmp_path: Path) -> No
         with log.open("wb") as out:
             process = subprocess.Popen(
                 [sys.executable, "-m", "controller.cli", "run", "--config", str(config)],
-                cwd=ROOT,
+                cwd=REPO,
                 stdout=out,
                 stderr=subprocess.STDOUT,
             )

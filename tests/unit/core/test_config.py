@@ -17,10 +17,11 @@ from controller.config import ConfigError, ConfigLoader, TableConfig
 from controller.table_build import TABLE_CONFIGS
 from drivers.registry import CAMERA_PROTOCOLS, PROTOCOLS, options_model, session_class
 from drivers.session import SessionOptions
+from tests.helpers.paths import REPO
 
 pytestmark = pytest.mark.unit
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = REPO / "examples"
 
 
 def base() -> dict:

@@ -279,7 +279,7 @@ async def test_a_supervisor_confirms_over_mqtt_and_card_dealt_names_both(
 
 @pytest.mark.unit
 def test_a_face_down_card_entered_by_hand_is_named_nowhere_and_its_reveal_names_both() -> None:
-    from tests.blackjack_table import single
+    from tests.helpers.blackjack_table import single
 
     table = single()
     table.flow.manual_card_confirmation = "supervisor"

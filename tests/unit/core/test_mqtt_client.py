@@ -8,13 +8,13 @@ import inspect
 import re
 import tomllib
 from importlib.metadata import version
-from pathlib import Path
 
 import aiomqtt
 import paho.mqtt.client as paho
 import pytest
 
 from controller.mqtt_client import AcknowledgingClient
+from tests.helpers.paths import REPO
 
 pytestmark = pytest.mark.unit
 
@@ -33,7 +33,6 @@ PAHO_CALLBACKS = {
     "_on_publish": "on_publish",
     "_on_socket_register_write": "on_socket_register_write",
 }
-ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.mark.parametrize("hook", sorted(HOOKS))
@@ -61,7 +60,7 @@ def test_aiomqtt_registers_the_hooks_as_paho_callbacks_api_v2_and_keeps_the_attr
 
 
 def test_the_installed_versions_are_the_minor_releases_pinned() -> None:
-    dependencies = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    dependencies = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
     for name in ("aiomqtt", "paho-mqtt"):
         pin = next(d for d in dependencies if re.match(rf"{name}\b", d))
         low, high = re.fullmatch(rf"{name}>=(\d+\.\d+),<(\d+\.\d+)", pin).groups()  # type: ignore[union-attr]

@@ -21,7 +21,7 @@ from controller.testing.baccarat_reference import as_expected, expected_rounds, 
 from drivers.capture import CaptureRecord
 from drivers.line.framing import encode_line
 from drivers.readings import CardSeen, CardUnread, DeviceOnline
-from tests.core_steps import card, make_core, online, open_and_close_betting, types
+from tests.helpers.core_steps import card, make_core, online, open_and_close_betting, types
 
 pytestmark = pytest.mark.unit
 

@@ -17,7 +17,7 @@ from drivers.readings import (
     DeviceFaultCleared,
     DeviceOffline,
 )
-from tests.core_steps import card, make_core, online, open_and_close_betting, types
+from tests.helpers.core_steps import card, make_core, online, open_and_close_betting, types
 
 pytestmark = pytest.mark.unit
 

@@ -22,8 +22,7 @@ from controller.service import restore_core
 from controller.table_build import TABLE_CONFIGS
 from controller.table_state import decode_state, encode_state, migrate
 from drivers.readings import CardSeen, DeviceOnline
-
-GOLDEN = Path(__file__).parent / "golden_state"
+from tests.helpers.paths import GOLDEN_STATE
 
 
 def fresh_core(game: str, **settings: Any) -> TableCore:
@@ -33,20 +32,20 @@ def fresh_core(game: str, **settings: Any) -> TableCore:
 
 
 def golden(version: int, game: str) -> dict[str, Any]:
-    return json.loads((GOLDEN / f"v{version}" / f"{game}.json").read_text())
+    return json.loads((GOLDEN_STATE / f"v{version}" / f"{game}.json").read_text())
 
 
 @pytest.mark.unit
 def test_there_is_a_golden_record_of_every_version_for_every_game() -> None:
     # every version has golden records of the games it knew; the current one of every game there is
-    versions = sorted(int(p.name[1:]) for p in GOLDEN.iterdir())
+    versions = sorted(int(p.name[1:]) for p in GOLDEN_STATE.iterdir())
     assert versions == list(range(1, STATE_VERSION + 1))
     for version in versions:
-        assert {p.stem for p in (GOLDEN / f"v{version}").glob("*.json")} <= set(GAMES)
-    assert {p.stem for p in (GOLDEN / f"v{STATE_VERSION}").glob("*.json")} == set(GAMES)
+        assert {p.stem for p in (GOLDEN_STATE / f"v{version}").glob("*.json")} <= set(GAMES)
+    assert {p.stem for p in (GOLDEN_STATE / f"v{STATE_VERSION}").glob("*.json")} == set(GAMES)
 
 
-GOLDEN_FILES = sorted((int(p.parent.name[1:]), p.stem) for p in GOLDEN.glob("v*/*.json"))
+GOLDEN_FILES = sorted((int(p.parent.name[1:]), p.stem) for p in GOLDEN_STATE.glob("v*/*.json"))
 
 
 @pytest.mark.unit

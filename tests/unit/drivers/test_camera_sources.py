@@ -21,7 +21,7 @@ from drivers.camera import (
     make_source,
     measure,
 )
-from tests.dice_scenes import DATA as DICE_PHOTOS
+from tests.helpers.dice_scenes import DATA as DICE_PHOTOS
 
 
 def write_video(path: Path, frames: list[np.ndarray], fps: float = 10.0) -> None:

@@ -34,7 +34,7 @@ from drivers.dice.reader import (
     _nonzero,
     _singular_ratio,
 )
-from tests.dice_scenes import (
+from tests.helpers.dice_scenes import (
     DATA,
     IVORY,
     PIP_SPACING,

@@ -25,11 +25,11 @@ from drivers.dice.reader import AcceptedDice, DiceCalibration, DiceReader, DiceR
 from drivers.dice.stillness import Stillness
 from drivers.dice.synthetic import DiceRenderer, DiceScene, random_scene, render, tray_area
 from drivers.dice.table import read_at_rest, read_still
+from tests.helpers.paths import REPO
 
 # the reader calibrates from photographs (module fixtures of seconds): slow, as a whole
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = 24
 
 
@@ -418,7 +418,7 @@ def test_dice_read_prints_one_json_line_per_image(fitted: tuple[Path, list[str]]
     result = subprocess.run(
         [sys.executable, "-m", "controller.cli", "dice", "read", "--calibration", str(cal_path),
          str(tmp_path / "good.png"), str(tmp_path / "touching.png")],
-        cwd=ROOT, capture_output=True, text=True, timeout=120,
+        cwd=REPO, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     lines = [json.loads(line) for line in result.stdout.splitlines()]
     assert result.returncode == 1, result.stderr
@@ -429,13 +429,13 @@ def test_dice_read_prints_one_json_line_per_image(fitted: tuple[Path, list[str]]
     only = subprocess.run(
         [sys.executable, "-m", "controller.cli", "dice", "read", "--calibration", str(cal_path),
          "--expect", "3", str(tmp_path / "good.png")],
-        cwd=ROOT, capture_output=True, text=True, timeout=120,
+        cwd=REPO, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert only.returncode == 0 and json.loads(only.stdout)["status"] == "ok"
     missing = subprocess.run(
         [sys.executable, "-m", "controller.cli", "dice", "read",
          "--calibration", str(tmp_path / "no.json"), "x"],
-        cwd=ROOT, capture_output=True, text=True, timeout=120,
+        cwd=REPO, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert missing.returncode == 2 and missing.stderr.startswith("tablectl: error: ")
     assert "Traceback" not in missing.stderr

@@ -49,9 +49,9 @@ from controller.games.baccarat import BaccaratFlow, BaccaratSettings
 from controller.games.card_flow import CardFlow
 from controller.games.stud.flow import stud_result
 from controller.testing.card_table import DrivesCardFlow
-from tests.blackjack_table import Table as BlackjackTable
-from tests.blackjack_table import ready_infinite
-from tests.settlement import BUCKET_PAYOUTS, SETTLEMENTS, Bet, Result, as_published, settle
+from tests.helpers.blackjack_table import Table as BlackjackTable
+from tests.helpers.blackjack_table import ready_infinite
+from tests.helpers.settlement import BUCKET_PAYOUTS, SETTLEMENTS, Bet, Result, as_published, settle
 
 pytestmark = pytest.mark.unit
 

@@ -17,8 +17,8 @@ from controller.testing.baccarat_reference import ExpectedRound, as_expected, fr
 from controller.testing.shoe_capture import record_shoes
 from drivers.capture import CaptureWriter
 from drivers.shoe.simulator import ShoeFaults
+from tests.helpers.paths import REPO
 
-ROOT = Path(__file__).resolve().parent.parent
 FAULTS = ShoeFaults(noread_rate=0.04, bad_checksum_rate=0.05, noise_rate=0.05, duplicate_rate=0.05)
 
 
@@ -85,7 +85,7 @@ def test_cli_replay_of_jsonl_and_raw_captures_agree(tmp_path: Path) -> None:
                 "shoe-line",
                 str(capture),
             ],
-            cwd=ROOT,
+            cwd=REPO,
             capture_output=True,
             text=True,
             timeout=120,

@@ -22,7 +22,7 @@ from controller.runtime import TableCore
 from controller.testing.blackjack_reference import names_card, strategy
 from drivers.readings import CardSeen, CutCardSeen, DeviceOnline
 from drivers.shoe.simulator import shuffled_shoe
-from tests.blackjack_table import T0, Table, burn, infinite, live, of, ready_infinite, single, types
+from tests.helpers.blackjack_table import T0, Table, burn, infinite, live, of, ready_infinite, single, types
 
 pytestmark = pytest.mark.unit
 

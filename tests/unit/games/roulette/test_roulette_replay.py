@@ -12,8 +12,7 @@ from typing import Any
 import pytest
 
 from controller.replay import replay_file
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.helpers.paths import REPO
 
 # The example of the SS2's public developers guide (mode 1024)
 VENDOR_EXAMPLE = [
@@ -43,7 +42,7 @@ def cli_replay(capture: Path) -> list[dict[str, Any]]:
             "cammegh-ss2",
             str(capture),
         ],
-        cwd=ROOT,
+        cwd=REPO,
         capture_output=True,
         text=True,
         timeout=60,

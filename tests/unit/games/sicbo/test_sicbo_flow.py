@@ -13,7 +13,7 @@ from controller.games.sicbo import ManualDice, dice_facts
 from controller.games.sicbo.game import describe_result
 from drivers.readings import DeviceFault, DeviceFaultCleared, DiceAtRest
 from drivers.session import DeviceCommand
-from tests.sicbo_core import BET, FRAME, SHA, T0, Table
+from tests.helpers.sicbo_core import BET, FRAME, SHA, T0, Table
 
 pytestmark = pytest.mark.unit
 

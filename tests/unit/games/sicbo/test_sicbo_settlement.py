@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from controller.games.sicbo import SicBoResult
-from tests.settlement import Bet
-from tests.settlement import settle as settle_bet
-from tests.sicbo_core import Table
+from tests.helpers.settlement import Bet
+from tests.helpers.settlement import settle as settle_bet
+from tests.helpers.sicbo_core import Table
 
 pytestmark = pytest.mark.unit
 
