@@ -5,55 +5,35 @@
 - a journal whose disk is full (SQLite fails with SQLITE_FULL) fail-stops the service without ACKing the card
   it could not journal, and nothing is ACKed after that; on a real full tmpfs under the subprocess too;
 - a crash after the commit but before the ACK left: the shoe repeats the card, which must not be dealt twice.
-"""
+
+Its e2e tests; the unit ones are in `tests/unit/core/test_ack_promise.py`, integration ones are in
+`tests/integration/test_ack_promise.py`."""
 
 from __future__ import annotations
 
-import asyncio
-import json
-import sqlite3
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from bench.chaos import Campaign, CampaignSettings, mount_tmpfs, unmount
-from controller.events import CardDealt
-from controller.journal import Journal
-from controller.runtime import make_event
-from controller.service import ServiceFailure, TableService
-from controller.table_build import TABLE_CONFIGS
 from controller.testing.mosquitto import MosquittoBroker, MqttRecorder, wait_until
 from controller.testing.table_process import (
     BASE,
-    CARDS,
     TABLE,
     ServiceProcess,
     draw,
-    events,
     wait_event,
     write_config,
 )
 from drivers.line.fields import seq_text
-from drivers.shoe.protocol import Ack, Card, Hello, State
-from drivers.shoe.session import ShoeSession
 from drivers.shoe.simulator import ShoeSimulator
+from tests.helpers import ack_promise as shared
+from tests.helpers.ack_promise import acked_cards, journal_rows
+
+pytestmark = pytest.mark.e2e
+shoe = shared.shoe  # a fixture (tests/helpers/ack_promise.py)
 
 
-def journal_rows(path: Path, type_: str) -> list[dict]:
-    db = sqlite3.connect(path)
-    try:
-        rows = db.execute("SELECT envelope FROM events WHERE type = ? ORDER BY sequence", (type_,)).fetchall()
-    finally:
-        db.close()
-    return [json.loads(row[0]) for row in rows]
-
-
-def acked_cards(shoe: ShoeSimulator) -> list[str]:
-    return [line.text for line in shoe.device.acknowledged if line.text.startswith("CARD ")]
-
-
-@pytest.mark.e2e
 @pytest.mark.timeout(400)
 async def test_a_kill_9_at_the_instant_of_an_ack_never_loses_the_acknowledged_card(tmp_path: Path) -> None:
     campaign = Campaign(
@@ -84,74 +64,6 @@ async def test_a_kill_9_at_the_instant_of_an_ack_never_loses_the_acknowledged_ca
         assert len(lines) == 1, (seq, lines)
 
 
-@pytest.fixture
-async def shoe(tmp_path: Path) -> AsyncIterator[ShoeSimulator]:
-    simulator = ShoeSimulator(cards=CARDS * 5, cut_position=None)
-    await simulator.start_pty(str(tmp_path / "shoe.pty"))
-    yield simulator
-    await simulator.stop()
-
-
-def fill_database(db: sqlite3.Connection) -> None:
-    """The database file may not grow any more, and what free space it had is used: SQLITE_FULL from now."""
-    db.execute("CREATE TABLE IF NOT EXISTS filler (x BLOB)")
-    pages = db.execute("PRAGMA page_count").fetchone()[0]
-    db.execute(f"PRAGMA max_page_count = {pages}")
-    for size in (4096, 512, 64, 8):
-        with pytest.raises(sqlite3.OperationalError, match="full"):
-            for _ in range(100_000):
-                db.execute("INSERT INTO filler VALUES (randomblob(?))", (size,))
-
-
-@pytest.mark.integration
-async def test_a_full_disk_fail_stops_without_acknowledging_the_card_it_could_not_journal(
-    tmp_path: Path, mosquitto: MosquittoBroker, shoe: ShoeSimulator
-) -> None:
-    config = TABLE_CONFIGS.from_dict(
-        {
-            "table": {"studio_id": "s1", "table_id": TABLE, "game": "baccarat", "data_dir": str(tmp_path)},
-            "broker": {"url": mosquitto.url},
-            "devices": {"shoe": {"protocol": "shoe-line", "port": str(tmp_path / "shoe.pty")}},
-            "game": {"betting_seconds": 0.5, "round_gap_seconds": 0.2},
-        },
-        environ={},
-    )
-    service = TableService(config)
-    async with MqttRecorder(mosquitto, [f"{BASE}/#"], client_id="full-watch") as watch:
-        running = asyncio.create_task(service.run())
-        await wait_event(watch, "round.betting_closed")
-        await draw(shoe, watch, 1)
-        assert len(acked_cards(shoe)) == 1
-        fill_database(service.journal._db)
-        # The card that needs a page more is refused by SQLite: a few cards at most (each is a ~1 kB row, the
-        # last one's step adds the result), and only cards write to the journal while the round is dealt.
-        for _ in range(3):
-            await wait_until(
-                lambda: shoe.draw() or running.done(), timeout=10, what="the gate open for the next card"
-            )
-            await wait_until(
-                lambda: shoe.device.awaiting_ack is None or running.done(), timeout=10, what="ACK or stop"
-            )
-            if running.done():
-                break
-        with pytest.raises(ServiceFailure, match=r"cannot write the journal.*full"):
-            await asyncio.wait_for(running, 15)
-        waiting = shoe.device.awaiting_ack
-        assert waiting is not None, "the card that could not be journaled was acknowledged"
-        acked = acked_cards(shoe)
-        assert f"CARD {seq_text(waiting)} " not in "\n".join(acked)
-        await asyncio.sleep(1.0)  # the shoe keeps repeating it; nobody answers any more
-        assert acked_cards(shoe) == acked
-        assert shoe.device.awaiting_ack == waiting
-
-    journaled = [e["data"]["raw"] for e in journal_rows(service.journal_path, "card.dealt")]
-    assert journaled == acked
-    assert [
-        e["data"]["raw"] for e in events(watch, "card.dealt")
-    ] == journaled  # nothing unjournaled published
-
-
-@pytest.mark.e2e
 async def test_on_a_full_tmpfs_the_service_fail_stops_and_acks_nothing_it_did_not_journal(
     tmp_path: Path,
 ) -> None:
@@ -197,7 +109,6 @@ service.TableService.commit = commit
 """
 
 
-@pytest.mark.e2e
 async def test_a_card_journaled_but_not_yet_acked_at_a_crash_is_dealt_once(
     tmp_path: Path, mosquitto: MosquittoBroker, shoe: ShoeSimulator
 ) -> None:
@@ -240,41 +151,3 @@ async def test_a_card_journaled_but_not_yet_acked_at_a_crash_is_dealt_once(
     assert [e["data"]["card"] for e in journal_rows(journal, "card.dealt")] == ["9S", "8D", "KC", "5H"]
     assert result["data"]["player"]["cards"] == ["9S", "KC"]
     assert result["data"]["banker"]["cards"] == ["8D", "5H"]
-
-
-@pytest.mark.integration
-def test_a_full_disk_is_reported_as_such_even_when_sqlite_rolled_the_transaction_back_itself(
-    tmp_path: Path,
-) -> None:
-    """SQLITE_FULL can end the transaction by itself; the journal's own ROLLBACK must not then replace the
-    reason (the operator reads "database or disk is full", not "cannot rollback")."""
-    journal = Journal(tmp_path / "journal.sqlite3", "s1/t1")
-    dealt = CardDealt(
-        round_id="r1", card="9S", position="player", index=0, rescan=False, raw="CARD 0001 9S*7F"
-    )
-    for _ in range(30):
-        journal.append([make_event("card.dealt", dealt, 0.0)], snapshot=b"x" * 3000)
-    pages = journal._db.execute("PRAGMA page_count").fetchone()[0]
-    journal._db.execute(f"PRAGMA max_page_count = {pages}")
-    with pytest.raises(sqlite3.OperationalError, match="full"):
-        for _ in range(20):
-            journal.append([make_event("card.dealt", dealt, 0.0)], snapshot=b"y" * 3001)
-    assert journal.last_sequence == 30
-    assert len(journal.read(1)) == 30
-    journal.close()
-
-
-@pytest.mark.unit
-def test_a_restarted_shoe_session_acks_the_repeat_of_a_journaled_card_without_reading_it_again() -> None:
-    card, state = Card(5, "9S").encode(), State("READY").encode()
-    session = ShoeSession("shoe")
-    session.delivered_before(card.decode().strip())
-    session.delivered_before(state.decode().strip())  # a message without seq: nothing to remember
-    session.connection_made(0.0)
-    session.data_to_send()
-    readings = session.data_received(Hello("SIMSHOE", "1.0.0", "SIM0001").encode() + card, 0.1)
-    assert [type(r).__name__ for r in readings] == ["DeviceOnline"]
-    assert session.data_to_send() == Ack(5).encode()  # acknowledged: the shoe stops repeating it
-    assert session.stats.duplicates == 1
-    readings = session.data_received(Card(6, "8D").encode(), 0.2)
-    assert [getattr(r, "code", None) for r in readings] == ["8D"]

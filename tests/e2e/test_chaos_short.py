@@ -1,5 +1,7 @@
 """A short run of the fault-injection campaign (`bench/chaos.py`, the same code): every kind of fault, at
-random moments, against the real service, shoe pty and Mosquitto; no check may find a violation."""
+random moments, against the real service, shoe pty and Mosquitto; no check may find a violation.
+
+Its e2e tests; the unit ones are in `tests/unit/core/test_chaos_short.py`."""
 
 from __future__ import annotations
 
@@ -8,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from bench.chaos import KINDS, Campaign, CampaignSettings, fault_plan, markdown
+from bench.chaos import KINDS, Campaign, CampaignSettings, markdown
+
+pytestmark = pytest.mark.e2e
 
 
-@pytest.mark.e2e
 @pytest.mark.timeout(600)
 async def test_a_short_chaos_campaign_finds_no_violation(tmp_path: Path) -> None:
     campaign = Campaign(CampaignSettings(faults=30, seed=2026, workdir=tmp_path))
@@ -33,17 +36,6 @@ async def test_a_short_chaos_campaign_finds_no_violation(tmp_path: Path) -> None
     assert report["exit_codes"]["final stop: exit 0"] == 1
 
 
-@pytest.mark.unit
-def test_the_fault_plan_holds_every_kind_in_each_block_and_depends_on_the_seed_alone() -> None:
-    kinds = list(KINDS)
-    plan = fault_plan(kinds, 30, 2026)
-    assert len(plan) == 30 and plan == fault_plan(kinds, 30, 2026)
-    for start in range(0, 30 - len(kinds) + 1, len(kinds)):  # the whole blocks of the 30
-        assert sorted(plan[start : start + len(kinds)]) == sorted(kinds)
-    assert plan != fault_plan(kinds, 30, 2027)
-
-
-@pytest.mark.e2e
 @pytest.mark.timeout(400)
 async def test_a_kill_right_after_the_restarts_first_commit_loses_no_card(tmp_path: Path) -> None:
     # the aimed fault: the restarted service's first line is often the shoe's repeat of a card in flight;

@@ -1,4 +1,6 @@
-"""`tablectl demo` for the single-deck card games: whole rounds as published, a fresh deck every round."""
+"""`tablectl demo` for the single-deck card games: whole rounds as published, a fresh deck every round.
+
+Its e2e tests; the unit ones are in `tests/unit/core/test_demo_more_games.py`."""
 
 from __future__ import annotations
 
@@ -14,7 +16,8 @@ from controller.games.stud import StudResult
 from controller.schema import event_schema
 from controller.testing.demo_process import demo_command as demo_command_of
 from controller.testing.demo_process import run_demos
-from drivers.shoe.simulator import ShoeDevice, shuffled_shoe
+
+pytestmark = pytest.mark.e2e
 
 ROUNDS = 2
 
@@ -42,7 +45,6 @@ def accepted_cards(envelopes: list[dict[str, Any]], round_id: str) -> list[dict[
     return [e["data"] for e in envelopes if e["type"] == "card.dealt" and e["subject"] == round_id]
 
 
-@pytest.mark.e2e
 def test_andar_bahar_demo_plays_whole_rounds_from_a_fresh_deck(
     published: dict[str, list[dict[str, Any]]],
 ) -> None:
@@ -67,7 +69,6 @@ def test_andar_bahar_demo_plays_whole_rounds_from_a_fresh_deck(
         assert kinds.index("round.betting_closed") < kinds.index("card.dealt", 2)
 
 
-@pytest.mark.e2e
 @pytest.mark.parametrize("game", ["andar_bahar", "stud"])
 def test_every_demo_round_is_dealt_from_a_deck_the_simulated_shuffler_counted(
     published: dict[str, list[dict[str, Any]]], game: str
@@ -89,7 +90,6 @@ def test_every_demo_round_is_dealt_from_a_deck_the_simulated_shuffler_counted(
     assert "shuffle.failed" not in kinds
 
 
-@pytest.mark.e2e
 def test_stud_demo_plays_whole_rounds_with_the_decision_window_timing_out(
     published: dict[str, list[dict[str, Any]]],
 ) -> None:
@@ -114,18 +114,3 @@ def test_stud_demo_plays_whole_rounds_with_the_decision_window_timing_out(
         ]
         # nobody sent players_done: the demo's 2 s decision window ended by itself after the dealer's up card
         assert (dealer_times[1] - dealer_times[0]).total_seconds() >= 2.0
-
-
-@pytest.mark.unit
-def test_a_simulated_shoe_takes_a_new_pack_and_deals_it_from_the_top() -> None:
-    device = ShoeDevice(cards=["AS", "KD"], cut_position=None)
-    assert device.draw(0.0) and device.draw(0.0)
-    assert device.state == "EMPTY" and not device.draw(0.0)
-    device.load(["2C", "3C", "4C"])
-    assert (device.remaining, device.state, device.cut_index) == (3, "READY", None)
-    assert device.draw(0.0) and device.cards[device.position - 1] == "2C"
-    device.load(shuffled_shoe(1, seed=5), cut_position=16)
-    assert (device.remaining, device.cut_index) == (52, 36)
-    assert sorted(device.cards) == sorted(shuffled_shoe(1, seed=6))  # one whole deck, in another order
-    with pytest.raises(ValueError, match="one printable ASCII word"):
-        device.load(["A S"])

@@ -1,11 +1,12 @@
 """The demo's virtual supervisor: a pause the table makes itself (here: the shoe's cable pulled mid-round)
 is resumed once the shoe is back, and the demo plays on to its last round instead of waiting forever. And
-the demo's other ways of never ending: a virtual dealer that fails, a part that does not stop."""
+the demo's other ways of never ending: a virtual dealer that fails, a part that does not stop.
+
+Its e2e tests; the unit ones are in `tests/unit/core/test_demo_supervisor.py`."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import io
 import json
 from collections.abc import Callable, Coroutine
@@ -13,8 +14,9 @@ from typing import Any
 
 import pytest
 
-from controller import demo as demo_module
 from controller.demo import DEMO_SUPERVISOR, DemoTable, run_demo
+
+pytestmark = pytest.mark.e2e
 
 #: the fault tasks: kept referenced while they run (the loop holds only weak references)
 FAULTS: list[asyncio.Task[None]] = []
@@ -49,7 +51,6 @@ def baccarat_demo(
     )
 
 
-@pytest.mark.e2e
 @pytest.mark.timeout(90)
 async def test_a_shoe_unplugged_mid_round_pauses_the_demo_and_its_supervisor_resumes_it() -> None:
     out = io.StringIO()
@@ -67,7 +68,6 @@ async def test_a_shoe_unplugged_mid_round_pauses_the_demo_and_its_supervisor_res
     assert types.index("round.paused") < types.index("round.resumed") < types.index("round.result")
 
 
-@pytest.mark.e2e
 @pytest.mark.timeout(60)
 async def test_without_the_supervisor_a_pause_waits_for_a_person() -> None:
     out = io.StringIO()
@@ -91,7 +91,6 @@ async def test_without_the_supervisor_a_pause_waits_for_a_person() -> None:
         await demo
 
 
-@pytest.mark.e2e
 @pytest.mark.timeout(60)
 async def test_a_virtual_dealer_that_fails_ends_the_demo_with_its_error() -> None:
     def on_ready(table: DemoTable) -> None:
@@ -102,23 +101,3 @@ async def test_a_virtual_dealer_that_fails_ends_the_demo_with_its_error() -> Non
 
     with pytest.raises(RuntimeError, match="hand slipped"):
         await asyncio.wait_for(baccarat_demo(1, on_ready, io.StringIO()), 50)
-
-
-@pytest.mark.unit
-async def test_a_part_that_does_not_stop_is_left_behind_instead_of_hanging_the_demo(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(demo_module, "STOP_TIMEOUT_SECONDS", 0.2)
-    release = asyncio.Event()
-
-    async def stubborn() -> None:  # shrugs off the cancellation, as a hung library call might
-        while not release.is_set():
-            with contextlib.suppress(asyncio.CancelledError):
-                await release.wait()
-
-    loop = asyncio.get_running_loop()
-    started = loop.time()
-    await demo_module._bounded("a stubborn part", stubborn())
-    assert loop.time() - started < 2.0
-    release.set()  # let it end before the test's loop closes
-    await asyncio.sleep(0)

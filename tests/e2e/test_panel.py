@@ -5,40 +5,35 @@ What the dealer sees must follow the table live (Server-Sent Events, no reload),
 is exactly: call the supervisor (pause), enter a card by hand, close betting, load a new shoe. Every card game
 is drawn from the same `positions` view (baccarat, andar bahar, stud), and its cards must stay on screen and
 readable on the kiosk's screens (1280x800, 1920x1080), up to stud's 7 hands and the dealer.
-"""
+
+Its e2e tests; the unit ones are in `tests/unit/core/test_panel.py`, integration ones are in
+`tests/integration/test_panel.py`."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import json
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
-import httpx
 import pytest
 from playwright.async_api import Browser, Page, expect
 
-from controller.config import PanelSettings
-from controller.events import Envelope
-from controller.panel import app as panel_app
-from controller.panel import serve_panel
-from controller.panel.app import StateSubscription, new_auth
-from controller.panel.auth import PanelAuth
-from controller.pins import hash_pin
-from controller.service import TableService
-from controller.table_build import TABLE_CONFIGS
 from controller.testing.console import chromium
-from controller.testing.mosquitto import HOST, MosquittoBroker, free_port, wait_until
-from drivers.shoe.simulator import ShoeSimulator
-from drivers.wheel.simulator import WheelSimulator
+from controller.testing.mosquitto import wait_until
+from tests.helpers import panel as shared
+from tests.helpers.panel import (
+    CARDS,
+    DEALER,
+    DEALER_IDENTITY,
+    ONE_DECK,
+    PIN,
+    Table,
+    TableFactory,
+    dealer_client,
+)
 
-# Player 9S, Banker 8D (read as NOREAD, entered by hand), Player KC, Banker 5H
-CARDS = ["9S", "8D", "KC", "5H", "2C", "3D", "4H", "TS", "AS", "QD"]
-ONE_DECK = [rank + suit for suit in "SHDC" for rank in "A23456789TJQK"]
+pytestmark = pytest.mark.e2e
+start_table = shared.start_table  # a fixture (tests/helpers/panel.py)
 
 
 def deck_starting_with(*first: str) -> list[str]:
@@ -57,110 +52,7 @@ ANDAR_BAHAR_DECK = deck_starting_with("7H", *AB_NO_SEVENS, "7S")
 STUD_DEALING = ["2C", "3C", "4C", "2D", "3D", "4D", "5H", "6H", "7H", "8S", "9S", "TS", "JC", "QC", "KC"]
 STUD_DECK = deck_starting_with(*STUD_DEALING, "AS", "AH", "9D", "6C", "5D")
 UI_TIMEOUT_MS = 10_000
-# the dealer who signs in on the panel; every action is recorded in this name
-DEALER, PIN = "d7", "2468"
-DEALER_IDENTITY = f"dealer:{DEALER}"
-PIN_HASH = hash_pin(PIN)
 expect.set_options(timeout=UI_TIMEOUT_MS)
-
-
-@dataclass
-class Table:
-    service: TableService
-    device: Any  # the ShoeSimulator, or the WheelSimulator for roulette
-    url: str
-    settings: PanelSettings
-    auth: PanelAuth  # one per service process: kept when the panel alone restarts
-    events: list[Envelope] = field(default_factory=list)
-    panel: asyncio.Task[None] | None = None
-
-    def start_panel(self) -> None:
-        self.panel = asyncio.create_task(serve_panel(self.service, self.settings, auth=self.auth))
-
-    async def stop_panel(self) -> None:
-        assert self.panel is not None
-        self.panel.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await asyncio.wait_for(self.panel, 10)
-
-    async def wait_panel_up(self) -> None:
-        async with httpx.AsyncClient(base_url=self.url) as client:
-            for _ in range(500):
-                with contextlib.suppress(httpx.TransportError):
-                    if (await client.get("/api/state")).status_code == 200:
-                        return
-                await asyncio.sleep(0.02)
-        raise AssertionError("the panel did not come up")
-
-    def event_types(self) -> list[str]:
-        return [e.type for e in self.events]
-
-
-TableFactory = Callable[..., Awaitable[Table]]
-
-
-@pytest.fixture
-async def start_table(tmp_path: Path, mosquitto: MosquittoBroker) -> AsyncIterator[TableFactory]:
-    started: list[tuple[Table, asyncio.Task[None]]] = []
-
-    async def start(
-        betting_seconds: float = 1.0,
-        game: str = "baccarat",
-        cut_position: int | None = None,
-        settings: dict[str, Any] | None = None,
-        cards: list[str] | None = None,
-    ) -> Table:
-        device: Any
-        game_settings: dict[str, Any]
-        if game == "baccarat":
-            device = ShoeSimulator(cards=cards or CARDS * 2, cut_position=cut_position)
-            name, protocol, game_settings = "shoe", "shoe-line", {"decks": 1}
-        elif game in ("andar_bahar", "stud"):
-            # one deck, no cut card: these games take a fresh deck every round
-            device = ShoeSimulator(cards=cards or ONE_DECK, cut_position=None)
-            name, protocol, game_settings = "shoe", "shoe-line", {}
-        else:
-            device = WheelSimulator(seed=11, speed=10.0, boot_seconds=0.5)
-            name, protocol, game_settings = "wheel", "cammegh-ss2", {}
-        port_path = await device.start_pty(str(tmp_path / f"{name}.pty"))
-        config = TABLE_CONFIGS.from_dict(
-            {
-                "table": {
-                    "studio_id": "s1",
-                    "table_id": f"{game[:3]}-panel",
-                    "game": game,
-                    "data_dir": str(tmp_path / "data"),
-                },
-                "broker": {"url": mosquitto.url},
-                "devices": {name: {"protocol": protocol, "port": port_path}},
-                "game": {
-                    "betting_seconds": betting_seconds,
-                    "round_gap_seconds": 0.5,
-                    **game_settings,
-                    **(settings or {}),
-                },
-            },
-            environ={},
-            source="test",
-        )
-        service = TableService(config)
-        port = free_port()
-        settings = PanelSettings(host=HOST, port=port, allowed_hosts=[HOST], dealers={DEALER: PIN_HASH})
-        table = Table(service, device, f"http://{HOST}:{port}", settings, new_auth(settings))
-        service.listeners.append(table.events.append)
-        running = asyncio.create_task(service.run())
-        started.append((table, running))
-        table.start_panel()
-        await table.wait_panel_up()
-        return table
-
-    yield start
-    for table, running in started:
-        if table.panel is not None and not table.panel.done():
-            await table.stop_panel()
-        table.service.stop()
-        await asyncio.wait_for(running, 10)
-        await table.device.stop()
 
 
 @pytest.fixture
@@ -186,20 +78,6 @@ async def open_panel(
     await expect(page.locator("#sign-in")).to_be_hidden()
     await expect(page.locator("#dealer-name")).to_have_text(f"Dealer {DEALER}")
     return page, js_errors
-
-
-@contextlib.asynccontextmanager
-async def dealer_client(table: Table) -> AsyncIterator[httpx.AsyncClient]:
-    """An HTTP client that does what the panel's page does: the page's token and Origin on every POST, and
-    a dealer's sign-in (its session cookie)."""
-    async with httpx.AsyncClient(base_url=table.url, timeout=10) as client:
-        page = await client.get("/")
-        match = re.search(r'<meta name="panel-token" content="([^"]+)">', page.text)
-        assert match is not None, page.text
-        client.headers.update({"origin": table.url, "x-panel-token": match.group(1)})
-        signed_in = await client.post("/api/session", json={"dealer": DEALER, "pin": PIN})
-        assert signed_in.status_code == 200, signed_in.text
-        yield client
 
 
 async def draw(table: Table, count: int = 1) -> None:
@@ -278,7 +156,6 @@ async def assert_cards_readable(page: Page, smallest_rank_px: float) -> None:
 # -- through the dealer's screen ----------------------------------------------------------------------------
 
 
-@pytest.mark.e2e
 async def test_dealer_follows_the_round_live_enters_a_card_by_hand_and_calls_the_supervisor(
     start_table: TableFactory, browser: Browser, tmp_path: Path
 ) -> None:
@@ -376,7 +253,6 @@ async def test_dealer_follows_the_round_live_enters_a_card_by_hand_and_calls_the
     assert js_errors == []
 
 
-@pytest.mark.e2e
 async def test_panel_shows_connection_lost_and_reconnects_by_itself(
     start_table: TableFactory, browser: Browser
 ) -> None:
@@ -405,7 +281,6 @@ async def test_panel_shows_connection_lost_and_reconnects_by_itself(
     assert js_errors == []
 
 
-@pytest.mark.e2e
 async def test_new_shoe_is_offered_when_the_shoe_is_finished_and_loads_one(
     start_table: TableFactory, browser: Browser
 ) -> None:
@@ -431,7 +306,6 @@ async def test_new_shoe_is_offered_when_the_shoe_is_finished_and_loads_one(
     assert js_errors == []
 
 
-@pytest.mark.e2e
 async def test_roulette_view_shows_the_wheels_last_number_with_its_colour(
     start_table: TableFactory, browser: Browser
 ) -> None:
@@ -465,7 +339,6 @@ async def test_roulette_view_shows_the_wheels_last_number_with_its_colour(
     assert js_errors == []
 
 
-@pytest.mark.e2e
 async def test_andar_bahar_game_card_first_then_andar_and_bahar_in_turn(
     start_table: TableFactory, browser: Browser, tmp_path: Path
 ) -> None:
@@ -551,7 +424,6 @@ async def test_andar_bahar_game_card_first_then_andar_and_bahar_in_turn(
     assert js_errors == []
 
 
-@pytest.mark.e2e
 async def test_stud_hands_and_dealer_with_the_next_card_going_round_the_hands(
     start_table: TableFactory, browser: Browser, tmp_path: Path
 ) -> None:
@@ -610,7 +482,6 @@ async def test_stud_hands_and_dealer_with_the_next_card_going_round_the_hands(
     assert js_errors == []
 
 
-@pytest.mark.e2e
 async def test_stud_with_seven_hands_fits_both_kiosk_screens(
     start_table: TableFactory, browser: Browser, tmp_path: Path
 ) -> None:
@@ -633,157 +504,3 @@ async def test_stud_with_seven_hands_fits_both_kiosk_screens(
     await page.screenshot(path=str(tmp_path / "stud-7-1920x1080.png"))
     await assert_cards_readable(page, smallest_rank_px=40)
     assert js_errors == []
-
-
-# -- the HTTP API -----------------------------------------------------------------------------------------
-
-
-async def read_sse_states(response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
-    event = ""
-    async for line in response.aiter_lines():
-        if line.startswith("event: "):
-            event = line[len("event: ") :]
-        elif line.startswith("data: ") and event == "state":
-            yield json.loads(line[len("data: ") :])
-
-
-@pytest.mark.integration
-async def test_api_refuses_supervisor_commands_and_bad_bodies_and_acts_as_the_dealer(
-    start_table: TableFactory, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    table = await start_table(betting_seconds=30.0)
-    service = table.service
-    async with dealer_client(table) as client:
-        await wait_until(lambda: service.core.flow.rounds.phase == "betting_open", timeout=10)
-        state = (await client.get("/api/state")).json()
-        assert state["table_id"] == "bac-panel" and state["round_phase"] == "betting_open"
-        current = service.public_state()
-        assert state.keys() == current.keys()
-        stable = ("table_id", "game", "round_id", "round_phase", "paused", "prompt", "waiting_for_devices")
-        assert {key: state[key] for key in stable} == {key: current[key] for key in stable}
-        page = await client.get("/")
-        assert page.status_code == 200 and "Dealer panel" in page.text
-        assert "default-src 'self'" in page.headers["content-security-policy"]
-        assert (await client.get("/static/panel.js")).status_code == 200
-
-        for kind, name in [
-            ("commands", "resume"),
-            ("commands", "void_round"),
-            ("commands", "device_action"),
-            ("commands", "rebirth"),
-            ("commands", "replay_events"),
-        ]:
-            refused = await client.post(f"/api/{kind}/{name}", json={})
-            assert refused.status_code == 403, name
-            assert refused.json()["status"] == "error"
-            assert f"{name} is for the supervisors (over MQTT)" in refused.json()["error"]
-
-        headers = {"content-type": "application/json"}
-        bad = {
-            "not json": (400, "the payload is not valid JSON"),
-            "[1, 2]": (400, "payload must be a JSON object"),
-            '{"reason": 5}': (400, "invalid pause: reason: Input should be a valid string"),
-            '{"reason": "x", "force": true}': (400, "invalid pause: force: Extra inputs are not permitted"),
-        }
-        for body, (status, message) in bad.items():
-            answer = await client.post("/api/commands/pause", content=body, headers=headers)
-            assert (answer.status_code, answer.json()["status"]) == (status, "error"), body
-            assert message in answer.json()["error"], answer.json()
-        unknown = await client.post("/api/commands/explode", json={})
-        assert unknown.status_code == 400 and "unknown command 'explode'" in unknown.json()["error"]
-        text_plain = await client.post(
-            "/api/commands/pause", content="{}", headers={"content-type": "text/plain"}
-        )
-        assert text_plain.status_code == 415
-        foreign = await client.post("/api/commands/pause", json={}, headers={"origin": "http://evil.example"})
-        assert foreign.status_code == 403
-        rebound = await client.post(
-            "/api/commands/pause",
-            json={},
-            headers={
-                "host": f"evil.example:{table.settings.port}",
-                "origin": f"http://evil.example:{table.settings.port}",
-            },
-        )
-        assert rebound.status_code == 421
-        without_token = await client.post("/api/commands/pause", json={}, headers={"x-panel-token": "guess"})
-        assert without_token.status_code == 403
-        assert (await client.get("/api/commands/pause")).status_code == 405
-        assert not service.core.paused, "a refused command changed the table"
-
-        # the live stream: the current state at once, then each new one; its listener goes with it
-        listeners_before = len(service.state_listeners)
-        async with client.stream("GET", "/api/stream") as stream:
-            assert stream.headers["content-type"].startswith("text/event-stream")
-            states = read_sse_states(stream)
-            first = await anext(states)
-            assert first["round_phase"] == "betting_open" and first["round_id"] == state["round_id"]
-            assert len(service.state_listeners) == listeners_before + 1
-            closed = await client.post("/api/inputs/close_betting", json={"by": "someone else"})
-            assert closed.status_code == 200 and closed.json()["status"] == "ok", closed.json()
-            assert closed.json()["data"]["state"]["prompt"] == "Deal to Player"
-            async with asyncio.timeout(5):
-                while (await anext(states))["prompt"] != "Deal to Player":
-                    pass
-            await states.aclose()  # a suspended reader would keep the response (and the server's stream) open
-        # normally at once (the server sees the disconnect); at the latest when the next heartbeat (15 s)
-        # cannot be written: rarely, on a loaded machine, the disconnect is only noticed then
-        await wait_until(
-            lambda: len(service.state_listeners) == listeners_before,
-            timeout=20,
-            what="the closed stream's listener to be removed",
-        )
-
-        # a quiet stream still says it is alive (every 15 s; shortened here)
-        monkeypatch.setattr(panel_app, "HEARTBEAT_SECONDS", 0.05)
-        async with client.stream("GET", "/api/stream") as stream:
-            lines: list[str] = []
-            async with asyncio.timeout(5):
-                async for line in stream.aiter_lines():
-                    lines.append(line)
-                    if line == ": heartbeat":
-                        break
-        assert lines[:3] == ["retry: 2000", "", "event: state"]
-        assert lines[4:6] == ["", "event: boot"]
-        assert lines[-1] == ": heartbeat"
-
-        # whoever the payload claims to be, the panel is the dealer
-        paused = await client.post(
-            "/api/commands/pause",
-            json={"reason": "dealer needs help", "by": "supervisor:boss", "transaction": 7},
-        )
-        assert paused.status_code == 200, paused.json()
-        assert paused.json()["transaction"] == 7
-        assert paused.json()["data"]["state"]["pause"]["by"] == DEALER_IDENTITY
-        assert paused.json()["data"]["state"]["prompt"] == "PAUSED: dealer needs help — call the supervisor"
-        again = await client.post("/api/commands/pause", json={"transaction": "t2"})
-        assert again.status_code == 400
-        assert again.json() == {
-            "status": "error",
-            "transaction": "t2",
-            "error": "the table is already paused",
-        }
-    assert [e.data["by"] for e in table.events if e.type == "round.paused"] == [DEALER_IDENTITY]
-
-
-@pytest.mark.unit
-async def test_a_slow_screen_only_gets_the_latest_state_and_never_blocks_the_service() -> None:
-    subscription = StateSubscription()
-    for number in range(1000):  # far more than any queue would hold: offer never waits nor raises
-        subscription.offer({"n": number})
-    assert await asyncio.wait_for(subscription.next(), 1) == {"n": 999}
-    waiting = asyncio.create_task(subscription.next())
-    await asyncio.sleep(0.01)
-    assert not waiting.done(), "an already sent state must not be sent again"
-    subscription.offer({"n": 1000})
-    assert await asyncio.wait_for(waiting, 1) == {"n": 1000}
-
-
-@pytest.mark.unit
-async def test_the_panel_app_needs_no_network_beyond_itself() -> None:
-    """The page references only its own static files (no CDN): it must work with the studio network down."""
-    static = panel_app.STATIC_DIR
-    html = (static / "index.html").read_text()
-    for text in (html, (static / "panel.css").read_text(), (static / "panel.js").read_text()):
-        assert "http://" not in text and "https://" not in text and "//cdn" not in text
-    assert 'src="/static/panel.js"' in html and 'href="/static/panel.css"' in html

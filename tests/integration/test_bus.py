@@ -1,4 +1,6 @@
-"""TableBus against a real Mosquitto: retained topics, the outbox, the Last Will, commands and replies."""
+"""TableBus against a real Mosquitto: retained topics, the outbox, the Last Will, commands and replies.
+
+Its integration tests; the unit ones are in `tests/unit/core/test_bus.py`."""
 
 from __future__ import annotations
 
@@ -40,6 +42,8 @@ from controller.testing.mosquitto import (
 from controller.testing.table_process import running_service
 from drivers.shoe.simulator import ShoeSimulator
 from tests.helpers.paths import REPO
+
+pytestmark = pytest.mark.integration
 
 ROOT = "studio/s1/table/t1"
 
@@ -121,47 +125,9 @@ def journal(tmp_path: Path) -> Iterator[Journal]:
     journal.close()
 
 
-# --- settings ----------------------------------------------------------------------------------------
-
-
-@pytest.mark.unit
-def test_settings_read_host_port_and_tls_from_the_url() -> None:
-    plain = BrokerSettings()
-    assert (plain.host, plain.port, plain.tls) == ("127.0.0.1", 1883, False)
-    secure = BrokerSettings(url="mqtts://broker.example", tls_ca_file=Path("ca.pem"))
-    assert (secure.host, secure.port, secure.tls) == ("broker.example", 8883, True)
-    assert BrokerSettings(url="mqtt://broker.studio.example:1884").port == 1884
-
-
-@pytest.mark.unit
-@pytest.mark.parametrize(
-    ("fields", "problem"),
-    [
-        ({"url": "http://broker:1883"}, "mqtt:// or mqtts://"),
-        ({"url": "mqtt://"}, "names no host"),
-        ({"url": "mqtt://broker:99999"}, "the port must be a number from 0 to 65535"),
-        ({"url": "mqtt://broker", "tls_ca_file": "ca.pem"}, "need an mqtts://"),
-        ({"url": "mqtts://broker", "tls_cert_file": "c.pem"}, "both tls_cert_file and tls_key_file"),
-        ({"reconnect_min_seconds": 5, "reconnect_max_seconds": 1}, "reconnect_max_seconds"),
-        ({"hostname": "broker"}, "Extra inputs are not permitted"),
-    ],
-)
-def test_settings_reject_what_cannot_work(fields: dict[str, Any], problem: str) -> None:
-    with pytest.raises(pydantic.ValidationError, match=problem):
-        BrokerSettings(**fields)
-
-
-@pytest.mark.unit
-def test_settings_keep_the_password_out_of_reprs() -> None:
-    settings = BrokerSettings(username="table", password=pydantic.SecretStr("hunter2"))
-    assert "hunter2" not in repr(settings)
-    assert "hunter2" not in settings.model_dump_json()
-
-
 # --- retained topics -----------------------------------------------------------------------------------
 
 
-@pytest.mark.integration
 async def test_status_state_and_devices_are_retained_for_late_subscribers(
     mosquitto: MosquittoBroker, journal: Journal
 ) -> None:
@@ -199,7 +165,6 @@ async def test_status_state_and_devices_are_retained_for_late_subscribers(
         assert offline.json() == {"status": "offline", "boot": 1}
 
 
-@pytest.mark.integration
 async def test_cancelling_run_without_close_still_leaves_offline(
     mosquitto: MosquittoBroker, journal: Journal
 ) -> None:
@@ -215,7 +180,6 @@ async def test_cancelling_run_without_close_still_leaves_offline(
         assert status.json() == {"status": "offline", "boot": 1}
 
 
-@pytest.mark.integration
 async def test_device_names_must_be_one_topic_level(mosquitto: MosquittoBroker, journal: Journal) -> None:
     bus = TableBus(settings_for(mosquitto), root=ROOT, journal=journal, handle_command=RecordingHandler())
     for bad in ("", "a/b", "shoe+", "#"):
@@ -226,7 +190,6 @@ async def test_device_names_must_be_one_topic_level(mosquitto: MosquittoBroker, 
 # --- events --------------------------------------------------------------------------------------------
 
 
-@pytest.mark.integration
 async def test_events_are_published_in_order_and_acknowledged(
     mosquitto: MosquittoBroker, journal: Journal
 ) -> None:
@@ -250,7 +213,6 @@ async def test_events_are_published_in_order_and_acknowledged(
     assert not any(m.retain for m in received)
 
 
-@pytest.mark.integration
 async def test_backlog_journaled_before_start_is_sent_first_and_historical(
     mosquitto: MosquittoBroker, journal: Journal
 ) -> None:
@@ -265,7 +227,6 @@ async def test_backlog_journaled_before_start_is_sent_first_and_historical(
     assert [(int(e["sequence"]), e["historical"]) for e in events] == [(1, True), (2, True), (3, False)]
 
 
-@pytest.mark.integration
 async def test_broker_outage_delays_events_but_loses_none(
     mosquitto: MosquittoBroker, journal: Journal
 ) -> None:
@@ -296,7 +257,6 @@ async def test_broker_outage_delays_events_but_loses_none(
     assert [e["data"]["round_id"] for e in events] == ["r1", "r2", "r3", "r4", "r5", "r6"]
 
 
-@pytest.mark.integration
 async def test_a_backlog_drains_through_the_window_in_order_while_live_events_keep_coming(
     tmp_path: Path, journal: Journal
 ) -> None:
@@ -324,7 +284,6 @@ async def test_a_backlog_drains_through_the_window_in_order_while_live_events_ke
     assert all(e["historical"] for e in events[:backlog])
 
 
-@pytest.mark.integration
 async def test_a_publish_the_client_refuses_never_reaches_the_committer_and_loses_nothing(
     mosquitto: MosquittoBroker, journal: Journal, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -351,7 +310,6 @@ async def test_a_publish_the_client_refuses_never_reaches_the_committer_and_lose
     assert [int(e["sequence"]) for e in first_occurrences(received)] == [1, 2, 3]
 
 
-@pytest.mark.integration
 async def test_nothing_after_a_refused_event_leaves_the_outbox_before_it(
     tmp_path: Path, journal: Journal
 ) -> None:
@@ -402,7 +360,6 @@ async def test_nothing_after_a_refused_event_leaves_the_outbox_before_it(
     assert sequences[sequences.index(3) :] == [3, 4, 5]
 
 
-@pytest.mark.integration
 async def test_last_will_says_offline_when_the_controller_is_killed(
     mosquitto: MosquittoBroker, tmp_path: Path
 ) -> None:
@@ -450,7 +407,6 @@ async def test_last_will_says_offline_when_the_controller_is_killed(
 # --- commands and inputs -------------------------------------------------------------------------------
 
 
-@pytest.mark.integration
 @pytest.mark.parametrize("protocol", ["5", "3.1.1"])
 async def test_malformed_commands_get_an_error_reply_and_change_nothing(
     mosquitto: MosquittoBroker, journal: Journal, protocol: str
@@ -503,7 +459,6 @@ async def test_malformed_commands_get_an_error_reply_and_change_nothing(
     assert bus.stats.replies == 9
 
 
-@pytest.mark.integration
 async def test_handler_answers_and_failures_become_replies(
     mosquitto: MosquittoBroker, journal: Journal
 ) -> None:
@@ -536,7 +491,6 @@ async def test_handler_answers_and_failures_become_replies(
     assert (bus.stats.rejected_commands, bus.stats.internal_errors) == (2, 1)
 
 
-@pytest.mark.integration
 async def test_a_retained_command_is_never_executed(mosquitto: MosquittoBroker, journal: Journal) -> None:
     handler = RecordingHandler()
     async with MqttRecorder(mosquitto, [f"{ROOT}/replies/#"]) as supervisor:
@@ -551,7 +505,6 @@ async def test_a_retained_command_is_never_executed(mosquitto: MosquittoBroker, 
     assert [c.transaction for c in handler.calls] == ["live"]
 
 
-@pytest.mark.integration
 async def test_rebirth_republishes_everything_retained(mosquitto: MosquittoBroker, journal: Journal) -> None:
     handler = RecordingHandler()
     async with running_bus(settings_for(mosquitto), journal, handler) as bus:
@@ -576,7 +529,6 @@ async def test_rebirth_republishes_everything_retained(mosquitto: MosquittoBroke
     assert handler.calls == []  # served by the bus, not the table
 
 
-@pytest.mark.integration
 async def test_replay_events_resends_journaled_events_as_historical(
     mosquitto: MosquittoBroker, journal: Journal
 ) -> None:
@@ -624,7 +576,6 @@ async def test_replay_events_resends_journaled_events_as_historical(
     assert handler.calls == []
 
 
-@pytest.mark.integration
 async def test_mqtt5_reply_goes_to_the_response_topic_with_correlation_data(
     mosquitto: MosquittoBroker, journal: Journal
 ) -> None:
@@ -653,7 +604,6 @@ async def test_mqtt5_reply_goes_to_the_response_topic_with_correlation_data(
 # --- security: the example ACL, username/password and TLS ---------------------------------------------
 
 
-@pytest.mark.integration
 async def test_example_acl_lets_each_identity_do_only_its_job(tmp_path: Path) -> None:
     # The table of examples/baccarat.toml, with its broker user, against the example ACL as it ships.
     example = TABLE_CONFIGS.load(REPO / "examples" / "baccarat.toml", environ={})
@@ -713,7 +663,6 @@ async def test_example_acl_lets_each_identity_do_only_its_job(tmp_path: Path) ->
         broker.kill()
 
 
-@pytest.mark.integration
 async def test_tls_with_a_client_certificate(tmp_path: Path) -> None:
     pki = make_test_pki(tmp_path / "pki")
     tls_port = free_port()
@@ -757,7 +706,6 @@ async def test_tls_with_a_client_certificate(tmp_path: Path) -> None:
 # --- who sent it: the topic's user level, never the payload -------------------------------------------
 
 
-@pytest.mark.integration
 async def test_the_sender_is_the_topics_user_level_never_a_payload_field(
     mosquitto: MosquittoBroker, journal: Journal
 ) -> None:
@@ -799,7 +747,6 @@ async def test_the_sender_is_the_topics_user_level_never_a_payload_field(
 # --- MQTT 5 response topics ----------------------------------------------------------------------------
 
 
-@pytest.mark.integration
 async def test_a_response_topic_outside_replies_is_not_honoured(
     mosquitto: MosquittoBroker, journal: Journal
 ) -> None:
@@ -834,7 +781,6 @@ async def test_a_response_topic_outside_replies_is_not_honoured(
 # --- unbounded inputs ----------------------------------------------------------------------------------
 
 
-@pytest.mark.integration
 @pytest.mark.parametrize("protocol", ["5", "3.1.1"])
 async def test_oversized_deep_and_undecodable_payloads_get_an_error_reply(
     mosquitto: MosquittoBroker, journal: Journal, protocol: str
@@ -868,7 +814,6 @@ async def test_oversized_deep_and_undecodable_payloads_get_an_error_reply(
     assert [c.transaction for c in handler.calls] == ["fine"]
 
 
-@pytest.mark.integration
 async def test_mqtt5_broker_does_not_even_deliver_a_huge_command(
     mosquitto: MosquittoBroker, journal: Journal
 ) -> None:
@@ -889,7 +834,6 @@ async def test_mqtt5_broker_does_not_even_deliver_a_huge_command(
     assert [c.transaction for c in handler.calls] == ["next"]
 
 
-@pytest.mark.integration
 async def test_replay_runs_beside_the_commands_at_a_bounded_rate(
     mosquitto: MosquittoBroker, journal: Journal, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -937,7 +881,6 @@ topic read studio/#
 """
 
 
-@pytest.mark.integration
 async def test_refused_events_stay_in_the_outbox_until_the_broker_takes_them(
     tmp_path: Path, journal: Journal, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -990,7 +933,6 @@ async def test_refused_events_stay_in_the_outbox_until_the_broker_takes_them(
     assert any("takes events again" in r.getMessage() for r in caplog.records)
 
 
-@pytest.mark.integration
 @pytest.mark.parametrize(
     ("protocol", "may_refuse", "warned"), [("3.1.1", True, True), ("3.1.1", False, False), ("5", True, False)]
 )
@@ -1037,7 +979,6 @@ def baccarat_table(tmp_path: Path, broker: MosquittoBroker, port: str) -> TableC
     )
 
 
-@pytest.mark.integration
 async def test_a_command_delivered_twice_is_applied_once_even_across_a_restart(
     mosquitto: MosquittoBroker, tmp_path: Path
 ) -> None:

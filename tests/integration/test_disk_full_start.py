@@ -1,7 +1,9 @@
 """A table started on a full disk waits for space, however long, and starts by itself when it returns.
 
 It used to exit (status 2) on every start while the disk stayed full, and systemd, which allows 20 starts in
-300 s (`systemd/tablectl.service`), gave up on the table for good after some 15-20 s of a full disk."""
+300 s (`systemd/tablectl.service`), gave up on the table for good after some 15-20 s of a full disk.
+
+Its integration tests; the unit ones are in `tests/unit/core/test_disk_full_start.py`."""
 
 from __future__ import annotations
 
@@ -14,41 +16,11 @@ import pytest
 
 import controller.cli as cli
 from controller.service import TableService
-from controller.table_build import TABLE_CONFIGS
+from tests.helpers.disk_full_start import Notes, table_config
+
+pytestmark = pytest.mark.integration
 
 
-class Notes:
-    """What the service told systemd (sd_notify), in order."""
-
-    def __init__(self) -> None:
-        self.said: list[tuple[str, str]] = []
-
-    def ready(self, status: str) -> bool:
-        self.said.append(("READY", status))
-        return True
-
-    def status(self, status: str) -> bool:
-        self.said.append(("STATUS", status))
-        return True
-
-
-def table_config(tmp_path: Path) -> Any:
-    return TABLE_CONFIGS.from_dict(
-        {
-            "table": {
-                "studio_id": "s1",
-                "table_id": "b1",
-                "game": "baccarat",
-                "data_dir": str(tmp_path / "d"),
-            },
-            "broker": {"url": "mqtt://127.0.0.1:9"},
-            "devices": {"shoe": {"protocol": "shoe-line", "port": "/dev/null"}},
-        },
-        environ={},
-    )
-
-
-@pytest.mark.integration
 async def test_on_a_full_disk_the_table_waits_says_why_and_starts_when_space_returns(tmp_path: Path) -> None:
     free = {"bytes": 4096}
     notes = Notes()
@@ -67,7 +39,6 @@ async def test_on_a_full_disk_the_table_waits_says_why_and_starts_when_space_ret
     service.journal.close()
 
 
-@pytest.mark.integration
 async def test_a_journal_that_cannot_be_opened_for_want_of_space_is_waited_for_too(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -87,13 +58,3 @@ async def test_a_journal_that_cannot_be_opened_for_want_of_space_is_waited_for_t
     ready = [status for kind, status in notes.said if kind == "READY"]
     assert len(ready) == 1 and "cannot open the journal: database or disk is full" in ready[0]
     service.journal.close()
-
-
-@pytest.mark.unit
-async def test_another_journal_problem_is_still_one_line_and_an_exit(tmp_path: Path, monkeypatch) -> None:
-    def opened(config: Any, **kwargs: Any) -> TableService:
-        raise PermissionError(13, "Permission denied")
-
-    monkeypatch.setattr("controller.service.TableService", opened)
-    with pytest.raises(cli.OperatorError, match="cannot keep the journal there"):
-        await cli.open_table(table_config(tmp_path), Notes(), interval=0.01)

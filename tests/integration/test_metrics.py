@@ -1,6 +1,9 @@
 """`/metrics`: a real TableService with a simulated shoe on a pty and a real Mosquitto, scraped over HTTP and
 read back with prometheus-client's own parser; `tablectl run` serving it; the example alert rules and
-Grafana dashboard naming only metrics the service exposes."""
+Grafana dashboard naming only metrics the service exposes.
+
+Its integration tests; the unit ones are in `tests/unit/core/test_metrics.py`, e2e ones are in
+`tests/e2e/test_metrics.py`."""
 
 from __future__ import annotations
 
@@ -8,7 +11,6 @@ import asyncio
 import contextlib
 import json
 import re
-import subprocess
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -17,34 +19,19 @@ from typing import Any
 import httpx
 import pytest
 import yaml
-from prometheus_client.parser import text_string_to_metric_families
-from prometheus_client.samples import Sample
 
 from controller.config import MetricsSettings
 from controller.events import Envelope
-from controller.metrics import TableMetrics, allowed_hosts, pause_cause, serve_metrics, void_cause
+from controller.metrics import TableMetrics, serve_metrics
 from controller.service import TableService
 from controller.table_build import TABLE_CONFIGS
 from controller.testing.mosquitto import HOST, MosquittoBroker, free_port, wait_until
 from controller.web.server import REJECTIONS
 from drivers.shoe.simulator import ShoeSimulator
+from tests.helpers.metrics import CARDS, LABELS, Scrape
 from tests.helpers.paths import REPO
 
-CARDS = ["9S", "8D", "KC", "5H", "2C", "3D", "4H", "TS", "AS", "QD"]
-LABELS = {"studio": "s1", "table": "bac-m"}
-
-
-class Scrape:
-    def __init__(self, text: str) -> None:
-        self.families = {family.name: family for family in text_string_to_metric_families(text)}
-        self.samples: list[Sample] = [
-            sample for family in self.families.values() for sample in family.samples
-        ]
-
-    def value(self, name: str, **labels: str) -> float:
-        found = [s.value for s in self.samples if s.name == name and s.labels == {**LABELS, **labels}]
-        assert len(found) == 1, (name, labels, [s for s in self.samples if s.name == name])
-        return found[0]
+pytestmark = pytest.mark.integration
 
 
 async def scrape(url: str) -> Scrape:
@@ -109,7 +96,6 @@ def events_of(service: TableService, type_: str) -> int:
     return sum(1 for envelope in service.journal.read(1) if envelope.type == type_)
 
 
-@pytest.mark.integration
 async def test_metrics_follow_the_table_through_a_fault_and_a_broker_outage(
     tmp_path: Path, mosquitto: MosquittoBroker
 ) -> None:
@@ -191,74 +177,6 @@ async def test_metrics_follow_the_table_through_a_fault_and_a_broker_outage(
         assert drained.value("tablectl_outbox_oldest_age_seconds") == 0
 
 
-@pytest.mark.unit
-def test_pauses_and_voids_are_counted_by_cause_not_by_free_text() -> None:
-    assert pause_cause({"by": "device", "device": "shoe", "reason": "shoe fault: jam (E3)"}) == "device_fault"
-    assert (
-        pause_cause({"by": "device", "device": "shoe", "reason": "shoe offline: link lost"})
-        == "device_offline"
-    )
-    assert pause_cause({"by": "system", "reason": "controller restarted mid-round"}) == "restart"
-    assert pause_cause({"by": "system", "reason": "internal error in the game flow"}) == "flow_error"
-    assert pause_cause({"by": "dealer:d7", "reason": "called the supervisor"}) == "dealer"
-    assert pause_cause({"by": "supervisor-desk-2", "reason": "anything at all"}) == "supervisor"
-    assert void_cause({"by": "system", "reason": "shoe offline: link lost before the round started"}) == (
-        "fault_before_start"
-    )
-    assert void_cause({"by": "device", "reason": "miss-spin"}) == "device"
-    assert void_cause({"by": "supervisor-desk-1", "reason": "misdeal"}) == "supervisor"
-
-
-@pytest.mark.e2e
-async def test_tablectl_run_serves_metrics_when_enabled(tmp_path: Path, mosquitto: MosquittoBroker) -> None:
-    shoe = ShoeSimulator(cards=CARDS, cut_position=None)
-    port_path = await shoe.start_pty(str(tmp_path / "shoe.pty"))
-    metrics_port = free_port()
-    config = tmp_path / "table.toml"
-    config.write_text(
-        f"""
-[table]
-studio_id = "s1"
-table_id = "bac-m"
-game = "baccarat"
-data_dir = "{tmp_path / "data"}"
-[broker]
-url = "{mosquitto.url}"
-[devices.shoe]
-protocol = "shoe-line"
-port = "{port_path}"
-[metrics]
-enabled = true
-port = {metrics_port}
-"""
-    )
-    log = tmp_path / "service.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "controller.cli", "run", "--config", str(config)],
-            cwd=REPO,
-            stdout=out,
-            stderr=out,
-        )
-    try:
-        text = ""
-        async with httpx.AsyncClient() as client:
-            for _ in range(200):
-                with contextlib.suppress(httpx.TransportError):
-                    reply = await client.get(f"http://127.0.0.1:{metrics_port}/metrics")
-                    text = reply.text
-                    if "tablectl_device_up" in text and 'state="online"} 1.0' in text:
-                        break
-                await asyncio.sleep(0.05)
-        result = Scrape(text)
-        assert result.value("tablectl_device_up", device="shoe") == 1, log.read_text()
-        assert result.value("tablectl_boot") == 1
-    finally:
-        process.terminate()
-        assert process.wait(15) == 0, log.read_text()
-        await shoe.stop()
-
-
 # -- the examples: every metric they name is one the service exposes ---------------------------------------
 
 
@@ -286,7 +204,6 @@ def exposed_names(tmp_path: Path) -> set[str]:
     return {sample.name for sample in scraped.samples} | set(scraped.families)
 
 
-@pytest.mark.integration
 def test_example_alert_rules_and_dashboard_name_only_exposed_metrics(tmp_path: Path) -> None:
     names = exposed_names(tmp_path)
     rules = yaml.safe_load((REPO / "examples" / "prometheus" / "tablectl-alerts.yml").read_text())
@@ -305,15 +222,9 @@ def test_example_alert_rules_and_dashboard_name_only_exposed_metrics(tmp_path: P
     assert dashboard["title"] and dashboard["templating"]["list"], "a studio and table selector"
 
 
-@pytest.mark.unit
-def test_metrics_are_off_by_default() -> None:
-    assert MetricsSettings().enabled is False
-
-
 # -- what /metrics answers, and what a flood of scrapes costs the table -------------------------------------
 
 
-@pytest.mark.integration
 async def test_on_the_loopback_metrics_answer_only_loopback_host_names(
     tmp_path: Path, mosquitto: MosquittoBroker
 ) -> None:
@@ -331,19 +242,6 @@ async def test_on_the_loopback_metrics_answer_only_loopback_host_names(
         assert scraped.value("tablectl_http_rejections_total", server="metrics", reason="unknown_host") >= 3
 
 
-@pytest.mark.unit
-def test_on_another_address_any_host_is_answered_unless_allowed_hosts_names_them() -> None:
-    assert allowed_hosts(MetricsSettings(host="0.0.0.0", port=9464)) is None
-    named = MetricsSettings(host="0.0.0.0", port=9464, allowed_hosts=["table-7.studio"])
-    assert allowed_hosts(named) == {"table-7.studio:9464"}
-    assert allowed_hosts(MetricsSettings(host="127.0.0.1", port=9464)) == {
-        "127.0.0.1:9464",
-        "localhost:9464",
-        "[::1]:9464",
-    }
-
-
-@pytest.mark.integration
 async def test_idle_connections_never_hold_the_metrics_slots(
     tmp_path: Path, mosquitto: MosquittoBroker
 ) -> None:
@@ -358,7 +256,6 @@ async def test_idle_connections_never_hold_the_metrics_slots(
                 writer.close()
 
 
-@pytest.mark.integration
 async def test_a_flood_of_scrapes_costs_one_render_per_interval(
     tmp_path: Path, mosquitto: MosquittoBroker
 ) -> None:

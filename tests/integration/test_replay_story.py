@@ -4,7 +4,9 @@ every command the table accepted, each at its time).
 
 Runs the real service in-process on a pty shoe with a real Mosquitto, drives it through the one command
 entry point, then replays the capture it wrote and compares event for event (type and data; ids and record
-times are the journal's own)."""
+times are the journal's own).
+
+Its integration tests; the unit ones are in `tests/unit/core/test_replay_story.py`."""
 
 from __future__ import annotations
 
@@ -20,11 +22,11 @@ from controller.service import TableService
 from controller.table_build import TABLE_CONFIGS
 from controller.testing.mosquitto import MosquittoBroker, wait_until
 from drivers.capture import read_capture
-from drivers.line.framing import encode_line
 from drivers.shoe.simulator import ShoeSimulator
 
+pytestmark = pytest.mark.integration
 
-@pytest.mark.integration
+
 async def test_replay_of_a_tables_own_capture_reproduces_its_events(
     tmp_path: Path, mosquitto: MosquittoBroker
 ) -> None:
@@ -87,33 +89,3 @@ async def test_replay_of_a_tables_own_capture_reproduces_its_events(
     types = [e.type for e in live]
     assert {"round.paused", "round.resumed", "round.voided"} <= set(types)
     assert types.count("round.result") == 2
-
-
-@pytest.mark.unit
-def test_auto_resume_plays_on_after_a_fault_as_a_supervisor_would(tmp_path: Path) -> None:
-    """A capture of device traffic only has no supervisor: a shoe jam pauses the started round; with
-    --auto-resume the replay resumes it once the shoe is healthy again, and says so (`by: "replay"`)."""
-    lines = [
-        "HELLO SIM 1.0 1",
-        "STATE READY",
-        "CARD 0001 9S",
-        "CARD 0002 8D",
-        "FAULT F03 JAM",
-        "STATE READY",
-        "CARD 0003 KC",
-        "CARD 0004 5H",
-    ]
-    capture = tmp_path / "jam.bin"
-    capture.write_bytes(b"".join(encode_line(line) for line in lines))
-
-    def run(auto_resume: bool) -> list[Envelope]:
-        return list(replay_file("baccarat", "shoe-line", capture, auto_resume=auto_resume))
-
-    without = run(False)
-    assert [e.type for e in without].count("round.paused") == 1
-    assert not any(e.type == "round.result" for e in without), "nobody resumed: the round stays paused"
-    events = run(True)
-    resumed = [e for e in events if e.type == "round.resumed"]
-    assert len(resumed) == 1 and resumed[0].data["by"] == "replay"
-    result = next(e.data for e in events if e.type == "round.result")
-    assert result["player"]["cards"] == ["9S", "KC"] and result["banker"]["cards"] == ["8D", "5H"]

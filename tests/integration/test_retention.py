@@ -1,6 +1,8 @@
 """Retention: old events leave the journal (archived first, never one still in the outbox, the sequence never
 going back), captures rotate and are compressed yet still replay file by file, and a low disk shows in the
-retained status on a real broker."""
+retained status on a real broker.
+
+Its integration tests; the unit ones are in `tests/unit/core/test_retention.py`."""
 
 from __future__ import annotations
 
@@ -14,30 +16,27 @@ from typing import Any
 
 import pytest
 
-from controller.config import ConfigError, RetentionSettings
 from controller.events import Event, RoundOpened, make_event
-from controller.games.baccarat import BaccaratSettings
 from controller.journal import Journal, JournalError
-from controller.replay import replay_file
 from controller.retention import (
     ARCHIVE_DIR,
     Housekeeping,
     archive_path,
     prune_events,
     read_archive,
-    tidy_captures,
     write_archive,
 )
 from controller.schema import StatusMessage
 from controller.table_build import TABLE_CONFIGS
 from controller.testing.mosquitto import MosquittoBroker, MqttRecorder, wait_until
-from controller.testing.shoe_capture import record_shoes
 from controller.testing.table_process import running_service
-from drivers.capture import CaptureWriter, read_capture, rotated_captures
-from drivers.shoe.simulator import ShoeFaults, ShoeSimulator
+from drivers.capture import CaptureWriter, rotated_captures
+from drivers.shoe.simulator import ShoeSimulator
+from tests.helpers.retention import DAY, base_config, capture_meta, settings
+
+pytestmark = pytest.mark.integration
 
 SOURCE = "studio/s1/table/t1"
-DAY = 86400.0
 T0 = 1_790_000_000.0  # 2026-09-21T...Z
 
 
@@ -56,10 +55,6 @@ def opened(n: int) -> Event:
     return make_event("round.opened", data, time=T0)
 
 
-def settings(**fields: Any) -> RetentionSettings:
-    return RetentionSettings.model_validate(fields)
-
-
 def stored(journal: Journal) -> list[dict[str, Any]]:
     """Every event the journal holds, as the JSON that is published."""
     return [json.loads(envelope.model_dump_json()) for envelope in journal.read(1)]
@@ -68,7 +63,6 @@ def stored(journal: Journal) -> list[dict[str, Any]]:
 # --- events -------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.integration
 async def test_old_acknowledged_events_are_archived_then_deleted_never_one_in_the_outbox(
     tmp_path: Path,
 ) -> None:
@@ -115,7 +109,6 @@ async def test_old_acknowledged_events_are_archived_then_deleted_never_one_in_th
     again.close()
 
 
-@pytest.mark.integration
 async def test_everything_acknowledged_pruned_then_the_sequence_still_continues(tmp_path: Path) -> None:
     path = tmp_path / "t1-journal.sqlite3"
     clock = FakeClock(T0)
@@ -131,7 +124,6 @@ async def test_everything_acknowledged_pruned_then_the_sequence_still_continues(
     again.close()
 
 
-@pytest.mark.integration
 def test_prune_refuses_to_delete_an_event_still_in_the_outbox(tmp_path: Path) -> None:
     journal = Journal(tmp_path / "j.sqlite3", SOURCE)
     journal.append([opened(1), opened(2)])
@@ -144,7 +136,6 @@ def test_prune_refuses_to_delete_an_event_still_in_the_outbox(tmp_path: Path) ->
     journal.close()
 
 
-@pytest.mark.integration
 async def test_an_archive_interrupted_before_the_delete_is_not_written_twice(tmp_path: Path) -> None:
     path = tmp_path / "t1-journal.sqlite3"
     clock = FakeClock(T0)
@@ -167,7 +158,6 @@ async def test_an_archive_interrupted_before_the_delete_is_not_written_twice(tmp
 # --- the replay of a pruned range, on a real broker --------------------------------------------------------
 
 
-@pytest.mark.integration
 async def test_replay_events_of_an_archived_range_says_so(mosquitto: MosquittoBroker, tmp_path: Path) -> None:
     from controller.bus import TableBus
     from controller.config import BrokerSettings
@@ -205,126 +195,9 @@ async def test_replay_events_of_an_archived_range_says_so(mosquitto: MosquittoBr
     assert new.json()["data"] == {"count": 1}
 
 
-# --- captures -----------------------------------------------------------------------------------------------
-
-
-def capture_meta() -> dict[str, Any]:
-    settings = BaccaratSettings(betting_closes_on_first_card=True).model_dump(mode="json")
-    return {"game": "baccarat", "table_id": "t1", "settings": settings}
-
-
-@pytest.mark.unit
-def test_captures_rotate_by_size_compress_and_each_file_replays_on_its_own(tmp_path: Path) -> None:
-    records, _ = record_shoes(1, seed=7, faults=ShoeFaults(noread_rate=0.05))
-    path = tmp_path / "shoe.jsonl"
-    writer = CaptureWriter(path, max_bytes=8_000)
-    start = records[0].t
-    assert start is not None
-    writer.story("meta", capture_meta(), start)
-    writer.story("link", {"event": "open"}, start)
-    for record in records:
-        assert record.t is not None
-        writer.write(record.direction, record.data, record.t)
-    writer.close()
-
-    rotated = rotated_captures(path)
-    assert len(rotated) >= 3
-    assert all(file.stat().st_size <= 8_000 for file, _ in rotated)
-    assert tidy_captures([path], keep_days=14, now=start) == (len(rotated), 0)
-    files = [file for file, _ in rotated_captures(path)] + [path]
-    assert all(file.name.endswith(".jsonl.gz") for file in files[:-1])
-    assert files[0].name == f"shoe-{_stamp(start)}.jsonl.gz"
-    device_records = []
-    for file in files:
-        back = read_capture(file)  # gz or not
-        assert [r.direction for r in back[:2]] == ["meta", "link"], file
-        assert back[0].info == capture_meta() and back[1].info == {"event": "open"}
-        device_records += [r for r in back if r.direction in ("rx", "tx")]
-        envelopes = list(replay_file("baccarat", "shoe-line", file))
-        assert envelopes, f"{file.name} replays nothing"
-    assert device_records == records  # nothing lost or repeated across the files
-
-
-@pytest.mark.unit
-def test_captures_rotate_at_utc_midnight_and_old_ones_are_deleted(tmp_path: Path) -> None:
-    path = tmp_path / "shoe.jsonl"
-    midnight = 1_790_035_200.0  # 2026-09-22T00:00:00Z
-    writer = CaptureWriter(path, daily=True)
-    writer.story("meta", capture_meta(), midnight - 60)
-    writer.rx(b"STATUS READY\r\n", midnight - 1)
-    writer.rx(b"STATUS READY\r\n", midnight)  # a new day: a new file
-    writer.close()
-    ((first, began),) = rotated_captures(path)
-    assert first.name == "shoe-20260921T235900Z.jsonl" and began == midnight - 60
-    assert [r.direction for r in read_capture(first)] == ["meta", "rx"]
-    assert [(r.direction, r.t) for r in read_capture(path)] == [("meta", midnight), ("rx", midnight)]
-
-    # a restart the next day: the old file rotates at its first record; the service's meta heads the new one
-    again = CaptureWriter(path, daily=True)
-    again.story("meta", capture_meta(), midnight + DAY + 5)
-    again.rx(b"STATUS READY\r\n", midnight + DAY + 6)
-    again.close()
-    assert [r.direction for r in read_capture(path)] == ["meta", "rx"]
-    assert len(rotated_captures(path)) == 2
-    # kept 1 day: the file begun the day before yesterday goes, yesterday's is compressed
-    assert tidy_captures([path], keep_days=1, now=midnight + DAY + 10) == (1, 1)
-    assert [f.name for f, _ in rotated_captures(path)] == ["shoe-20260922T000000Z.jsonl.gz"]
-    # another device's capture with a similar name is none of this capture's rotated files
-    (tmp_path / "shoe-2.jsonl").write_text("")
-    assert len(rotated_captures(path)) == 1
-
-
-@pytest.mark.unit
-def test_a_damaged_gzip_capture_is_a_clear_error(tmp_path: Path) -> None:
-    from drivers.capture import CaptureError
-
-    path = tmp_path / "shoe-20260101T000000Z.jsonl.gz"
-    path.write_bytes(gzip.compress(b'{"t": 1, "dir": "rx", "data": "x"}\n')[:-6])
-    with pytest.raises(CaptureError, match="damaged gzip"):
-        read_capture(path)
-
-
-def _stamp(t: float) -> str:
-    import time
-
-    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(t))
-
-
-# --- configuration ------------------------------------------------------------------------------------------
-
-
-def base_config(tmp_path: Path, **retention: Any) -> dict[str, Any]:
-    return {
-        "table": {"studio_id": "s1", "table_id": "t1", "game": "baccarat", "data_dir": str(tmp_path)},
-        "devices": {"shoe": {"protocol": "shoe-line", "port": "/dev/null"}},
-        "retention": retention,
-    }
-
-
-@pytest.mark.unit
-def test_retention_settings_have_safe_defaults_and_are_validated(tmp_path: Path) -> None:
-    config = TABLE_CONFIGS.from_dict(base_config(tmp_path), environ={})
-    assert config.retention == RetentionSettings()
-    assert (config.retention.event_days, config.retention.event_archive) == (30.0, "gzip")
-    env = {"TABLECTL__RETENTION__EVENT_DAYS": "7", "TABLECTL__RETENTION__EVENT_ARCHIVE": "drop"}
-    overridden = TABLE_CONFIGS.from_dict(base_config(tmp_path), environ=env)
-    assert (overridden.retention.event_days, overridden.retention.event_archive) == (7.0, "drop")
-    for bad, where in (
-        ({"event_days": 0}, "retention.event_days"),
-        ({"event_archive": "zip"}, "retention.event_archive"),
-        ({"prune_batch": 0}, "retention.prune_batch"),
-        ({"capture_max_bytes": 100}, "retention.capture_max_bytes"),
-        ({"disk_low_bytes": -1}, "retention.disk_low_bytes"),
-        ({"keep_days": 3}, "retention.keep_days"),
-    ):
-        with pytest.raises(ConfigError, match=where):
-            TABLE_CONFIGS.from_dict(base_config(tmp_path, **bad), environ={})
-
-
 # --- the service: a low disk in the retained status, on a real broker --------------------------------------
 
 
-@pytest.mark.integration
 async def test_a_low_disk_shows_in_the_retained_status(mosquitto: MosquittoBroker, tmp_path: Path) -> None:
     shoe = ShoeSimulator(cards=["9S", "8D"] * 8, cut_position=None)
     port = await shoe.start_pty(str(tmp_path / "shoe.pty"))
@@ -369,7 +242,6 @@ class StatusBoard:
         self.disk.append((free_bytes, status, used_bytes))
 
 
-@pytest.mark.integration
 async def test_one_round_of_housekeeping_and_a_failure_that_does_not_stop_it(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

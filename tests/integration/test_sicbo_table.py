@@ -1,6 +1,8 @@
 """A sic bo table in-process: the real service with the shaker simulator on a pty, a synthetic camera that
 draws the dice the shaker rolled, the committed reader calibration and a real Mosquitto. Then the round is
-replayed from the two captures (the shaker's bytes, the camera's readings and frames)."""
+replayed from the two captures (the shaker's bytes, the camera's readings and frames).
+
+Its integration tests; the unit ones are in `tests/unit/games/sicbo/test_sicbo_table.py`."""
 
 from __future__ import annotations
 
@@ -26,6 +28,8 @@ from drivers.capture import CaptureError
 from drivers.dice.adapter import CalibratedDiceReader
 from drivers.dice.shaker_scene import CALIBRATION_FILE, ShakerScene
 from drivers.shaker.simulator import ShakerSimulator
+
+pytestmark = pytest.mark.integration
 
 RESULT_FIELDS = ("dice", "total", "size", "triple", "double", "reshakes", "frame", "frame_sha256", "source")
 
@@ -112,7 +116,6 @@ class SicBoTable:
         return [e for e in self.events if e.type == kind]
 
 
-@pytest.mark.integration
 async def test_a_round_with_a_refused_reading_reshakes_reads_and_replays_to_the_same_result(
     tmp_path: Path, mosquitto: MosquittoBroker
 ) -> None:
@@ -190,7 +193,6 @@ async def test_a_round_with_a_refused_reading_reshakes_reads_and_replays_to_the_
         list(replay_file("sicbo", "shaker-line", tmp_path / "shaker.jsonl"))
 
 
-@pytest.mark.integration
 async def test_a_covered_camera_pauses_the_table_and_unreadable_dice_wait_for_the_supervisor(
     tmp_path: Path, mosquitto: MosquittoBroker
 ) -> None:
@@ -228,22 +230,6 @@ async def test_a_covered_camera_pauses_the_table_and_unreadable_dice_wait_for_th
         await table.stop()
 
 
-@pytest.mark.unit
-def test_a_sicbo_table_must_keep_its_camera_frames(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match=r"devices\.camera\.capture is missing: a sicbo table keeps"):
-        TABLE_CONFIGS.from_dict(
-            {
-                "table": {"table_id": "sb", "game": "sicbo", "data_dir": str(tmp_path)},
-                "devices": {
-                    "shaker": {"protocol": "shaker-line", "port": "/dev/null"},
-                    "camera": {"protocol": "camera", "port": "synthetic"},
-                },
-            },
-            environ={},
-        )
-
-
-@pytest.mark.integration
 def test_a_camera_port_names_the_dice_renderer_the_camera_record_knows(tmp_path: Path) -> None:
     """`port = "synthetic:dice"`: a camera without a camera, drawing rounds of dice (no OpenCV device)."""
     from drivers.dice.synthetic import DiceRenderer

@@ -1,26 +1,28 @@
 """The table's run as the composition root: one TaskGroup for the table's own tasks and the parts run with
 it (`tablectl run`: the panel, the metrics, the systemd watchdog; the demo: its watcher, dealer, ...). A part
 that ends or fails stops the table, its own tasks first, then the parts, then the journal; a part's error is
-the run's, and `tablectl run` says it in one line, as before."""
+the run's, and `tablectl run` says it in one line, as before.
+
+Its integration tests; the e2e ones are in `tests/e2e/test_table_parts.py`."""
 
 from __future__ import annotations
 
 import asyncio
-import io
-import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from controller import demo as demo_module
 from controller.service import TableService
 from controller.table_build import TABLE_CONFIGS
+from tests.helpers import table_parts as shared
 from tests.helpers.paths import REPO
+
+pytestmark = pytest.mark.integration
+taken_port = shared.taken_port  # a fixture (tests/helpers/table_parts.py)
 
 #: the table's own tasks (`TableService.run`), by their task names
 OWN_TASKS = {"mqtt-bus", "device-shoe", "deadlines", "retention"}
@@ -41,7 +43,6 @@ def running_task_names() -> set[str]:
     return {task.get_name() for task in asyncio.all_tasks() if not task.done()}
 
 
-@pytest.mark.integration
 async def test_a_part_that_ends_stops_the_table(tmp_path: Path) -> None:
     service = TableService(table_config(tmp_path))
 
@@ -52,7 +53,6 @@ async def test_a_part_that_ends_stops_the_table(tmp_path: Path) -> None:
     assert not OWN_TASKS & running_task_names()
 
 
-@pytest.mark.integration
 async def test_a_failing_part_stops_the_table_own_tasks_first_and_its_error_is_the_runs(
     tmp_path: Path,
 ) -> None:
@@ -78,7 +78,6 @@ async def test_a_failing_part_stops_the_table_own_tasks_first_and_its_error_is_t
     assert seen_on_cancel["journal snapshot"] is not None
 
 
-@pytest.mark.integration
 async def test_a_task_started_before_the_table_is_handed_to_it_and_stopped_with_it(tmp_path: Path) -> None:
     """As the systemd watchdog: pinging before the journal opens (a full disk), then owned by the run."""
     pings: list[float] = []
@@ -102,15 +101,6 @@ async def test_a_task_started_before_the_table_is_handed_to_it_and_stopped_with_
     assert pinging.cancelled()
 
 
-@pytest.fixture
-def taken_port() -> Iterator[int]:
-    with socket.socket() as holder:
-        holder.bind(("127.0.0.1", 0))
-        holder.listen()
-        yield holder.getsockname()[1]
-
-
-@pytest.mark.integration
 @pytest.mark.parametrize(
     ("section", "expected"),
     [
@@ -154,22 +144,3 @@ port = {taken_port}
     assert errors == [f"tablectl: error: {expected.format(port=taken_port)}"], result.stderr
     assert "Traceback" not in result.stderr, result.stderr
     assert time.monotonic() - started < 20  # the table stopped: it did not run on without its panel
-
-
-@pytest.mark.e2e
-@pytest.mark.timeout(90)
-async def test_a_demo_whose_panel_cannot_listen_plays_on_without_it(
-    monkeypatch: pytest.MonkeyPatch, taken_port: int
-) -> None:
-    """Two demos started at once may both find the same panel port free; the one that loses the bind plays
-    on without its panel, as it did before the panel was a part of the table's run."""
-    monkeypatch.setattr(demo_module, "port_is_free", lambda port: True)  # the look said free; the bind fails
-    out = io.StringIO()
-    code = await asyncio.wait_for(
-        demo_module.run_demo(
-            "baccarat", 1, as_json=True, mqtt_url=None, faults=False, out=out, panel_port=taken_port
-        ),
-        80,
-    )
-    assert code == 0
-    assert '"round.closed"' in out.getvalue()

@@ -1,7 +1,9 @@
 """What ships for systemd and udev: the unit passes `systemd-analyze verify` without a warning and its
 sandbox rates at most 3.0 in `systemd-analyze security` (needs systemd >= 250 for --offline; CI fails without
 it); the service's Python stack runs with W^X enforced, as MemoryDenyWriteExecute=yes imposes; and the udev
-rules give only the table's own devices, matched by serial number, to the service's group."""
+rules give only the table's own devices, matched by serial number, to the service's group.
+
+Its integration tests; the unit ones are in `tests/unit/core/test_unit_file.py`."""
 
 from __future__ import annotations
 
@@ -15,8 +17,9 @@ import pytest
 from controller.testing.mosquitto import require_binary
 from tests.helpers.paths import REPO
 
+pytestmark = pytest.mark.integration
+
 UNIT = REPO / "systemd" / "tablectl.service"
-RULES = REPO / "systemd" / "70-tablectl.rules"
 MAX_EXPOSURE = 3.0
 
 
@@ -29,7 +32,6 @@ def installed_unit(tmp_path: Path) -> Path:
     return unit
 
 
-@pytest.mark.integration
 def test_the_unit_verifies_without_warnings(tmp_path: Path) -> None:
     analyze = require_binary("systemd-analyze")
     unit = installed_unit(tmp_path)
@@ -39,7 +41,6 @@ def test_the_unit_verifies_without_warnings(tmp_path: Path) -> None:
     assert result.returncode == 0 and about_unit == [], result.stdout + result.stderr
 
 
-@pytest.mark.integration
 def test_the_units_sandbox_rates_at_most_3_0(tmp_path: Path) -> None:
     analyze = require_binary("systemd-analyze")
     unit = installed_unit(tmp_path)
@@ -103,7 +104,6 @@ print("ok")
 """
 
 
-@pytest.mark.integration
 def test_the_service_stack_runs_with_write_xor_execute_memory() -> None:
     """MemoryDenyWriteExecute=yes kills a process that maps writable+executable memory (a JIT, libffi
     closures). The kernel's own W^X switch (PR_SET_MDWE, Linux 6.3+) refuses the same: the service's imports
@@ -114,13 +114,3 @@ def test_the_service_stack_runs_with_write_xor_execute_memory() -> None:
     if result.stdout.strip() == "unsupported":
         pytest.xfail("this kernel has no PR_SET_MDWE (Linux < 6.3): W^X not checked here")
     assert result.returncode == 0 and result.stdout.strip() == "ok", result.stdout + result.stderr
-
-
-@pytest.mark.unit
-def test_udev_rules_give_only_the_tables_devices_by_serial_number_to_the_service() -> None:
-    rules = [line for line in RULES.read_text().splitlines() if line.strip() and not line.startswith("#")]
-    assert len(rules) >= 6
-    for rule in rules:
-        assert re.search(r'ATTRS?\{serial\}=="[^"]+"', rule), rule
-        assert 'GROUP="tablectl"' in rule and 'MODE="0660"' in rule, rule
-        assert "dialout" not in rule and "plugdev" not in rule and 'video"' not in rule, rule

@@ -1,13 +1,13 @@
 """Wheel calibration tools against the simulated SS2 on a real pseudo-terminal: `*C`, `*T c`/`*T f`/`*T C`,
-`*F`, the operator's prompts, and the JSON records."""
+`*F`, the operator's prompts, and the JSON records.
+
+Its integration tests; the unit ones are in `tests/unit/calibration/test_wheel_calibration.py`."""
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable
-from datetime import UTC, datetime
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +15,6 @@ import pytest
 
 from calibration.wheel import (
     SCHEMA,
-    SCHEMA_VERSION,
     CalibrationCancelled,
     CalibrationError,
     WheelConsole,
@@ -25,12 +24,14 @@ from calibration.wheel import (
     identify,
     run_self_test,
     set_firing_position,
-    write_record,
 )
-from calibration.wheel_cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, register, run_procedure
+from calibration.wheel_cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, run_procedure
 from drivers.transport import open_serial
 from drivers.wheel.protocol import WheelState
 from drivers.wheel.simulator import WheelSimulator
+from tests.helpers.wheel_calibration import parse, run_cli
+
+pytestmark = pytest.mark.integration
 
 SPEED = 10.0  # calibration steps of 50 ms, a self-test of 0.3 s
 
@@ -83,7 +84,6 @@ class Operator:
 # --- sensor calibration -------------------------------------------------------------------------------------
 
 
-@pytest.mark.integration
 async def test_sensor_calibration_succeeds() -> None:
     wheel = make_simulator()
     await wheel.start_pty()  # and talk to it at once, while it still boots
@@ -111,7 +111,6 @@ async def test_sensor_calibration_succeeds() -> None:
     assert "*C" in [line for _, line in wheel.device.received]
 
 
-@pytest.mark.integration
 async def test_sensor_calibration_reports_broken_sensors() -> None:
     simulator = await started(calibration_broken_sensors=(1, 3))
     console = await connect(simulator)
@@ -127,7 +126,6 @@ async def test_sensor_calibration_reports_broken_sensors() -> None:
     assert result.as_record()["broken_sensors"] == [1, 3]
 
 
-@pytest.mark.integration
 async def test_sensor_calibration_without_the_ball() -> None:
     simulator = await started(ball_on_zero=False)
     console = await connect(simulator)
@@ -142,7 +140,6 @@ async def test_sensor_calibration_without_the_ball() -> None:
     assert result.message == "the wheel found no ball: is it fixed in the middle of pocket 0?"
 
 
-@pytest.mark.integration
 async def test_a_running_wheel_is_powered_down_first_if_the_operator_agrees(wheel: WheelSimulator) -> None:
     console = await connect(wheel)
     try:
@@ -167,7 +164,6 @@ async def test_a_running_wheel_is_powered_down_first_if_the_operator_agrees(whee
 # --- firing position ----------------------------------------------------------------------------------------
 
 
-@pytest.mark.integration
 async def test_firing_position_set_and_check(wheel: WheelSimulator) -> None:
     console = await connect(wheel)
     try:
@@ -189,7 +185,6 @@ async def test_firing_position_set_and_check(wheel: WheelSimulator) -> None:
     assert host_lines[-4:] == ["*T c 140", "*T f", "*T C", "*T C"]
 
 
-@pytest.mark.integration
 async def test_firing_position_cancelled_changes_nothing(wheel: WheelSimulator) -> None:
     console = await connect(wheel)
     try:
@@ -205,7 +200,6 @@ async def test_firing_position_cancelled_changes_nothing(wheel: WheelSimulator) 
 # --- self-test ----------------------------------------------------------------------------------------------
 
 
-@pytest.mark.integration
 async def test_self_test_passes(wheel: WheelSimulator) -> None:
     console = await connect(wheel)
     try:
@@ -218,7 +212,6 @@ async def test_self_test_passes(wheel: WheelSimulator) -> None:
     assert operator.shown[-1] == "0: no errors"
 
 
-@pytest.mark.integration
 async def test_self_test_prints_every_code_in_words() -> None:
     simulator = await started(self_test_codes=(21, 13, 5))
     console = await connect(simulator)
@@ -240,7 +233,6 @@ async def test_self_test_prints_every_code_in_words() -> None:
     assert operator.shown[-3:] == outcome.described()
 
 
-@pytest.mark.integration
 async def test_a_silent_wheel_is_reported(wheel: WheelSimulator) -> None:
     wheel.silence(True)
     console = await connect(wheel, reply_timeout=0.6)
@@ -251,51 +243,6 @@ async def test_a_silent_wheel_is_reported(wheel: WheelSimulator) -> None:
         await console.close()
 
 
-# --- records ------------------------------------------------------------------------------------------------
-
-
-@pytest.mark.unit
-def test_records_are_versioned_and_never_overwritten(tmp_path: Path) -> None:
-    identity = WheelIdentity(name="CAM", firmware={"S": "2.52"})
-    when = datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC)
-    first = write_record(
-        tmp_path, "wheel-sensors", port="/dev/ttyS0", identity=identity, ok=True, result={"n": 1}, now=when
-    )
-    second = write_record(
-        tmp_path, "wheel-sensors", port="/dev/ttyS0", identity=identity, ok=False, result={"n": 2}, now=when
-    )
-    assert first != second
-    assert first.name == "wheel-sensors-20240501T120000000000Z.json"
-    assert second.name == "wheel-sensors-20240501T120000000000Z-2.json"
-    assert json.loads(first.read_text()) == {
-        "schema": SCHEMA,
-        "schema_version": SCHEMA_VERSION,
-        "kind": "wheel-sensors",
-        "created_at": "2024-05-01T12:00:00Z",
-        "port": "/dev/ttyS0",
-        "wheel": {"identity": "CAM", "firmware": {"S": "2.52"}},
-        "ok": True,
-        "result": {"n": 1},
-    }
-    assert json.loads(second.read_text())["result"] == {"n": 2}
-
-
-# --- the command line ---------------------------------------------------------------------------------------
-
-
-def parse(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="tablectl calibrate")
-    register(parser.add_subparsers(dest="calibration", required=True))
-    return parser.parse_args(argv)
-
-
-async def run_cli(argv: list[str], ask: Callable[[str], bool] | None = None) -> tuple[int, list[str]]:
-    shown: list[str] = []
-    args = parse(argv)
-    code = await run_procedure(args, args.procedure, ask=ask or (lambda q: True), show=shown.append)
-    return code, shown
-
-
 def only_record(directory: Path) -> dict[str, Any]:
     files = sorted(directory.glob("*.json"))
     assert len(files) == 1, files
@@ -303,7 +250,6 @@ def only_record(directory: Path) -> dict[str, Any]:
     return record
 
 
-@pytest.mark.integration
 async def test_cli_wheel_sensors(wheel: WheelSimulator, tmp_path: Path) -> None:
     code, shown = await run_cli(["wheel-sensors", "--port", wheel.url, "--out", str(tmp_path)])
     assert code == EXIT_OK
@@ -317,7 +263,6 @@ async def test_cli_wheel_sensors(wheel: WheelSimulator, tmp_path: Path) -> None:
     assert record["result"]["wheel_lines"][-1] == "*C OK : Completed (127, 1151, 2175)"
 
 
-@pytest.mark.integration
 async def test_cli_wheel_firing_set_and_check(wheel: WheelSimulator, tmp_path: Path) -> None:
     code, shown = await run_cli(
         ["wheel-firing", "set", "--port", wheel.url, "--value", "96", "--out", str(tmp_path / "set")]
@@ -334,7 +279,6 @@ async def test_cli_wheel_firing_set_and_check(wheel: WheelSimulator, tmp_path: P
     assert record["kind"] == "wheel-firing-check" and record["result"]["stored_position"] == "96"
 
 
-@pytest.mark.integration
 async def test_cli_wheel_selftest_with_errors(tmp_path: Path) -> None:
     simulator = await started(self_test_codes=(22,))
     try:
@@ -353,27 +297,9 @@ async def test_cli_wheel_selftest_with_errors(tmp_path: Path) -> None:
     assert record["result"]["codes"] == [{"code": 22, "meaning": "sensor 2 broken off (cannot see the ball)"}]
 
 
-@pytest.mark.integration
 async def test_cli_cancelled_writes_no_record(wheel: WheelSimulator, tmp_path: Path) -> None:
     argv = ["wheel-sensors", "--port", wheel.url, "--out", str(tmp_path)]
     code, shown = await run_cli(argv, ask=lambda q: False)
     assert code == EXIT_USAGE
     assert shown[-1] == "Cancelled: nothing was changed on the wheel."
     assert list(tmp_path.glob("*.json")) == []
-
-
-@pytest.mark.unit
-async def test_cli_missing_port(tmp_path: Path) -> None:
-    missing = tmp_path / "ttyUSB9"
-    code, shown = await run_cli(["wheel-selftest", "--port", str(missing), "--out", str(tmp_path)])
-    assert code == EXIT_USAGE
-    assert shown == [f"tablectl: error: serial port {missing} not found (is the device plugged in?)"]
-
-
-@pytest.mark.unit
-def test_cli_is_registered_under_tablectl_calibrate() -> None:
-    from controller.cli import build_parser
-
-    args = build_parser().parse_args(["calibrate", "wheel-firing", "check", "--port", "/dev/ttyS0"])
-    assert args.firing_action == "check" and args.port == "/dev/ttyS0" and args.baudrate == 9600
-    assert args.out == "calibration-records"

@@ -1,13 +1,12 @@
-"""Wheel bias check: the chi-square maths against known values, the verdicts, and the command line."""
+"""Wheel bias check: the chi-square maths against known values, the verdicts, and the command line.
+
+Its unit tests; the integration ones are in `tests/integration/test_wheel_bias.py`."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import math
-import random
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -22,7 +21,9 @@ from calibration.wheel_bias import (
     regularized_upper_gamma,
     wheel_sectors,
 )
-from tests.helpers.paths import REPO
+from tests.helpers.wheel_bias import sector_weighted_spins, uniform_spins, write_lines
+
+pytestmark = pytest.mark.unit
 
 # --- chi-square survival function -------------------------------------------------------------------------
 
@@ -44,13 +45,11 @@ TABLE_VALUES = [
 ]
 
 
-@pytest.mark.unit
 @pytest.mark.parametrize(("statistic", "dof", "p"), TABLE_VALUES)
 def test_chi_square_sf_matches_table_values(statistic: float, dof: int, p: float) -> None:
     assert chi_square_sf(statistic, dof) == pytest.approx(p, abs=1e-3)
 
 
-@pytest.mark.unit
 def test_chi_square_sf_edges() -> None:
     assert chi_square_sf(0.0, 36) == 1.0
     assert chi_square_sf(-1.0, 5) == 1.0
@@ -63,7 +62,6 @@ def test_chi_square_sf_edges() -> None:
         regularized_upper_gamma(1.0, -1.0)
 
 
-@pytest.mark.unit
 @settings(max_examples=300, deadline=None)
 @given(st.floats(min_value=1e-6, max_value=400.0))
 def test_chi_square_sf_matches_closed_forms(x: float) -> None:
@@ -77,7 +75,6 @@ def test_chi_square_sf_matches_closed_forms(x: float) -> None:
     assert chi_square_sf(x, 4) == pytest.approx(math.exp(-half) * (1 + half), rel=1e-9, abs=1e-300)
 
 
-@pytest.mark.unit
 @settings(max_examples=200, deadline=None)
 @given(st.integers(min_value=1, max_value=60), st.floats(min_value=0.01, max_value=150.0))
 def test_upper_gamma_of_integer_shape_is_a_poisson_tail(k: int, x: float) -> None:
@@ -86,7 +83,6 @@ def test_upper_gamma_of_integer_shape_is_a_poisson_tail(k: int, x: float) -> Non
     assert regularized_upper_gamma(k, x) == pytest.approx(poisson, rel=1e-9, abs=1e-300)
 
 
-@pytest.mark.unit
 def test_upper_gamma_is_continuous_where_the_method_switches() -> None:
     for a in (0.5, 3.0, 18.0):
         below = regularized_upper_gamma(a, a + 1 - 1e-9)
@@ -97,13 +93,11 @@ def test_upper_gamma_is_continuous_where_the_method_switches() -> None:
 # --- sectors ----------------------------------------------------------------------------------------------
 
 
-@pytest.mark.unit
 def test_wheel_order_holds_every_pocket_once() -> None:
     assert sorted(EUROPEAN_WHEEL_ORDER) == list(range(37))
     assert EUROPEAN_WHEEL_ORDER[:5] == (0, 32, 15, 19, 4)
 
 
-@pytest.mark.unit
 def test_sectors_are_contiguous_and_near_equal() -> None:
     sectors = wheel_sectors(8)
     assert [len(sector) for sector in sectors] == [5, 5, 5, 5, 5, 4, 4, 4]
@@ -118,21 +112,6 @@ def test_sectors_are_contiguous_and_near_equal() -> None:
             wheel_sectors(bad)
 
 
-# --- verdicts ---------------------------------------------------------------------------------------------
-
-
-def uniform_spins(count: int, seed: int) -> list[int]:
-    rng = random.Random(seed)
-    return [rng.randrange(37) for _ in range(count)]
-
-
-def sector_weighted_spins(count: int, seed: int, sector: tuple[int, ...], weight: float) -> list[int]:
-    rng = random.Random(seed)
-    weights = [weight if number in sector else 1.0 for number in range(37)]
-    return rng.choices(range(37), weights=weights, k=count)
-
-
-@pytest.mark.unit
 def test_a_fair_wheel_is_not_flagged() -> None:
     report = check_bias(uniform_spins(10_000, seed=20240611))
     assert report.spins == 10_000
@@ -143,7 +122,6 @@ def test_a_fair_wheel_is_not_flagged() -> None:
     assert report.render().endswith("Verdict: no bias flagged")
 
 
-@pytest.mark.unit
 def test_a_sector_thirty_percent_over_weighted_is_flagged_and_named() -> None:
     favoured = wheel_sectors(8)[2]  # 6-27-13-36-11
     report = check_bias(sector_weighted_spins(10_000, seed=7, sector=favoured, weight=1.3))
@@ -156,7 +134,6 @@ def test_a_sector_thirty_percent_over_weighted_is_flagged_and_named() -> None:
     assert "BIAS FLAGGED" in report.render()
 
 
-@pytest.mark.unit
 def test_sector_test_sees_a_regional_bias_the_number_test_misses() -> None:
     # 4,000 spins with a 25% heavier sector: pooling neighbours makes the sector test the more sensitive one.
     favoured = wheel_sectors(8)[4]
@@ -165,7 +142,6 @@ def test_sector_test_sees_a_regional_bias_the_number_test_misses() -> None:
     assert report.sectors.most_over_represented()[0].label == "sector 5 (24-16-33-1-20)"
 
 
-@pytest.mark.unit
 def test_statistic_and_expected_counts_are_exact() -> None:
     # 0 comes up 4 times, every other number twice: 76 spins.
     spins = [0] * 4 + [number for number in range(1, 37) for _ in range(2)]
@@ -184,7 +160,6 @@ def test_statistic_and_expected_counts_are_exact() -> None:
     assert report.numbers.most_over_represented()[0].label == "0"
 
 
-@pytest.mark.unit
 def test_equal_counts_give_statistic_zero_and_p_one() -> None:
     report = check_bias(list(range(37)) * 3)
     assert report.numbers.statistic == pytest.approx(0.0, abs=1e-12)
@@ -192,7 +167,6 @@ def test_equal_counts_give_statistic_zero_and_p_one() -> None:
     assert report.numbers.most_over_represented() == []
 
 
-@pytest.mark.unit
 def test_too_few_spins_are_warned_about() -> None:
     report = check_bias(uniform_spins(100, seed=1))
     assert len(report.warnings) == 1  # numbers: 100/37 < 5; sectors of 4 pockets: 100*4/37 >= 5
@@ -202,7 +176,6 @@ def test_too_few_spins_are_warned_about() -> None:
     assert check_bias(uniform_spins(185, seed=1)).warnings == ()
 
 
-@pytest.mark.unit
 def test_alpha_decides_the_flag() -> None:
     favoured = wheel_sectors(8)[0]
     spins = sector_weighted_spins(1_500, seed=11, sector=favoured, weight=1.25)
@@ -211,26 +184,16 @@ def test_alpha_decides_the_flag() -> None:
     assert not check_bias(spins, alpha=p * 0.99).sectors.biased
 
 
-@pytest.mark.unit
 @pytest.mark.parametrize("bad", [[37], [-1], [True], [1.0], []])
 def test_check_bias_refuses_what_is_not_a_result(bad: list[object]) -> None:
     with pytest.raises(ValueError):
         check_bias(bad)  # type: ignore[arg-type]
 
 
-@pytest.mark.unit
 def test_check_bias_refuses_a_bad_alpha() -> None:
     for alpha in (0.0, 1.0, -0.1):
         with pytest.raises(ValueError):
             check_bias([1, 2, 3], alpha=alpha)
-
-
-# --- command line -----------------------------------------------------------------------------------------
-
-
-def write_lines(path: Path, lines: list[str]) -> Path:
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
 
 
 def result_envelope(sequence: int, number: int, event_id: str | None = None) -> str:
@@ -250,7 +213,6 @@ def result_envelope(sequence: int, number: int, event_id: str | None = None) -> 
     )
 
 
-@pytest.mark.unit
 def test_cli_fair_numbers_exit_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = write_lines(tmp_path / "spins.txt", [str(n) for n in uniform_spins(10_000, seed=20240611)])
     assert main([str(path)]) == 0
@@ -258,7 +220,6 @@ def test_cli_fair_numbers_exit_0(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert "Wheel bias check: 10000 spins" in out and "Verdict: no bias flagged" in out
 
 
-@pytest.mark.unit
 def test_cli_biased_numbers_exit_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     spins = sector_weighted_spins(10_000, seed=7, sector=wheel_sectors(8)[2], weight=1.3)
     path = write_lines(tmp_path / "spins.txt", ["# night of the 11th", "", *map(str, spins)])
@@ -266,7 +227,6 @@ def test_cli_biased_numbers_exit_1(tmp_path: Path, capsys: pytest.CaptureFixture
     assert "Verdict: BIAS FLAGGED" in capsys.readouterr().out
 
 
-@pytest.mark.unit
 def test_cli_reads_result_events_and_skips_the_rest(tmp_path: Path) -> None:
     lines = [
         json.dumps({"type": "round.opened", "id": "evt-0", "data": {"round_id": "r1", "game": "roulette"}}),
@@ -280,7 +240,6 @@ def test_cli_reads_result_events_and_skips_the_rest(tmp_path: Path) -> None:
     assert read_numbers(write_lines(tmp_path / "events.jsonl", lines)) == [17, 0, 36]
 
 
-@pytest.mark.unit
 def test_cli_events_file_end_to_end(tmp_path: Path) -> None:
     spins = uniform_spins(2_000, seed=5)
     path = write_lines(tmp_path / "events.jsonl", [result_envelope(i + 1, n) for i, n in enumerate(spins)])
@@ -288,7 +247,6 @@ def test_cli_events_file_end_to_end(tmp_path: Path) -> None:
     assert main([str(path)]) == (1 if check_bias(spins).biased else 0) == 0
 
 
-@pytest.mark.unit
 @pytest.mark.parametrize(
     ("content", "message"),
     [
@@ -314,7 +272,6 @@ def test_cli_unreadable_input_exits_2_with_one_line(
     assert captured.err.count("\n") == 1
 
 
-@pytest.mark.unit
 def test_cli_missing_and_binary_files_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main([str(tmp_path / "nope.txt")]) == 2
     assert capsys.readouterr().err == f"tablectl: error: {tmp_path / 'nope.txt'}: no such file\n"
@@ -326,7 +283,6 @@ def test_cli_missing_and_binary_files_exit_2(tmp_path: Path, capsys: pytest.Capt
         read_numbers(tmp_path)  # a directory
 
 
-@pytest.mark.unit
 @pytest.mark.parametrize(
     "args", [["--sectors", "1"], ["--sectors", "x"], ["--alpha", "1.5"], ["--alpha", "0"]]
 )
@@ -337,7 +293,6 @@ def test_cli_bad_options_are_usage_errors(tmp_path: Path, args: list[str]) -> No
     assert exc.value.code == 2
 
 
-@pytest.mark.unit
 def test_register_adds_wheel_bias_under_calibrate() -> None:
     parser = argparse.ArgumentParser(prog="tablectl")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -346,19 +301,3 @@ def test_register_adds_wheel_bias_under_calibrate() -> None:
     args = parser.parse_args(["calibrate", "wheel-bias", "spins.txt", "--sectors", "12", "--alpha", "0.05"])
     assert (args.file, args.sectors, args.alpha) == ("spins.txt", 12, 0.05)
     assert callable(args.func)
-
-
-@pytest.mark.integration
-def test_cli_exit_codes_as_a_process(tmp_path: Path) -> None:
-    spins = sector_weighted_spins(10_000, seed=7, sector=wheel_sectors(8)[2], weight=1.3)
-    biased = write_lines(tmp_path / "biased.txt", [str(n) for n in spins])
-    fair = write_lines(tmp_path / "fair.txt", [str(n) for n in uniform_spins(10_000, seed=20240611)])
-    command = [sys.executable, "-m", "calibration.bias_cli"]
-    runs = {
-        name: subprocess.run([*command, str(path)], cwd=REPO, capture_output=True, text=True, timeout=30)
-        for name, path in (("biased", biased), ("fair", fair), ("missing", tmp_path / "none.txt"))
-    }
-    assert runs["biased"].returncode == 1 and "BIAS FLAGGED" in runs["biased"].stdout
-    assert runs["fair"].returncode == 0 and "no bias flagged" in runs["fair"].stdout
-    assert runs["missing"].returncode == 2
-    assert runs["missing"].stderr.strip().count("\n") == 0 and "no such file" in runs["missing"].stderr

@@ -1,7 +1,9 @@
 """A card entered by hand after a no-read can need a supervisor's confirmation (`[table]
 manual_card_confirmation = "supervisor"`): the dealer's entry deals nothing until a supervisor's
 `confirm_manual_card` names the same card; the `card.dealt` then carries both identities. The default
-("dealer") is the behaviour that was: dealt at once, published exactly as before."""
+("dealer") is the behaviour that was: dealt at once, published exactly as before.
+
+Its unit tests; the integration ones are in `tests/integration/test_manual_card_confirmation.py`."""
 
 from __future__ import annotations
 
@@ -19,30 +21,12 @@ from controller.games.card_flow import MAX_WRONG_CONFIRMATIONS
 from controller.panel.app import DEALER_ACTIONS
 from controller.runtime import Step, TableCore
 from controller.table_build import TABLE_CONFIGS, build_core
-from controller.testing.mosquitto import MosquittoBroker, MqttRecorder, wait_until
-from controller.testing.table_process import running_service
 from drivers.readings import CardSeen, CardUnread, DeviceOnline
-from drivers.shoe.simulator import ShoeSimulator
+from tests.helpers.manual_card_confirmation import raw_config
+
+pytestmark = pytest.mark.unit
 
 T0 = 1_790_000_000.0
-ROOT = "studio/s1/table/t1"
-
-
-def raw_config(tmp_path: Path, confirmation: str | None = None, **extra: Any) -> dict[str, Any]:
-    table: dict[str, Any] = {
-        "studio_id": "s1",
-        "table_id": "t1",
-        "game": "baccarat",
-        "data_dir": str(tmp_path),
-    }
-    if confirmation is not None:
-        table["manual_card_confirmation"] = confirmation
-    return {
-        "table": table,
-        "devices": {"shoe": {"protocol": "shoe-line", "port": "/dev/null"}},
-        "game": {"betting_seconds": 1.0, "round_gap_seconds": 0.5, "decks": 1},
-        **extra,
-    }
 
 
 def core_for(tmp_path: Path, confirmation: str | None) -> TableCore:
@@ -70,7 +54,6 @@ def unread(core: TableCore, ref: str, now: float) -> None:
     assert types(step) == ["card.unreadable"]
 
 
-@pytest.mark.unit
 def test_a_supervisor_confirms_the_dealers_hand_entry_and_both_are_on_record(tmp_path: Path) -> None:
     core = core_for(tmp_path, "supervisor")
     now = T0 + 2
@@ -116,7 +99,6 @@ def test_a_supervisor_confirms_the_dealers_hand_entry_and_both_are_on_record(tmp
         core.on_command(command("confirm_manual_card", {"card": "7D"}, "desk-2"), now + 1)
 
 
-@pytest.mark.unit
 def test_a_supervisor_refuses_and_the_dealer_enters_again(tmp_path: Path) -> None:
     core = core_for(tmp_path, "supervisor")
     now = T0 + 2
@@ -149,7 +131,6 @@ def test_a_supervisor_refuses_and_the_dealer_enters_again(tmp_path: Path) -> Non
     ]
 
 
-@pytest.mark.unit
 def test_wrong_confirmations_are_capped_and_a_rescan_settles_the_entry(tmp_path: Path) -> None:
     core = core_for(tmp_path, "supervisor")
     now = T0 + 2
@@ -171,7 +152,6 @@ def test_wrong_confirmations_are_capped_and_a_rescan_settles_the_entry(tmp_path:
         core.on_command(command("confirm_manual_card", {"card": "7D"}, "desk-2"), now)
 
 
-@pytest.mark.unit
 def test_the_pending_entry_is_not_journaled_and_a_restart_asks_for_it_again(tmp_path: Path) -> None:
     core = core_for(tmp_path, "supervisor")
     now = T0 + 2
@@ -189,7 +169,6 @@ def test_the_pending_entry_is_not_journaled_and_a_restart_asks_for_it_again(tmp_
         restarted.on_command(command("confirm_manual_card", {"card": "7D"}, "desk-2"), now)
 
 
-@pytest.mark.unit
 def test_the_default_deals_a_hand_entry_at_once_as_before(tmp_path: Path) -> None:
     config = TABLE_CONFIGS.from_dict(raw_config(tmp_path), environ={})
     assert config.table.manual_card_confirmation == "dealer"
@@ -213,7 +192,6 @@ def test_the_default_deals_a_hand_entry_at_once_as_before(tmp_path: Path) -> Non
     assert isinstance(core.flow, BaccaratFlow) and BaccaratSettings().decks == 8
 
 
-@pytest.mark.unit
 def test_the_setting_is_validated(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"table\.manual_card_confirmation"):
         TABLE_CONFIGS.from_dict(raw_config(tmp_path, "pit-boss"), environ={})
@@ -225,59 +203,6 @@ def test_the_setting_is_validated(tmp_path: Path) -> None:
         TABLE_CONFIGS.from_dict(roulette, environ={})
 
 
-# --- end to end: the supervisor's command over a real broker ------------------------------------------------
-
-
-@pytest.mark.integration
-async def test_a_supervisor_confirms_over_mqtt_and_card_dealt_names_both(
-    mosquitto: MosquittoBroker, tmp_path: Path
-) -> None:
-    shoe = ShoeSimulator(cards=["9S", "8D", "7C", "6H"] * 4, cut_position=None)
-    port = await shoe.start_pty(str(tmp_path / "shoe.pty"))
-    raw = raw_config(tmp_path, "supervisor")
-    raw["broker"] = {"url": mosquitto.url, "reconnect_min_seconds": 0.05, "reconnect_max_seconds": 0.2}
-    raw["devices"]["shoe"]["port"] = port
-    config = TABLE_CONFIGS.from_dict(raw, environ={})
-    try:
-        async with running_service(config) as service:
-            async with MqttRecorder(mosquitto, [f"{ROOT}/#"]) as desk:
-                shoe.force_noread()
-                await wait_until(shoe.draw, timeout=15, what="betting to close and the gate to open")
-                await desk.wait_for_message(f"{ROOT}/events/card.unreadable", lambda m: True)
-                # the dealer enters it on the panel (the panel's own identity, not an MQTT sender)
-                entry = parse_command("commands", "manual_card", {"card": "9S"}, by="dealer:d1")
-                await service.handle_command(entry)
-                pending = await desk.wait_for_message(f"{ROOT}/events/card.manual_pending", lambda m: True)
-                assert pending.json()["data"]["card"] == "9S"
-                await desk.wait_for_message(
-                    f"{ROOT}/state", lambda m: m.json().get("manual_card_pending", {}).get("card") == "9S"
-                )
-                # a wrong card from the supervisor's desk: an error reply, nothing dealt
-                desk.publish(
-                    f"{ROOT}/commands/confirm_manual_card/desk-2", {"transaction": "c1", "card": "9H"}
-                )
-                wrong = await desk.wait_for_message(
-                    f"{ROOT}/replies/confirm_manual_card", lambda m: m.json().get("transaction") == "c1"
-                )
-                assert wrong.json()["status"] == "error"
-                desk.publish(
-                    f"{ROOT}/commands/confirm_manual_card/desk-2", {"transaction": "c2", "card": "9S"}
-                )
-                ok = await desk.wait_for_message(
-                    f"{ROOT}/replies/confirm_manual_card", lambda m: m.json().get("transaction") == "c2"
-                )
-                assert ok.json()["status"] == "ok", ok.json()
-                card = await desk.wait_for_message(f"{ROOT}/events/card.dealt", lambda m: True)
-                data = card.json()["data"]
-                assert (data["card"], data["manual"]) == ("9S", True)
-                assert (data["entered_by"], data["confirmed_by"]) == ("dealer:d1", "desk-2")
-                assert len(desk.on(f"{ROOT}/events/card.dealt")) == 1  # the wrong confirmation dealt nothing
-            assert service.bus.stats.rejected_commands >= 1  # the refusal was counted
-    finally:
-        await shoe.stop()
-
-
-@pytest.mark.unit
 def test_a_face_down_card_entered_by_hand_is_named_nowhere_and_its_reveal_names_both() -> None:
     from tests.helpers.blackjack_table import single
 

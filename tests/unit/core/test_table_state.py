@@ -1,12 +1,13 @@
 """The journaled table state: a versioned JSON record, applied to a core built from the configuration.
 
 Golden records of every state version (tests/golden_state/v<N>/<game>.json, committed) must keep loading;
-what does not fit is refused with one clear line, never silently replaced by a fresh table."""
+what does not fit is refused with one clear line, never silently replaced by a fresh table.
+
+Its unit tests; the integration ones are in `tests/integration/test_table_state.py`."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
@@ -14,28 +15,21 @@ from pydantic import Field
 
 from controller.cards import Card, CardCode
 from controller.flow import SECRET, FlowRecord, secret_fields
-from controller.games import GAMES, game_spec, make_flow
+from controller.games import GAMES
 from controller.games.baccarat import BaccaratFlow, BaccaratSettings
-from controller.journal import Journal
 from controller.runtime import STATE_VERSION, StateMismatch, TableCore
-from controller.service import restore_core
-from controller.table_build import TABLE_CONFIGS
 from controller.table_state import decode_state, encode_state, migrate
-from drivers.readings import CardSeen, DeviceOnline
+from drivers.readings import DeviceOnline
 from tests.helpers.paths import GOLDEN_STATE
+from tests.helpers.table_state import fresh_core
 
-
-def fresh_core(game: str, **settings: Any) -> TableCore:
-    spec = game_spec(game)
-    flow = make_flow(game, "golden", spec.settings.model_validate(settings))
-    return TableCore(table_id="golden", game=game, flow=flow, devices=list(spec.devices))
+pytestmark = pytest.mark.unit
 
 
 def golden(version: int, game: str) -> dict[str, Any]:
     return json.loads((GOLDEN_STATE / f"v{version}" / f"{game}.json").read_text())
 
 
-@pytest.mark.unit
 def test_there_is_a_golden_record_of_every_version_for_every_game() -> None:
     # every version has golden records of the games it knew; the current one of every game there is
     versions = sorted(int(p.name[1:]) for p in GOLDEN_STATE.iterdir())
@@ -48,7 +42,6 @@ def test_there_is_a_golden_record_of_every_version_for_every_game() -> None:
 GOLDEN_FILES = sorted((int(p.parent.name[1:]), p.stem) for p in GOLDEN_STATE.glob("v*/*.json"))
 
 
-@pytest.mark.unit
 @pytest.mark.parametrize(("version", "game"), GOLDEN_FILES, ids=[f"v{v}-{g}" for v, g in GOLDEN_FILES])
 def test_golden_records_load_and_round_trip(version: int, game: str) -> None:
     record = migrate(golden(version, game))
@@ -60,7 +53,6 @@ def test_golden_records_load_and_round_trip(version: int, game: str) -> None:
     assert decode_state(core.export_state_json()) == record
 
 
-@pytest.mark.unit
 def test_the_record_holds_every_attribute_of_every_flow() -> None:
     # nothing a flow keeps may be left out of its record (it would be lost on a restart)
     configuration = {"settings"}
@@ -74,7 +66,6 @@ def test_the_record_holds_every_attribute_of_every_flow() -> None:
         assert kept == set(flow.record_model.model_fields), game
 
 
-@pytest.mark.unit
 def test_restart_after_an_unrelated_class_change_still_recovers_the_round(monkeypatch) -> None:
     core = fresh_core("baccarat")
     core.restore_state(golden(1, "baccarat"))
@@ -87,7 +78,6 @@ def test_restart_after_an_unrelated_class_change_still_recovers_the_round(monkey
     assert restarted.state()["game_state"]["player"] == ["2C", "3S"]
 
 
-@pytest.mark.unit
 def test_a_record_of_another_game_or_with_other_decks_mid_shoe_is_refused() -> None:
     with pytest.raises(StateMismatch, match="of a baccarat table, but the config says stud"):
         fresh_core("stud").restore_state(golden(1, "baccarat"))
@@ -105,7 +95,6 @@ def test_a_record_of_another_game_or_with_other_decks_mid_shoe_is_refused() -> N
     assert not core.flow.rounds.in_round, "a refused record changes nothing"
 
 
-@pytest.mark.unit
 def test_unreadable_newer_damaged_and_pickled_states_are_refused() -> None:
     with pytest.raises(StateMismatch, match="version 99, written by a newer tablectl"):
         decode_state(json.dumps({**golden(1, "baccarat"), "state_version": 99}).encode())
@@ -117,7 +106,6 @@ def test_unreadable_newer_damaged_and_pickled_states_are_refused() -> None:
         decode_state(b'{"game": "baccarat"}')
 
 
-@pytest.mark.unit
 def test_older_versions_are_migrated_step_by_step() -> None:
     def v1_to_v2(record: dict[str, Any]) -> dict[str, Any]:
         return {**record, "note": "from v1"}
@@ -129,33 +117,6 @@ def test_older_versions_are_migrated_step_by_step() -> None:
     assert migrated == {"state_version": 3, "note": "from v1, then v2"}
     with pytest.raises(StateMismatch, match="no migration from table state version 2"):
         migrate({"state_version": 1}, {1: v1_to_v2}, target=3)
-
-
-@pytest.mark.integration
-def test_a_fresh_state_continues_the_journals_round_numbering(tmp_path: Path) -> None:
-    config = TABLE_CONFIGS.from_dict(
-        {
-            "table": {"table_id": "golden", "game": "baccarat", "data_dir": str(tmp_path)},
-            "devices": {"shoe": {"protocol": "shoe-line", "port": "/dev/null"}},
-        },
-        environ={},
-    )
-    journal = Journal(tmp_path / "j.sqlite3", source=config.topic_root)
-    core = fresh_core("baccarat")
-    core.on_reading(DeviceOnline(device="shoe", time=1.0), 1.0)
-    for now in (1.0, 16.0):
-        journal.append(core.on_tick(now).events, snapshot=encode_state(core.export_state()))
-    journal.append(
-        core.on_reading(CardSeen(device="shoe", time=17.0, code="AS", raw="CARD 1 AS"), 17.0).events,
-        snapshot=b"\x80 an unreadable snapshot",
-    )
-    with pytest.raises(StateMismatch):
-        restore_core(fresh_core("baccarat"), journal)
-    discarded = fresh_core("baccarat")
-    assert restore_core(discarded, journal, discard_state=True) is False
-    discarded.on_reading(DeviceOnline(device="shoe", time=20.0), 20.0)
-    opened = discarded.on_tick(20.0).events[-1]
-    assert opened.type == "round.opened" and opened.data["round_id"] == "golden-0000002"
 
 
 class _HoleCardRecord(FlowRecord):
@@ -174,7 +135,6 @@ class _HoleCardFlow(BaccaratFlow):
         self.hole: Card | None = Card.parse("QH")
 
 
-@pytest.mark.unit
 def test_a_secret_field_is_kept_in_the_record_and_nowhere_public() -> None:
     flow = _HoleCardFlow("t", BaccaratSettings())
     # every card game's record also keeps, secret, a card held out of procedure (it may be a hole copy)

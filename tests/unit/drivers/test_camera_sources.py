@@ -1,5 +1,7 @@
 """Camera frame sources (drivers.camera.sources): a real OpenCV VideoCapture on a video file, image folders,
-synthetic frames, and picking one from the config's `source` string."""
+synthetic frames, and picking one from the config's `source` string.
+
+Its unit tests; the integration ones are in `tests/integration/test_camera_sources.py`."""
 
 from __future__ import annotations
 
@@ -22,6 +24,8 @@ from drivers.camera import (
     measure,
 )
 from tests.helpers.dice_scenes import DATA as DICE_PHOTOS
+
+pytestmark = pytest.mark.unit
 
 
 def write_video(path: Path, frames: list[np.ndarray], fps: float = 10.0) -> None:
@@ -54,7 +58,6 @@ class StripeRenderer:
 # --- OpenCV VideoCapture ------------------------------------------------------------------------------
 
 
-@pytest.mark.unit
 def test_video_source_reads_a_real_video_file_to_its_end(tmp_path: Path) -> None:
     video = tmp_path / "tray.avi"
     write_video(video, levels(5))
@@ -68,7 +71,6 @@ def test_video_source_reads_a_real_video_file_to_its_end(tmp_path: Path) -> None
     assert not source.is_open
 
 
-@pytest.mark.unit
 def test_video_source_skips_frames_and_can_be_reopened(tmp_path: Path) -> None:
     video = tmp_path / "tray.avi"
     write_video(video, levels(6))
@@ -82,7 +84,6 @@ def test_video_source_skips_frames_and_can_be_reopened(tmp_path: Path) -> None:
     source.close()  # harmless
 
 
-@pytest.mark.unit
 def test_video_source_errors_say_what_to_check(tmp_path: Path) -> None:
     missing = VideoSource(str(tmp_path / "no-such.avi"))
     with pytest.raises(CameraError, match=r"cannot be opened \(does the file exist"):
@@ -98,7 +99,6 @@ def test_video_source_errors_say_what_to_check(tmp_path: Path) -> None:
     assert time.monotonic() - start < 30
 
 
-@pytest.mark.unit
 def test_a_video_file_can_be_replayed_at_camera_speed(tmp_path: Path) -> None:
     video = tmp_path / "tray.avi"
     write_video(video, levels(6))
@@ -109,7 +109,6 @@ def test_a_video_file_can_be_replayed_at_camera_speed(tmp_path: Path) -> None:
         assert time.monotonic() - start >= 5 / 50 * 0.9
 
 
-@pytest.mark.unit
 @pytest.mark.parametrize(
     ("text", "target", "kind"),
     [
@@ -131,7 +130,6 @@ def test_make_source_reads_the_kind_of_camera_from_the_string(text: str, target:
     assert (source.open_timeout_s, source.read_timeout_s) == (3, 4)
 
 
-@pytest.mark.unit
 def test_make_source_folders_and_synthetic(tmp_path: Path) -> None:
     options = CameraOptions(loop=True, fps=12, width=64, height=48)
     by_prefix = make_source(f"folder:{tmp_path}", options)
@@ -155,16 +153,6 @@ def test_make_source_folders_and_synthetic(tmp_path: Path) -> None:
         make_source("  ", options)
 
 
-@pytest.mark.integration
-def test_importing_the_camera_package_does_not_import_opencv() -> None:
-    import subprocess
-    import sys
-
-    code = "import sys, drivers.camera; print('cv2' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "False"
-
-
 # --- a folder of images -------------------------------------------------------------------------------
 
 
@@ -174,7 +162,6 @@ def write_images(folder: Path, names: list[str]) -> None:
         assert cv2.imwrite(str(folder / name), np.full((24, 32, 3), 10 * (n + 1), np.uint8))
 
 
-@pytest.mark.unit
 def test_folder_source_reads_images_in_name_order_then_ends(tmp_path: Path) -> None:
     write_images(tmp_path, ["b.png", "a.png", "c.jpg"])  # written 10, 20, 30
     (tmp_path / "notes.txt").write_text("not an image")
@@ -189,14 +176,12 @@ def test_folder_source_reads_images_in_name_order_then_ends(tmp_path: Path) -> N
     assert round(source.read().mean()) == 20
 
 
-@pytest.mark.unit
 def test_folder_source_loops_when_asked(tmp_path: Path) -> None:
     write_images(tmp_path, ["1.png", "2.png"])
     with FolderSource(tmp_path, loop=True) as source:
         assert [round(source.read().mean()) for _ in range(5)] == [10, 20, 10, 20, 10]
 
 
-@pytest.mark.unit
 def test_folder_source_paces_frames_at_fps(tmp_path: Path) -> None:
     write_images(tmp_path, ["1.png"])
     with FolderSource(tmp_path, loop=True, fps=50) as source:
@@ -206,7 +191,6 @@ def test_folder_source_paces_frames_at_fps(tmp_path: Path) -> None:
         assert time.monotonic() - start >= 5 / 50 * 0.9  # 6 frames: 5 intervals
 
 
-@pytest.mark.unit
 def test_folder_source_errors_name_the_folder_or_file(tmp_path: Path) -> None:
     with pytest.raises(CameraError, match="not a folder"):
         FolderSource(tmp_path / "missing").open()
@@ -219,7 +203,6 @@ def test_folder_source_errors_name_the_folder_or_file(tmp_path: Path) -> None:
         FolderSource(tmp_path).read()
 
 
-@pytest.mark.unit
 def test_folder_source_replays_real_dice_photos() -> None:
     photos = DICE_PHOTOS / "byler" / "images"
     if not photos.is_dir():
@@ -237,7 +220,6 @@ def test_folder_source_replays_real_dice_photos() -> None:
 # --- synthetic frames ---------------------------------------------------------------------------------
 
 
-@pytest.mark.unit
 def test_synthetic_source_renders_a_healthy_tray_with_sensor_noise() -> None:
     source = SyntheticSource(width=64, height=48, fps=None)
     monitor = CameraMonitor("cam", CameraOptions())
@@ -252,7 +234,6 @@ def test_synthetic_source_renders_a_healthy_tray_with_sensor_noise() -> None:
     assert np.abs(frames[0].astype(int) - frames[1].astype(int)).max() <= 4  # ...but shows the same tray
 
 
-@pytest.mark.unit
 def test_synthetic_source_fails_like_a_real_camera_on_demand() -> None:
     source = SyntheticSource(width=64, height=48, fps=None)
     source.open()
@@ -279,7 +260,6 @@ def test_synthetic_source_fails_like_a_real_camera_on_demand() -> None:
     assert measure(source.read()).contrast > 10
 
 
-@pytest.mark.unit
 def test_synthetic_source_draws_with_a_plugged_in_renderer() -> None:
     renderer = StripeRenderer(32, 24)
     with SyntheticSource(renderer, fps=None, noise=0) as source:
@@ -290,7 +270,6 @@ def test_synthetic_source_draws_with_a_plugged_in_renderer() -> None:
     )
 
 
-@pytest.mark.unit
 def test_synthetic_source_runs_at_its_frame_rate() -> None:
     with SyntheticSource(width=32, height=24, fps=40) as source:
         start = time.monotonic()

@@ -1,14 +1,12 @@
 """The dice reader as the table uses it: calibrated from photos labelled with values only (through the CLI),
 a synthetic suite with every hazard (never a confident misread), the evidence of a reading, refusal reasons,
-stillness over frames, the camera source's renderer, `tablectl dice read`, and the calibration version."""
+stillness over frames, the camera source's renderer, `tablectl dice read`, and the calibration version.
+
+Its unit tests; the integration ones are in `tests/integration/test_dice_table.py`."""
 
 from __future__ import annotations
 
-import argparse
-import csv
 import json
-import subprocess
-import sys
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
@@ -19,58 +17,18 @@ import numpy as np
 import pytest
 
 from calibration.dice import CalibrationError, load, load_samples
-from calibration.dice_cli import EXIT_OK, register
 from drivers.camera.sources import SyntheticSource
 from drivers.dice.reader import AcceptedDice, DiceCalibration, DiceReader, DiceRefusal
 from drivers.dice.stillness import Stillness
 from drivers.dice.synthetic import DiceRenderer, DiceScene, random_scene, render, tray_area
 from drivers.dice.table import read_at_rest, read_still
-from tests.helpers.paths import REPO
+from tests.helpers import dice_table as shared
+from tests.helpers.dice_table import SAMPLES, calibrate_tool, write_samples
+
+fitted = shared.fitted  # a fixture (tests/helpers/dice_table.py)
 
 # the reader calibrates from photographs (module fixtures of seconds): slow, as a whole
-pytestmark = pytest.mark.slow
-
-SAMPLES = 24
-
-
-def write_samples(folder: Path, count: int, seed: int) -> Path:
-    """Photos of 1-7 dice (some touching or cocked, as a technician's would be) and SAMPLES.csv."""
-    rng = np.random.default_rng(seed)
-    folder.mkdir(parents=True, exist_ok=True)
-    rows = []
-    for index in range(count):
-        scene = random_scene(
-            rng, dice=int(rng.integers(1, 8)), hazards={"none": 0.8, "touching": 0.1, "cocked": 0.1}
-        )
-        name = f"shot-{index:03d}.png"
-        cv2.imwrite(str(folder / name), render(scene, seed=index))
-        values = [die.value for die in scene.dice]
-        rng.shuffle(values)  # any order
-        rows.append({"image": name, "values": " ".join(map(str, values))})
-    path = folder / "SAMPLES.csv"
-    with path.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, ["image", "values"])
-        writer.writeheader()
-        writer.writerows(rows)
-    return path
-
-
-def calibrate_tool(argv: list[str]) -> tuple[int, list[str]]:
-    parser = argparse.ArgumentParser()
-    register(parser.add_subparsers(dest="calibration", required=True))
-    lines: list[str] = []
-    args = parser.parse_args(argv)
-    return args.func(args, lines.append), lines
-
-
-@pytest.fixture(scope="module")
-def fitted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
-    folder = tmp_path_factory.mktemp("samples")
-    csv_path = write_samples(folder, SAMPLES, seed=5)
-    out = folder / "CAL.json"
-    status, lines = calibrate_tool(["dice", "--samples", str(csv_path), "--out", str(out)])
-    assert status == EXIT_OK, lines
-    return out, lines
+pytestmark = [pytest.mark.unit, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +45,6 @@ def reader(calibration: DiceCalibration) -> DiceReader:
 
 
 @pytest.mark.slow
-@pytest.mark.unit
 def test_values_only_calibration_finds_the_tray_the_dice_and_reads_its_samples(
     fitted: tuple[Path, list[str]], calibration: DiceCalibration
 ) -> None:
@@ -109,7 +66,6 @@ def test_values_only_calibration_finds_the_tray_the_dice_and_reads_its_samples(
 
 
 @pytest.mark.slow
-@pytest.mark.unit
 def test_the_calibration_file_is_never_replaced(fitted: tuple[Path, list[str]], tmp_path: Path) -> None:
     out, _ = fitted
     csv_path = write_samples(tmp_path, 2, seed=1)
@@ -117,48 +73,6 @@ def test_the_calibration_file_is_never_replaced(fitted: tuple[Path, list[str]], 
     assert status == 2 and "exists" in lines[-1]
 
 
-@pytest.mark.integration
-def test_the_table_benchmark_measures_a_tables_own_samples(tmp_path: Path) -> None:
-    """`bench/dice_table.py --parts samples`: a table's SAMPLES.csv in two halves, each half calibrated from
-    its values and measured on the other, as the sic bo issue's target would be measured at a table."""
-    from bench.dice_table import main, sample_halves
-
-    csv_path = write_samples(tmp_path / "table", 40, seed=9)
-    halves = sample_halves(csv_path)
-    assert sorted(s.name for s in halves[0] + halves[1]) == [f"shot-{i:03d}.png" for i in range(40)]
-    assert main(["--parts", "samples", "--samples", str(csv_path), "--output", str(tmp_path / "report")]) == 0
-    report = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))["samples"]
-    images = report["images"]
-    assert sum(images.values()) == 40 and "not calibrated" not in images, report
-    assert images.get("MISREAD", 0) == 0 and images.get("exact", 0) >= 20, report
-    assert "| photos | not calibrated | exact | refused | MISREAD |" in (tmp_path / "report.md").read_text(
-        encoding="utf-8"
-    )
-
-    # photos of one burst, near-duplicates, given one group, fall in one half
-    rows = [line.split(",") for line in csv_path.read_text(encoding="utf-8").splitlines()[1:]]
-    grouped = tmp_path / "table" / "GROUPED.csv"
-    body = [f"{image},{values},{'burst' if n < 10 else ''}" for n, (image, values) in enumerate(rows)]
-    grouped.write_text("\n".join(["image,values,group", *body]) + "\n", encoding="utf-8")
-    burst = {f"shot-{n:03d}.png" for n in range(10)}
-    first, second = ({s.name for s in half} for half in sample_halves(grouped))
-    assert burst <= first or burst <= second
-
-
-@pytest.mark.integration
-def test_the_table_benchmark_says_what_is_wrong_with_a_samples_file(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    from bench.dice_table import main
-
-    bad = tmp_path / "SAMPLES.csv"
-    bad.write_text("image,values\nmissing.png,3 4 9\n", encoding="utf-8")
-    assert main(["--parts", "samples", "--samples", str(bad), "--output", str(tmp_path / "report")]) == 2
-    assert "values must be 1-6" in capsys.readouterr().err
-    assert not (tmp_path / "report.json").exists()  # no report of a measurement that did not happen
-
-
-@pytest.mark.unit
 def test_samples_csv_errors(tmp_path: Path) -> None:
     bad = tmp_path / "SAMPLES.csv"
     bad.write_text("image,values\nnowhere.png,3 4\n")
@@ -175,7 +89,6 @@ def test_samples_csv_errors(tmp_path: Path) -> None:
     assert status == 2 and "either --samples" in lines[-1]
 
 
-@pytest.mark.unit
 def test_another_calibration_version_is_refused_with_what_to_do(
     calibration: DiceCalibration, tmp_path: Path
 ) -> None:
@@ -208,7 +121,6 @@ def judge(scene: DiceScene, result: AcceptedDice | DiceRefusal) -> str:
 
 
 @pytest.mark.slow
-@pytest.mark.unit
 def test_synthetic_suite_never_a_confident_misread(reader: DiceReader) -> None:
     """Hundreds of scenes, 1-7 dice, every hazard: read right or refused; the calm ones mostly read."""
     rng = np.random.default_rng(2026)
@@ -225,7 +137,6 @@ def test_synthetic_suite_never_a_confident_misread(reader: DiceReader) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.unit
 def test_calm_frames_at_the_soft_end_of_focus_are_read(reader: DiceReader) -> None:
     """The calibration's sharpness limit lies below its own photos' softest dice, with a margin: a calm frame
     as soft as the softest of them is read, not refused (refusing the blurriest 5% of the calibration's dice,
@@ -240,7 +151,6 @@ def test_calm_frames_at_the_soft_end_of_focus_are_read(reader: DiceReader) -> No
 
 
 @pytest.mark.slow
-@pytest.mark.unit
 def test_each_die_read_in_its_window_as_in_the_whole_tray(reader: DiceReader) -> None:
     """The fast way (the dice located in the shrunk tray, each segmented in a window) reads as segmenting the
     whole tray at once: the same outcome for nearly every scene (a die near a confidence limit may land on
@@ -259,7 +169,6 @@ def test_each_die_read_in_its_window_as_in_the_whole_tray(reader: DiceReader) ->
     assert same >= 0.95 * scenes, same  # measured: 294 of 300 scenes
 
 
-@pytest.mark.unit
 @pytest.mark.parametrize(
     ("hazard", "usual", "others"),
     [
@@ -285,7 +194,6 @@ def test_hazards_are_refused_with_their_reason(
     assert seen[usual] >= 4, seen
 
 
-@pytest.mark.unit
 def test_a_reading_carries_its_evidence(reader: DiceReader) -> None:
     rng = np.random.default_rng(3)
     scene = random_scene(rng, hazard="none")
@@ -311,7 +219,6 @@ def test_a_reading_carries_its_evidence(reader: DiceReader) -> None:
     assert [d.value for d in wrong_count.dice] == list(scene.values)  # read, but not as many as expected
 
 
-@pytest.mark.unit
 def test_up_to_seven_dice(reader: DiceReader) -> None:
     rng = np.random.default_rng(7)
     read = 0
@@ -323,7 +230,6 @@ def test_up_to_seven_dice(reader: DiceReader) -> None:
     assert read >= 3
 
 
-@pytest.mark.unit
 def test_a_frame_without_the_tray_is_refused(reader: DiceReader) -> None:
     refusal = reader.read(np.zeros((100, 100, 3), np.uint8))
     assert isinstance(refusal, DiceRefusal) and refusal.reason == "image"
@@ -333,7 +239,6 @@ def test_a_frame_without_the_tray_is_refused(reader: DiceReader) -> None:
 # --- stillness and the camera source ------------------------------------------------------------------------
 
 
-@pytest.mark.unit
 @pytest.mark.parametrize("seed", [4, 5, 6])
 def test_stillness_waits_for_the_dice_to_rest(reader: DiceReader, seed: int) -> None:
     renderer = DiceRenderer(seed=seed, roll_frames=6, rest_frames=10)
@@ -355,7 +260,6 @@ def test_stillness_waits_for_the_dice_to_rest(reader: DiceReader, seed: int) -> 
     assert seed != 5 or judge(scene, result) == "right"
 
 
-@pytest.mark.unit
 def test_dice_that_never_stop_are_moving(reader: DiceReader) -> None:
     renderer = DiceRenderer(seed=4, roll_frames=20, rest_frames=10)
     frames = (renderer(index, 0.0) for index in range(20))
@@ -363,7 +267,6 @@ def test_dice_that_never_stop_are_moving(reader: DiceReader) -> None:
     assert isinstance(result, DiceRefusal) and result.reason == "moving"
 
 
-@pytest.mark.unit
 def test_stillness_ignores_sensor_noise_and_sees_a_creeping_die() -> None:
     scene = random_scene(np.random.default_rng(1), hazard="none")
     still = Stillness(frames=3, max_changed=0.001)
@@ -376,7 +279,6 @@ def test_stillness_ignores_sensor_noise_and_sees_a_creeping_die() -> None:
         assert not creeping.update(render(moved, seed=step)).still
 
 
-@pytest.mark.unit
 async def test_read_at_rest_grabs_until_still(reader: DiceReader) -> None:
     renderer = DiceRenderer(seed=9, roll_frames=4, rest_frames=20)
     grabbed = 0
@@ -392,7 +294,6 @@ async def test_read_at_rest_grabs_until_still(reader: DiceReader) -> None:
     assert judge(scene, result) in ("right", "refused")
 
 
-@pytest.mark.unit
 def test_the_camera_record_names_the_dice_renderer_for_a_config_string() -> None:
     from drivers.camera.options import CameraOptions
     from drivers.camera.sources import make_source
@@ -403,39 +304,3 @@ def test_the_camera_record_names_the_dice_renderer_for_a_config_string() -> None
     assert isinstance(source, SyntheticSource) and isinstance(source.renderer, DiceRenderer)
     with source:
         assert source.read().shape == (360, 640, 3)
-
-
-# --- tablectl dice read ------------------------------------------------------------------------------------
-
-
-@pytest.mark.integration
-def test_dice_read_prints_one_json_line_per_image(fitted: tuple[Path, list[str]], tmp_path: Path) -> None:
-    cal_path, _ = fitted
-    rng = np.random.default_rng(21)
-    good = random_scene(rng, hazard="none")
-    cv2.imwrite(str(tmp_path / "good.png"), render(good, seed=1))
-    cv2.imwrite(str(tmp_path / "touching.png"), render(random_scene(rng, hazard="touching"), seed=2))
-    result = subprocess.run(
-        [sys.executable, "-m", "controller.cli", "dice", "read", "--calibration", str(cal_path),
-         str(tmp_path / "good.png"), str(tmp_path / "touching.png")],
-        cwd=REPO, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
-    lines = [json.loads(line) for line in result.stdout.splitlines()]
-    assert result.returncode == 1, result.stderr
-    assert [line["status"] for line in lines] == ["ok", "reject"]
-    assert lines[0]["values"] == list(good.values) and lines[0]["reason"] is None
-    assert lines[1]["values"] == [] and lines[1]["reason"] == "touching"
-    assert all(line["ms"] > 0 and line["image"].endswith(".png") for line in lines)
-    only = subprocess.run(
-        [sys.executable, "-m", "controller.cli", "dice", "read", "--calibration", str(cal_path),
-         "--expect", "3", str(tmp_path / "good.png")],
-        cwd=REPO, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
-    assert only.returncode == 0 and json.loads(only.stdout)["status"] == "ok"
-    missing = subprocess.run(
-        [sys.executable, "-m", "controller.cli", "dice", "read",
-         "--calibration", str(tmp_path / "no.json"), "x"],
-        cwd=REPO, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
-    assert missing.returncode == 2 and missing.stderr.startswith("tablectl: error: ")
-    assert "Traceback" not in missing.stderr

@@ -4,14 +4,13 @@ Decoding and the session are pure and tested with reports written out byte by by
 format a keyboard-mode scanner sends (`[modifiers, reserved, key1..key6]`). The link is tested through the
 real `DeviceRunner` against `SimulatedScanner`, the device object a fake `usb.core.find` returns: real
 `usb.core.USBError`s on unplug, the kernel driver detached, the interface claimed through `usb.util`.
-"""
+
+Its unit tests; the integration ones are in `tests/integration/test_hid_barcode.py`."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import errno
-from functools import partial
 
 import pytest
 import usb.core
@@ -27,9 +26,10 @@ from drivers.hid.simulator import SimulatedScanner
 from drivers.hid.usb import open_usb_hid, parse_usb_address
 from drivers.readings import CardSeen, CardUnread, CutCardSeen, DeviceOffline, DeviceOnline, Reading
 from drivers.registry import is_usb, link_opener, session_class
-from drivers.runner import DeviceRunner
 from drivers.session import DeviceCommand, UnknownDeviceCommand
 from drivers.transport import LinkError
+
+pytestmark = pytest.mark.unit
 
 # "SA" then Enter, as a scanner with key rollover sends it: shift+S; S still down as A goes down (shift
 # held); S up; A up; Enter; all up.
@@ -64,7 +64,6 @@ def reports(hexes: list[str]) -> list[bytes]:
 # --- decoding ---------------------------------------------------------------------------------------------
 
 
-@pytest.mark.unit
 def test_recorded_reports_decode_to_barcodes() -> None:
     decoder = BarcodeDecoder()
     assert decoder.feed_all(reports(SA_ROLLOVER)) == ["SA"]
@@ -74,7 +73,6 @@ def test_recorded_reports_decode_to_barcodes() -> None:
     assert not decoder.stats.rejected
 
 
-@pytest.mark.unit
 def test_a_key_counts_once_while_held_and_again_after_its_release() -> None:
     decoder = BarcodeDecoder()
     a = 0x04
@@ -82,20 +80,17 @@ def test_a_key_counts_once_while_held_and_again_after_its_release() -> None:
     assert decoder.feed_all([*held, key_report(), key_report(a), key_report(), key_report(0x28)]) == ["aba"]
 
 
-@pytest.mark.unit
 def test_several_new_keys_in_one_report_count_in_report_order() -> None:
     decoder = BarcodeDecoder()
     assert decoder.feed_all([key_report(0x16, 0x02, 0x04), key_report(), key_report(0x28)]) == ["SA"]
 
 
-@pytest.mark.unit
 @pytest.mark.parametrize("rollover", [False, True])
 @given(text=st.text(alphabet="ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-.", min_size=1, max_size=20))
 def test_whatever_a_scanner_types_is_read_back(text: str, rollover: bool) -> None:
     assert BarcodeDecoder().feed_all(type_barcode(text, rollover=rollover)) == [text]
 
 
-@pytest.mark.unit
 def test_bad_reports_are_counted_and_skipped() -> None:
     decoder = BarcodeDecoder()
     bad = [
@@ -108,14 +103,12 @@ def test_bad_reports_are_counted_and_skipped() -> None:
     assert decoder.stats.rejected == {"report length": 1, "reserved byte set": 1, "error roll-over": 1}
 
 
-@pytest.mark.unit
 def test_an_unknown_key_spoils_the_barcode_instead_of_vanishing() -> None:
     decoder = BarcodeDecoder()
     assert decoder.feed_all([key_report(0x16), key_report(0x3A), key_report(), key_report(0x28)]) == ["s?"]
     assert decoder.stats.rejected == {"unknown key": 1}
 
 
-@pytest.mark.unit
 @given(st.lists(st.binary(min_size=0, max_size=12), max_size=40))
 def test_any_bytes_never_raise(chunks: list[bytes]) -> None:
     decoder = BarcodeDecoder()
@@ -137,14 +130,12 @@ def cards_of(readings: list[Reading]) -> list[tuple[str, str, str | None]]:
     return [(r.code, r.ref, r.rescan_of) for r in readings if isinstance(r, CardSeen)]
 
 
-@pytest.mark.unit
 def test_the_default_map_is_suit_then_rank() -> None:
     table = default_card_barcodes()
     assert len(table) == 52 and len(set(table.values())) == 52
     assert (table["SA"], table["H10"], table["DQ"], table["C2"]) == ("AS", "TH", "QD", "2C")
 
 
-@pytest.mark.unit
 def test_scanned_cards_become_card_readings_with_the_barcode_as_raw() -> None:
     session = HidBarcodeSession("shoe")
     assert session.connection_made(0.0) == [
@@ -158,7 +149,6 @@ def test_scanned_cards_become_card_readings_with_the_barcode_as_raw() -> None:
     assert cards_of(readings) == [("AS", "2", None)]
 
 
-@pytest.mark.unit
 def test_a_misread_is_an_unread_card_and_the_next_card_its_rescan() -> None:
     session = HidBarcodeSession("shoe")
     assert scan(session, "KS", 1.0) == [CardUnread(device="shoe", time=1.0, raw="barcode KS", ref="1")]
@@ -170,7 +160,6 @@ def test_a_misread_is_an_unread_card_and_the_next_card_its_rescan() -> None:
     assert session.stats.rejected == {"unknown barcode": 2}
 
 
-@pytest.mark.unit
 def test_the_scanner_retriggering_on_one_card_is_one_card() -> None:
     session = HidBarcodeSession("shoe", same_code_guard=0.8)
     assert len(scan(session, "SA", 1.0)) == 1
@@ -179,7 +168,6 @@ def test_the_scanner_retriggering_on_one_card_is_one_card() -> None:
     assert len(scan(session, "SA", 2.5)) == 1  # another copy of the card (an 8-deck shoe), later
 
 
-@pytest.mark.unit
 def test_the_cut_card_and_a_custom_map() -> None:
     session = HidBarcodeSession("shoe", cards={"0001": "AS", "0052": "KC"}, cut_card="CUT")
     assert cards_of(scan(session, "0052", 1.0)) == [("KC", "1", None)]
@@ -187,7 +175,6 @@ def test_the_cut_card_and_a_custom_map() -> None:
     assert isinstance(scan(session, "SA", 3.0)[0], CardUnread)  # not a barcode of these cards
 
 
-@pytest.mark.unit
 def test_an_unfinished_barcode_is_dropped_after_the_timeout() -> None:
     session = HidBarcodeSession("shoe", barcode_timeout=0.5)
     partial_sa = b"".join(frame(r) for r in type_barcode("SA")[:-2])  # no Enter
@@ -201,7 +188,6 @@ def test_an_unfinished_barcode_is_dropped_after_the_timeout() -> None:
     assert cards_of(scan(session, "SK", 2.0)) == [("KS", "1", None)]
 
 
-@pytest.mark.unit
 def test_unplugging_forgets_the_unfinished_barcode() -> None:
     session = HidBarcodeSession("shoe")
     session.data_received(b"".join(frame(r) for r in type_barcode("SA")[:2]), 1.0)
@@ -211,7 +197,6 @@ def test_unplugging_forgets_the_unfinished_barcode() -> None:
     assert cards_of(scan(session, "DQ", 2.0)) == [("QD", "1", None)]
 
 
-@pytest.mark.unit
 def test_a_broken_frame_is_counted_not_guessed() -> None:
     session = HidBarcodeSession("shoe")
     assert session.data_received(bytes([0, 1, 2, 3]), 1.0) == []
@@ -219,7 +204,6 @@ def test_a_broken_frame_is_counted_not_guessed() -> None:
     assert cards_of(scan(session, "C10", 2.0)) == [("TC", "1", None)]
 
 
-@pytest.mark.unit
 def test_a_card_flow_may_lock_and_unlock_a_scanner_which_has_no_gate() -> None:
     session = HidBarcodeSession("shoe")
     for name in ("lock", "unlock", "status"):
@@ -229,7 +213,6 @@ def test_a_card_flow_may_lock_and_unlock_a_scanner_which_has_no_gate() -> None:
         session.command(DeviceCommand("shuffle"), 1.0)
 
 
-@pytest.mark.unit
 @pytest.mark.parametrize(
     ("options", "problem"),
     [
@@ -254,7 +237,6 @@ def scanner_table(port: str = "usb:05e0:1200:SCAN0001", **options: object) -> di
     }
 
 
-@pytest.mark.unit
 def test_a_card_game_reads_its_cards_with_a_barcode_scanner() -> None:
     config = TABLE_CONFIGS.from_dict(scanner_table(cut_card="CUT", same_code_guard=1.5), environ={})
     device = config.devices["shoe"]
@@ -267,7 +249,6 @@ def test_a_card_game_reads_its_cards_with_a_barcode_scanner() -> None:
         TABLE_CONFIGS.from_dict(scanner_table(cards={"SA": "1S"}), environ={})
 
 
-@pytest.mark.unit
 def test_check_config_names_a_usb_address_it_cannot_use() -> None:
     config = TABLE_CONFIGS.from_dict(scanner_table(port="/dev/ttyACM0"), environ={})
     (problem,) = runtime_problems(config)
@@ -275,82 +256,6 @@ def test_check_config_names_a_usb_address_it_cannot_use() -> None:
     assert parse_usb_address("usb:05E0:1200") == parse_usb_address("usb:05e0:1200")
 
 
-# --- the pyusb link, through the real runner ------------------------------------------------------------
-
-
-class Collected:
-    def __init__(self) -> None:
-        self.readings: list[Reading] = []
-        self.changed = asyncio.Event()
-
-    async def __call__(self, readings: list[Reading]) -> None:
-        self.readings += readings
-        self.changed.set()
-
-    async def until(self, predicate, timeout: float = 5.0) -> None:  # type: ignore[no-untyped-def]
-        async with asyncio.timeout(timeout):
-            while not predicate(self.readings):
-                self.changed.clear()
-                await self.changed.wait()
-
-
-@contextlib.asynccontextmanager
-async def running(scanner: SimulatedScanner, address: str = "usb:05e0:1200:SIM00001"):  # type: ignore[no-untyped-def]
-    collected = Collected()
-    runner = DeviceRunner(
-        HidBarcodeSession("shoe"),
-        address,
-        on_readings=collected,
-        open_link=partial(open_usb_hid, find=scanner.find),
-        reconnect_min=0.05,
-        reconnect_max=0.2,
-    )
-    task = asyncio.create_task(runner.run())
-    try:
-        yield runner, collected
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
-
-
-def seen(readings: list[Reading]) -> list[str]:
-    return [r.code for r in readings if isinstance(r, CardSeen)]
-
-
-@pytest.mark.integration
-async def test_the_scanner_is_claimed_from_the_kernel_and_its_cards_are_read() -> None:
-    scanner = SimulatedScanner(rollover=True)
-    async with running(scanner) as (runner, collected):
-        await collected.until(lambda r: any(isinstance(x, DeviceOnline) for x in r))
-        assert (scanner.detached, scanner.configured, scanner.claimed) == (1, True, {0})
-        assert not scanner.kernel_driver_active  # the codes no longer go to the focused window
-        scanner.scan("SA")
-        scanner.scan("h10")
-        await collected.until(lambda r: len(seen(r)) == 2)
-        assert seen(collected.readings) == ["AS", "TH"]
-        assert runner.connected
-
-
-@pytest.mark.integration
-async def test_an_unplugged_scanner_is_offline_and_read_again_once_replugged() -> None:
-    scanner = SimulatedScanner()
-    async with running(scanner) as (_runner, collected):
-        await collected.until(lambda r: any(isinstance(x, DeviceOnline) for x in r))
-        scanner.unplug()
-        await collected.until(lambda r: any(isinstance(x, DeviceOffline) for x in r))
-        (offline,) = [x for x in collected.readings if isinstance(x, DeviceOffline)]
-        assert "unplugged or failed" in offline.reason and "No such device" in offline.reason
-        await asyncio.sleep(0.3)  # retried with backoff meanwhile: still offline, reported once
-        assert len([x for x in collected.readings if isinstance(x, DeviceOffline)]) == 1
-        scanner.replug()
-        await collected.until(lambda r: len([x for x in r if isinstance(x, DeviceOnline)]) == 2)
-        assert scanner.detached == 2  # the kernel bound its keyboard driver again on replug
-        scanner.scan("DQ")
-        await collected.until(lambda r: seen(r) == ["QD"])
-
-
-@pytest.mark.unit
 async def test_a_scanner_is_found_by_its_serial_number_only() -> None:
     scanner = SimulatedScanner(serial="OTHER001")
     with pytest.raises(LinkError, match=r"usb:05e0:1200:SIM00001 not found \(is it plugged in"):
@@ -360,7 +265,6 @@ async def test_a_scanner_is_found_by_its_serial_number_only() -> None:
     await writer.wait_closed()
 
 
-@pytest.mark.unit
 async def test_no_permission_says_to_install_the_udev_rule() -> None:
     scanner = SimulatedScanner()
 
@@ -374,7 +278,6 @@ async def test_no_permission_says_to_install_the_udev_rule() -> None:
         await open_usb_hid("/dev/ttyACM0", find=scanner.find)
 
 
-@pytest.mark.unit
 async def test_closing_the_link_releases_the_scanner() -> None:
     scanner = SimulatedScanner()
     _reader, writer = await open_usb_hid("usb:05e0:1200", find=scanner.find)

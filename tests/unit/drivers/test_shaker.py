@@ -2,14 +2,11 @@
 
 Checksums are computed by the tests (`controller.testing.line_wire.frame`), not taken from the code under
 test.
-"""
+
+Its unit tests; the integration ones are in `tests/integration/test_shaker.py`."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,13 +14,11 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from controller.testing import line_wire
-from controller.testing.line_link import RecordingLink, acked, served_on_pty
 from controller.testing.line_wire import LineWire, bodies, chunked, frame, line_noise, raw, sent
 from drivers.readings import (
     DeviceFault,
     DeviceFaultCleared,
     DeviceOffline,
-    DeviceOnline,
     DeviceStatus,
     DiceAtRest,
     Reading,
@@ -47,6 +42,8 @@ from drivers.shaker.protocol import (
 from drivers.shaker.session import ShakerSession
 from drivers.shaker.simulator import ShakerDevice, ShakerFaults, ShakerSimulator
 
+pytestmark = pytest.mark.unit
+
 MALFORMED = ParseFailure("malformed fields")
 UNKNOWN = ParseFailure("unknown message")
 
@@ -54,7 +51,6 @@ UNKNOWN = ParseFailure("unknown message")
 # --- the message table ---------------------------------------------------------------------------------
 
 
-@pytest.mark.unit
 @pytest.mark.parametrize(
     ("body", "message"),
     [
@@ -79,7 +75,6 @@ def test_parse_device_messages(body: str, message: object) -> None:
     assert parse_device_message(body) == message
 
 
-@pytest.mark.unit
 @pytest.mark.parametrize(
     ("body", "failure"),
     [
@@ -104,7 +99,6 @@ def test_malformed_device_messages(body: str, failure: ParseFailure) -> None:
     assert parse_device_message(body) == failure
 
 
-@pytest.mark.unit
 def test_encodings_are_exact_and_round_trip() -> None:
     assert AtRest(12, "C-7").encode() == frame("AT_REST 0012 C-7")
     assert Fault(3, "M02", "DOME_NOT_CLOSED").encode() == frame("FAULT 0003 M02 DOME_NOT_CLOSED")
@@ -125,7 +119,6 @@ def test_encodings_are_exact_and_round_trip() -> None:
         assert parse_device_message(body) == message
 
 
-@pytest.mark.unit
 def test_host_messages() -> None:
     assert parse_host_message("ACK 0001") == Ack(1)
     assert parse_host_message("SHAKE C-1 3") == Shake("C-1", 3)
@@ -143,7 +136,6 @@ def test_host_messages() -> None:
             Shake(cycle_id, pushes).encode()
 
 
-@pytest.mark.unit
 @settings(max_examples=300, deadline=None)
 @given(body=st.text(max_size=80))
 @example(body="HB " + "1" * 5000)  # past int()'s 4,300 digits: refused, never raised
@@ -161,20 +153,17 @@ def connected(now: float = 0.0) -> ShakerSession:
     return line_wire.hello_received(ShakerSession("shaker1"), "SIMSHAKE 1.0.0 SIM0003", now)
 
 
-@pytest.mark.unit
 def test_registry_knows_the_shaker() -> None:
     assert session_class("shaker-line") is ShakerSession
     assert simulator_class("shaker-line") is ShakerSimulator
 
 
-@pytest.mark.unit
 def test_connection_made_asks_for_status_and_hello_brings_online() -> None:
     session = ShakerSession("shaker1")
     assert session.protocol == "shaker-line"
     line_wire.assert_asks_status_then_online_on_hello(session, "shaker1", "SIMSHAKE 1.0.0 SIM0003", 1.0, 1.5)
 
 
-@pytest.mark.unit
 def test_at_rest_is_reported_once_and_every_copy_is_acked() -> None:
     session = connected()
     body = "AT_REST 0042 C-9"
@@ -189,7 +178,6 @@ def test_at_rest_is_reported_once_and_every_copy_is_acked() -> None:
     assert [type(r) for r in session.data_received(frame("AT_REST 0043 C-10"), 9.0)] == [DiceAtRest]
 
 
-@pytest.mark.unit
 @pytest.mark.parametrize(
     ("code", "text"),
     [
@@ -220,7 +208,6 @@ def test_faults_are_reported_once_and_cleared(code: str, text: str) -> None:
     ]
 
 
-@pytest.mark.unit
 def test_states() -> None:
     session = connected()
     for state in ["IDLE", "SHAKING", "SETTLING", "AT_REST", "DOME_OPEN"]:
@@ -240,7 +227,6 @@ def test_states() -> None:
     assert sent(session) == []
 
 
-@pytest.mark.unit
 @pytest.mark.parametrize(
     ("data", "reason"),
     [
@@ -259,7 +245,6 @@ def test_bad_lines_are_counted_never_interpreted(data: bytes, reason: str) -> No
     assert [type(r) for r in session.data_received(frame("AT_REST 0002 C-2"), 1.1)] == [DiceAtRest]
 
 
-@pytest.mark.unit
 def test_commands() -> None:
     session = connected()
     for command, body in [
@@ -290,7 +275,6 @@ def test_commands() -> None:
     assert session.data_to_send() == b""
 
 
-@pytest.mark.unit
 @settings(max_examples=300, deadline=None)
 @given(data=st.binary(max_size=3000), cuts=st.lists(st.integers(min_value=0), max_size=30))
 def test_arbitrary_bytes_never_raise(data: bytes, cuts: list[int]) -> None:
@@ -300,7 +284,6 @@ def test_arbitrary_bytes_never_raise(data: bytes, cuts: list[int]) -> None:
     assert session.stats.bytes_received == len(data)
 
 
-@pytest.mark.unit
 @settings(max_examples=200, deadline=None)
 @given(
     cycles=st.integers(0, 20),
@@ -343,7 +326,6 @@ class Wire(LineWire):
         super().__init__(device, ShakerSession("shaker1"), deliver_acks)
 
 
-@pytest.mark.unit
 def test_simulated_cycle_timing_and_retransmission_until_acked() -> None:
     device = ShakerDevice(speed=2.0)  # a push 0.4 s, settling 0.75 s
     assert device.cycle_seconds(3) == pytest.approx(1.95)
@@ -372,7 +354,6 @@ def test_simulated_cycle_timing_and_retransmission_until_acked() -> None:
     assert cycle.dice is not None and len(cycle.dice) == 3 and all(1 <= d <= 6 for d in cycle.dice)
 
 
-@pytest.mark.unit
 def test_simulated_busy_shaker_refuses_a_second_shake() -> None:
     device = ShakerDevice(speed=10.0)
     wire = Wire(device)
@@ -389,7 +370,6 @@ def test_simulated_busy_shaker_refuses_a_second_shake() -> None:
     assert [r.cycle_id for r in wire.of(DiceAtRest)] == ["B1", "B3"]
 
 
-@pytest.mark.unit
 def test_simulated_faults() -> None:
     device = ShakerDevice(speed=10.0)
     wire = Wire(device)
@@ -452,7 +432,6 @@ def test_simulated_faults() -> None:
     assert not wire.session.active_fault
 
 
-@pytest.mark.unit
 def test_simulated_cycles_through_spoiled_lines_rest_exactly_once() -> None:
     faults = ShakerFaults(
         motor_rate=0.1, sensor_rate=0.1, bad_checksum_rate=0.3, noise_rate=0.2, duplicate_rate=0.3, seed=6
@@ -475,89 +454,6 @@ def test_simulated_cycles_through_spoiled_lines_rest_exactly_once() -> None:
     assert not wire.of(DeviceOffline)
 
 
-# --- end to end on a real pty, through DeviceRunner --------------------------------------------------------
-
-
-@contextlib.asynccontextmanager
-async def shaker_on_pty(
-    tmp_path: Path, **options: Any
-) -> AsyncIterator[tuple[ShakerSimulator, RecordingLink]]:
-    simulator = ShakerSimulator(**options)
-    async with served_on_pty(simulator, ShakerSession("shaker1"), str(tmp_path / "ttySHAKE")) as table:
-        yield simulator, table
-
-
-@pytest.mark.integration
-async def test_pty_shake_cycle_is_at_rest_exactly_once_despite_retransmissions(tmp_path: Path) -> None:
-    async with shaker_on_pty(tmp_path, speed=5.0) as (simulator, table):
-        # spoil lines only from now on: what went out before the host opened the port was never read
-        simulator.faults = ShakerFaults(duplicate_rate=1.0, bad_checksum_rate=0.4, seed=2)
-        await table.send("light", on=True)
-        await table.send("shake", cycle_id="S1")
-        await table.wait_for(DiceAtRest)
-        await table.wait_until(lambda: table.session.state == "AT_REST", "STATE AT_REST")
-        await asyncio.sleep(0.6)  # more than two retransmission periods: any late copy has arrived
-    [at_rest] = table.of(DiceAtRest)
-    assert (at_rest.cycle_id, at_rest.raw) == ("S1", raw("AT_REST 0001 S1"))
-    assert simulator.device.light_on
-    intact_copies = [
-        line for line in simulator.sent if line.kind in ("line", "duplicate") and "AT_REST 0001" in line.text
-    ]
-    assert len(intact_copies) >= 2  # it was retransmitted or duplicated, yet read once
-    assert acked(simulator) == ["ACK 0001"] * len(intact_copies)
-    assert table.session.stats.duplicates == len(intact_copies) - 1
-    assert table.session.stats.rejected == {"bad checksum": simulator.device.injected["bad_checksum"]}
-    # STATE lines carry no seq: a spoiled one is simply lost, a duplicate is reported again (harmless)
-    states = [s.state for s in table.of(DeviceStatus)]
-    assert states[-1] == "AT_REST"
-    assert set(states) <= {"IDLE", "SHAKING", "SETTLING", "AT_REST"}
-    assert [line.text for line in simulator.received if not line.text.startswith("ACK ")] == [
-        "STATUS?",
-        "LIGHT ON",
-        "SHAKE S1 3",
-    ]
-
-
-@pytest.mark.integration
-async def test_pty_fault_and_recovery(tmp_path: Path) -> None:
-    async with shaker_on_pty(tmp_path, speed=10.0) as (simulator, table):
-        simulator.motor_fault_next()
-        await table.send("shake", cycle_id="S2")
-        await table.wait_for(DeviceFault)
-        await table.wait_until(lambda: table.session.state == "FAULT", "STATE FAULT")
-        simulator.clear_fault()
-        await table.wait_for(DeviceFaultCleared)
-        await table.send("shake", cycle_id="S3")
-        await table.wait_for(DiceAtRest)
-    assert [(f.code, f.reason) for f in table.of(DeviceFault)] == [("M01", "MOTOR")]
-    assert [r.cycle_id for r in table.of(DiceAtRest)] == ["S3"]
-    assert acked(simulator) == ["ACK 0001", "ACK 0002"]
-
-
-@pytest.mark.integration
-async def test_pty_unplug_during_cycle_delivers_at_rest_once_after_replug(tmp_path: Path) -> None:
-    async with shaker_on_pty(tmp_path, speed=5.0) as (simulator, table):
-        await table.send("shake", cycle_id="S4")
-        await table.wait_until(lambda: table.session.state == "SHAKING", "STATE SHAKING")
-        await simulator.unplug()
-        await table.wait_for(DeviceOffline)
-        await asyncio.sleep(simulator.device.cycle_seconds(3) + 0.2)  # the dice come to rest, unseen
-        assert simulator.cycles[0].outcome == "at_rest"
-        assert table.of(DiceAtRest) == []
-        await simulator.replug()
-        await table.wait_for(DeviceOnline, 2)
-        await table.wait_for(DiceAtRest)
-        await asyncio.sleep(0.6)
-    assert [r.cycle_id for r in table.of(DiceAtRest)] == ["S4"]
-    assert len(table.of(DeviceOffline)) == 1
-    kinds = [
-        type(r).__name__ for r in table.readings if isinstance(r, DeviceOffline | DeviceOnline | DiceAtRest)
-    ]
-    assert kinds == ["DeviceOnline", "DeviceOffline", "DeviceOnline", "DiceAtRest"]
-    assert acked(simulator) == ["ACK 0001"]
-
-
-@pytest.mark.unit
 @settings(max_examples=200, deadline=None)
 @given(data=st.binary(max_size=2000), cuts=st.lists(st.integers(min_value=0), max_size=20))
 def test_the_simulated_shaker_survives_any_host_bytes(data: bytes, cuts: list[int]) -> None:
@@ -568,7 +464,6 @@ def test_the_simulated_shaker_survives_any_host_bytes(data: bytes, cuts: list[in
     assert [(cycle.cycle_id, cycle.outcome) for cycle in device.cycles] == [("Z", "at_rest")]
 
 
-@pytest.mark.unit
 def test_the_dice_depend_on_the_seed_only() -> None:
     def dice(seed: int, faults: ShakerFaults) -> list[tuple[int, ...] | None]:
         device = ShakerDevice(speed=100.0, seed=seed, faults=faults)

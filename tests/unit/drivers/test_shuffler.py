@@ -2,14 +2,11 @@
 
 Checksums are computed by the tests (`controller.testing.line_wire.frame`), not taken from the code under
 test.
-"""
+
+Its unit tests; the integration ones are in `tests/integration/test_shuffler.py`."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,13 +14,11 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from controller.testing import line_wire
-from controller.testing.line_link import RecordingLink, acked, served_on_pty
 from controller.testing.line_wire import LineWire, bodies, chunked, frame, line_noise, raw, sent
 from drivers.readings import (
     DeviceFault,
     DeviceFaultCleared,
     DeviceOffline,
-    DeviceOnline,
     DeviceStatus,
     Reading,
     ShuffleDone,
@@ -49,6 +44,8 @@ from drivers.shuffler.protocol import (
 from drivers.shuffler.session import ShufflerSession
 from drivers.shuffler.simulator import ShufflerDevice, ShufflerFaults, ShufflerSimulator
 
+pytestmark = pytest.mark.unit
+
 MALFORMED = ParseFailure("malformed fields")
 UNKNOWN = ParseFailure("unknown message")
 
@@ -56,7 +53,6 @@ UNKNOWN = ParseFailure("unknown message")
 # --- the message table ---------------------------------------------------------------------------------
 
 
-@pytest.mark.unit
 @pytest.mark.parametrize(
     ("body", "message"),
     [
@@ -86,7 +82,6 @@ def test_parse_device_messages(body: str, message: object) -> None:
     assert parse_device_message(body) == message
 
 
-@pytest.mark.unit
 def test_count_fields_validity() -> None:
     assert Err(5, "E02", "COUNT_MISMATCH 416 415", 416, 415).count_fields_valid
     assert not Err(10, "E02", "COUNT_MISMATCH 416 many").count_fields_valid
@@ -94,7 +89,6 @@ def test_count_fields_validity() -> None:
     assert Err.count_mismatch(3, 52, 51) == Err(3, "E02", "COUNT_MISMATCH 52 51", 52, 51)
 
 
-@pytest.mark.unit
 @pytest.mark.parametrize(
     ("body", "failure"),
     [
@@ -128,7 +122,6 @@ def test_malformed_device_messages(body: str, failure: ParseFailure) -> None:
     assert parse_device_message(body) == failure
 
 
-@pytest.mark.unit
 def test_encodings_are_exact_and_round_trip() -> None:
     assert Done(1, "S-17", 8, 416).encode() == frame("DONE 0001 S-17 8 416")
     assert Err.count_mismatch(12, 416, 415).encode() == frame("ERR 0012 E02 COUNT_MISMATCH 416 415")
@@ -149,7 +142,6 @@ def test_encodings_are_exact_and_round_trip() -> None:
         assert parse_device_message(body) == message
 
 
-@pytest.mark.unit
 def test_host_messages() -> None:
     assert parse_host_message("ACK 0042") == Ack(42)
     assert parse_host_message("SHUFFLE S-1 8") == Shuffle("S-1", 8)
@@ -167,7 +159,6 @@ def test_host_messages() -> None:
             Shuffle(shuffle_id, decks).encode()
 
 
-@pytest.mark.unit
 @settings(max_examples=300, deadline=None)
 @given(body=st.text(max_size=80))
 @example(body="HB " + "1" * 5000)  # past int()'s 4,300 digits: refused, never raised
@@ -185,20 +176,17 @@ def connected(now: float = 0.0) -> ShufflerSession:
     return line_wire.hello_received(ShufflerSession("shuffler1"), "SIMSHUF 1.0.0 SIM0002", now)
 
 
-@pytest.mark.unit
 def test_registry_knows_the_shuffler() -> None:
     assert session_class("shuffler-line") is ShufflerSession
     assert simulator_class("shuffler-line") is ShufflerSimulator
 
 
-@pytest.mark.unit
 def test_connection_made_asks_for_status_and_hello_brings_online() -> None:
     session = ShufflerSession("shuffler1")
     assert session.protocol == "shuffler-line"
     line_wire.assert_asks_status_then_online_on_hello(session, "shuffler1", "SIMSHUF 1.0.0 SIM0002", 5.0, 5.1)
 
 
-@pytest.mark.unit
 def test_done_with_the_right_count_is_a_usable_deck_once_and_every_copy_is_acked() -> None:
     session = connected()
     body = "DONE 0007 S-1 8 416"
@@ -211,7 +199,6 @@ def test_done_with_the_right_count_is_a_usable_deck_once_and_every_copy_is_acked
     assert session.stats.rejected == {}
 
 
-@pytest.mark.unit
 @pytest.mark.parametrize(("decks", "cards"), [(8, 415), (8, 417), (1, 51), (1, 53), (1, 0), (2, 52)])
 def test_done_with_a_wrong_count_is_a_failure_never_a_deck(decks: int, cards: int) -> None:
     session = connected()
@@ -252,7 +239,6 @@ def test_done_with_a_wrong_count_is_a_failure_never_a_deck(decks: int, cards: in
     assert not session.faulted
 
 
-@pytest.mark.unit
 def test_err_count_mismatch_is_parsed_and_cleared_by_reset() -> None:
     session = connected()
     session.command(DeviceCommand("shuffle", {"shuffle_id": 17, "decks": 8}), 0.5)
@@ -281,7 +267,6 @@ def test_err_count_mismatch_is_parsed_and_cleared_by_reset() -> None:
     assert session.stats.rejected == {}
 
 
-@pytest.mark.unit
 def test_err_with_unreadable_counts_is_still_a_failure_and_is_counted() -> None:
     session = connected()
     body = "ERR 0003 E02 COUNT_MISMATCH lots 12"
@@ -303,7 +288,6 @@ def test_err_with_unreadable_counts_is_still_a_failure_and_is_counted() -> None:
     assert session.stats.rejected == {"malformed count mismatch": 1}
 
 
-@pytest.mark.unit
 @pytest.mark.parametrize(
     ("code", "text"), [("E01", "JAM"), ("E04", "INPUT_EMPTY"), ("E05", "MOTOR"), ("E42", "NEW THING")]
 )
@@ -320,7 +304,6 @@ def test_errors_are_failures_and_faults(code: str, text: str) -> None:
     assert sent(session) == ["ACK 0004"]
 
 
-@pytest.mark.unit
 def test_states_faults_and_clearing() -> None:
     session = connected()
 
@@ -362,7 +345,6 @@ def test_states_faults_and_clearing() -> None:
     assert sent(session) == ["ACK 0001"]  # STATE carries no seq: nothing else to ACK
 
 
-@pytest.mark.unit
 @pytest.mark.parametrize(
     ("data", "reason"),
     [
@@ -383,7 +365,6 @@ def test_bad_lines_are_counted_never_interpreted(data: bytes, reason: str) -> No
     assert [type(r) for r in session.data_received(frame("DONE 0002 S1 1 52"), 1.1)] == [ShuffleDone]
 
 
-@pytest.mark.unit
 def test_commands() -> None:
     session = connected()
     for command, body in [
@@ -416,7 +397,6 @@ def test_commands() -> None:
     assert session.data_to_send() == b""
 
 
-@pytest.mark.unit
 @settings(max_examples=300, deadline=None)
 @given(data=st.binary(max_size=3000), cuts=st.lists(st.integers(min_value=0), max_size=30))
 def test_arbitrary_bytes_never_raise(data: bytes, cuts: list[int]) -> None:
@@ -428,7 +408,6 @@ def test_arbitrary_bytes_never_raise(data: bytes, cuts: list[int]) -> None:
     assert session.stats.bytes_received == len(data)
 
 
-@pytest.mark.unit
 @settings(max_examples=200, deadline=None)
 @given(
     shuffles=st.lists(st.tuples(st.integers(1, 8), st.integers(-2, 2)), max_size=15),
@@ -475,7 +454,6 @@ class Wire(LineWire):
         super().__init__(device, ShufflerSession("shuffler1"), deliver_acks)
 
 
-@pytest.mark.unit
 def test_simulated_shuffle_takes_its_time_and_is_retransmitted_until_acked() -> None:
     device = ShufflerDevice(speed=10.0)  # (4 s + 6 s per deck) / 10: one deck takes 1.0 s
     assert device.shuffle_seconds(1) == pytest.approx(1.0)
@@ -508,7 +486,6 @@ def test_simulated_shuffle_takes_its_time_and_is_retransmitted_until_acked() -> 
     assert wire.states()[-1] == "IDLE"
 
 
-@pytest.mark.unit
 def test_simulated_jam_then_reset_then_a_good_shuffle() -> None:
     device = ShufflerDevice(speed=20.0)
     wire = Wire(device)
@@ -535,7 +512,6 @@ def test_simulated_jam_then_reset_then_a_good_shuffle() -> None:
     assert [r.shuffle_id for r in device.shuffles] == ["J1", "J3"]
 
 
-@pytest.mark.unit
 @pytest.mark.parametrize(
     ("loaded", "miscount", "checks_count", "expected"),
     [
@@ -570,7 +546,6 @@ def test_simulated_count_mismatch_is_never_a_usable_deck(
     assert not wire.session.faulted
 
 
-@pytest.mark.unit
 def test_simulated_door_abort_and_empty_input() -> None:
     device = ShufflerDevice(speed=20.0)
     wire = Wire(device)
@@ -611,7 +586,6 @@ def test_simulated_door_abort_and_empty_input() -> None:
     assert wire.of(DeviceFaultCleared) and not wire.session.faulted
 
 
-@pytest.mark.unit
 def test_simulated_shuffles_through_spoiled_lines_come_out_exactly_once() -> None:
     faults = ShufflerFaults(
         jam_rate=0.15,
@@ -652,93 +626,6 @@ def test_simulated_shuffles_through_spoiled_lines_come_out_exactly_once() -> Non
     assert not wire.of(DeviceOffline)
 
 
-# --- end to end on a real pty, through DeviceRunner --------------------------------------------------------
-
-
-@contextlib.asynccontextmanager
-async def shuffler_on_pty(
-    tmp_path: Path, **options: Any
-) -> AsyncIterator[tuple[ShufflerSimulator, RecordingLink]]:
-    simulator = ShufflerSimulator(speed=50.0, **options)
-    async with served_on_pty(simulator, ShufflerSession("shuffler1"), str(tmp_path / "ttySHUF")) as table:
-        yield simulator, table
-
-
-@pytest.mark.integration
-async def test_pty_shuffle_done(tmp_path: Path) -> None:
-    async with shuffler_on_pty(tmp_path) as (simulator, table):
-        assert simulator.load_decks(8)
-        await table.send("shuffle", shuffle_id="P1", decks=8)
-        await table.wait_for(ShuffleDone)
-        await table.wait_until(lambda: table.session.state == "READY", "STATE READY")
-        assert simulator.take_output() == 416
-        await table.wait_until(lambda: table.session.state == "IDLE", "STATE IDLE")
-    [done] = table.of(ShuffleDone)
-    assert (done.shuffle_id, done.decks, done.cards, done.raw) == ("P1", 8, 416, raw("DONE 0001 P1 8 416"))
-    assert table.of(ShuffleFailed) == [] and table.of(DeviceFault) == []
-    assert acked(simulator) == ["ACK 0001"]
-    assert [line.text for line in simulator.received][:2] == ["STATUS?", "SHUFFLE P1 8"]
-    assert [s.state for s in table.of(DeviceStatus)] == ["IDLE", "LOADING", "SHUFFLING", "READY", "IDLE"]
-
-
-@pytest.mark.integration
-async def test_pty_error_then_reset(tmp_path: Path) -> None:
-    async with shuffler_on_pty(tmp_path) as (simulator, table):
-        simulator.load_decks(1)
-        simulator.jam_next()
-        await table.send("shuffle", shuffle_id="P2", decks=1)
-        await table.wait_for(ShuffleFailed)
-        await table.wait_until(lambda: table.session.state == "ERROR", "STATE ERROR")
-        await table.send("reset")
-        await table.wait_for(DeviceFaultCleared)
-        await table.send("shuffle", shuffle_id="P3", decks=1)
-        await table.wait_for(ShuffleDone)
-    [failed] = table.of(ShuffleFailed)
-    assert (failed.code, failed.reason, failed.shuffle_id) == ("E01", "JAM", "P2")
-    assert [(f.code, f.reason) for f in table.of(DeviceFault)] == [("E01", "JAM")]
-    assert [d.shuffle_id for d in table.of(ShuffleDone)] == ["P3"]
-    assert acked(simulator) == ["ACK 0001", "ACK 0002"]
-
-
-@pytest.mark.integration
-async def test_pty_count_mismatch_is_a_fault(tmp_path: Path) -> None:
-    async with shuffler_on_pty(tmp_path) as (simulator, table):
-        simulator.load(8 * 52 - 1)
-        await table.send("shuffle", shuffle_id="P4", decks=8)
-        await table.wait_for(ShuffleFailed)
-        await table.wait_until(lambda: table.session.state == "READY", "STATE READY")
-        await asyncio.sleep(0.3)  # retransmissions, if any, have been de-duplicated by now
-    assert table.of(ShuffleDone) == []
-    [failed] = table.of(ShuffleFailed)
-    assert (failed.code, failed.expected, failed.actual) == ("COUNT_MISMATCH", 416, 415)
-    assert [f.code for f in table.of(DeviceFault)] == ["COUNT_MISMATCH"]
-    assert table.of(DeviceFaultCleared) == []
-
-
-@pytest.mark.integration
-async def test_pty_unplug_during_shuffle_delivers_done_once_after_replug(tmp_path: Path) -> None:
-    async with shuffler_on_pty(tmp_path) as (simulator, table):
-        simulator.load_decks(8)
-        await table.send("shuffle", shuffle_id="P5", decks=8)
-        await table.wait_until(lambda: table.session.state == "SHUFFLING", "STATE SHUFFLING")
-        await simulator.unplug()
-        await table.wait_for(DeviceOffline)
-        # the shuffle ends while the cable is out: DONE goes into the void and is retransmitted
-        await asyncio.sleep(simulator.device.shuffle_seconds(8) + 0.3)
-        assert simulator.device.shuffles[0].outcome == "done"
-        assert table.of(ShuffleDone) == []
-        await simulator.replug()
-        await table.wait_for(DeviceOnline, 2)
-        await table.wait_for(ShuffleDone)
-        await asyncio.sleep(0.6)
-    assert [d.shuffle_id for d in table.of(ShuffleDone)] == ["P5"]
-    assert len(table.of(DeviceOffline)) == 1
-    kinds = [type(r) for r in table.readings if isinstance(r, DeviceOffline | DeviceOnline | ShuffleDone)]
-    assert kinds == [DeviceOnline, DeviceOffline, DeviceOnline, ShuffleDone]
-    assert acked(simulator) == ["ACK 0001"]  # the copies sent while unplugged reached nobody
-
-
-@pytest.mark.unit
 @settings(max_examples=200, deadline=None)
 @given(data=st.binary(max_size=2000), cuts=st.lists(st.integers(min_value=0), max_size=20))
 def test_the_simulated_shuffler_survives_any_host_bytes(data: bytes, cuts: list[int]) -> None:

@@ -2,20 +2,18 @@
 
 The long runs drive the pure `WheelDevice` and `WheelSession` on a simulated clock (hours of wheel time in a
 second or two); one short run goes through a real pseudo-terminal with pyserial.
-"""
+
+Its unit tests; the integration ones are in `tests/integration/test_wheel_simulator.py`."""
 
 from __future__ import annotations
 
-import asyncio
 import itertools
-import time
 import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-import serial
 
 from drivers.readings import (
     DeviceFault,
@@ -36,7 +34,9 @@ from drivers.wheel.protocol import (
     WinningNumberLine,
 )
 from drivers.wheel.session import WheelSession
-from drivers.wheel.simulator import SimulatedGame, WheelDevice, WheelFaults, WheelSimulator
+from drivers.wheel.simulator import SimulatedGame, WheelDevice, WheelFaults
+
+pytestmark = pytest.mark.unit
 
 T0 = 1_700_000_000.0
 
@@ -67,7 +67,6 @@ def run_idle(device: WheelDevice, until: float, start: float = 0.0, step: float 
 # --- the device on its own ----------------------------------------------------------------------------------
 
 
-@pytest.mark.unit
 def test_mute_while_booting_then_closed_with_automatic_status() -> None:
     device = WheelDevice(seed=1, boot_seconds=2.0)  # factory mode 1157: automatic status
     device.connected(T0)
@@ -80,7 +79,6 @@ def test_mute_while_booting_then_closed_with_automatic_status() -> None:
     assert [m.raw for m in output(device, 4.1)] == ["*K CAM"]
 
 
-@pytest.mark.unit
 def test_without_automatic_status_it_answers_polls_only() -> None:
     device = WheelDevice(seed=1, mode=NON_ARCADE_MODE & ~OperatingMode.AUTOMATIC_STATUS, boot_seconds=0)
     device.connected(T0)
@@ -90,7 +88,6 @@ def test_without_automatic_status_it_answers_polls_only() -> None:
     assert [m.raw for m in output(device, 3.1)] == ["*X;6;001;  ;0;000;0"]
 
 
-@pytest.mark.unit
 def test_mode_is_refused_while_playing() -> None:
     device = WheelDevice(seed=1, boot_seconds=0, mode=ARCADE_AUTOMATIC_MODE)
     device.connected(T0)
@@ -105,7 +102,6 @@ def test_mode_is_refused_while_playing() -> None:
     assert replies(device, 8.2) == ["*P NO"]  # already running
 
 
-@pytest.mark.unit
 def test_user_start_waits_in_state_2_and_automatic_start_does_not() -> None:
     waiting = WheelDevice(seed=2, boot_seconds=0, mode=1415)
     waiting.connected(T0)
@@ -127,7 +123,6 @@ def test_user_start_waits_in_state_2_and_automatic_start_does_not() -> None:
     assert all(a != b for a, b in itertools.pairwise(directions))  # mode bit 1
 
 
-@pytest.mark.unit
 def test_single_line_on_entering_state_5_and_its_absence_with_bit_16() -> None:
     for mode, expect_line in ((1157, True), (1157 | 16, False)):
         device = WheelDevice(
@@ -152,7 +147,6 @@ def test_single_line_on_entering_state_5_and_its_absence_with_bit_16() -> None:
             assert lines == []
 
 
-@pytest.mark.unit
 def test_seeded_runs_repeat_and_rotor_stays_in_range() -> None:
     def run(seed: int) -> WheelDevice:
         device = WheelDevice(seed=seed, boot_seconds=0, mode=1157)
@@ -173,7 +167,6 @@ def test_seeded_runs_repeat_and_rotor_stays_in_range() -> None:
     assert Counter(g.outcome for g in a.games[:-1]) == {"result": len(a.games) - 1}
 
 
-@pytest.mark.unit
 def test_setup_calibration_and_self_test_answers() -> None:
     device = WheelDevice(seed=1, boot_seconds=0, self_test_codes=(21, 13), calibration_broken_sensors=(2,))
     device.connected(T0)
@@ -293,7 +286,6 @@ def check_run(device: WheelDevice, readings: list[Reading]) -> None:
     assert len(results) == sum(1 for g in games if g.outcome == "result" and not g.single_line_mismatch)
 
 
-@pytest.mark.unit
 def test_long_run_without_faults() -> None:
     device = WheelDevice(seed=21, boot_seconds=2.0)
     readings = TableRun(device).run(3 * 3600)
@@ -305,7 +297,6 @@ def test_long_run_without_faults() -> None:
     assert spins[:3] == [1, 2, 3] and max(spins) == 256 and 1 in spins[256:]  # the counter wraps
 
 
-@pytest.mark.unit
 @pytest.mark.parametrize(
     ("name", "faults"),
     [
@@ -346,7 +337,6 @@ def test_long_run_with_faults(name: str, faults: WheelFaults) -> None:
     check_run(device, readings)
 
 
-@pytest.mark.unit
 def test_failed_launch_windows_against_the_simulator() -> None:
     device = WheelDevice(seed=4)
     run = TableRun(device)
@@ -362,7 +352,6 @@ def test_failed_launch_windows_against_the_simulator() -> None:
     check_run(device, run.readings)
 
 
-@pytest.mark.unit
 def test_miss_spin_is_voided_and_the_wheel_respins_after_star_r() -> None:
     device = WheelDevice(seed=6)
     device.miss_spin_next()
@@ -373,7 +362,6 @@ def test_miss_spin_is_voided_and_the_wheel_respins_after_star_r() -> None:
     check_run(device, readings)
 
 
-@pytest.mark.unit
 def test_destructive_line_damage_never_gives_a_wrong_or_second_result() -> None:
     device = WheelDevice(seed=8, faults=WheelFaults(corrupt_rate=0.08, noise_rate=0.05))
     readings = TableRun(device).run(2 * 3600)
@@ -390,41 +378,3 @@ def test_destructive_line_damage_never_gives_a_wrong_or_second_result() -> None:
     integrity = [r for r in readings if isinstance(r, DeviceFault) and r.code.startswith("RESULT_")]
     completed = [g for g in games if g.outcome == "result"]
     assert len(results) + len(integrity) >= len(completed) - 1
-
-
-# --- end to end on a real pseudo-terminal -------------------------------------------------------------------
-
-
-@pytest.mark.integration
-async def test_end_to_end_on_a_pty_with_pyserial() -> None:
-    simulator = WheelSimulator(seed=5, speed=20.0, boot_seconds=0.3, numbers=["17", "0", "32"])
-    url = await simulator.start_pty()
-    port = serial.Serial(url, 9600, timeout=0)
-    session = WheelSession("wheel")
-    readings: list[Reading] = session.connection_made(time.time())
-    start_at: float | None = None
-    try:
-        deadline = time.monotonic() + 25
-        while sum(isinstance(r, WheelResult) for r in readings) < 3 and time.monotonic() < deadline:
-            await asyncio.sleep(0.01)
-            now = time.time()
-            data = port.read(4096)
-            new = (session.data_received(data, now) if data else []) + session.tick(now)
-            if any(isinstance(r, WheelGameStarted) for r in new):
-                start_at = now + 0.1
-            readings += new
-            if start_at is not None and now >= start_at:
-                session.command(DeviceCommand("start_game", {"direction": "clockwise"}), now)
-                start_at = None
-            sent = session.data_to_send()
-            if sent:
-                port.write(sent)
-    finally:
-        port.close()
-        await simulator.stop()
-    results = [r for r in readings if isinstance(r, WheelResult)]
-    assert [r.number for r in results] == ["17", "0", "32"]
-    assert [(g.number, g.spin) for g in simulator.device.games[:3]] == [(r.number, r.spin) for r in results]
-    assert results[1].raw.startswith(" 0\n*X;5;")
-    assert not any(isinstance(r, DeviceFault) for r in readings)
-    assert session.reported_mode == 1415

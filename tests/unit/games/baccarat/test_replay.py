@@ -1,25 +1,19 @@
 """Replay: captured shoe traffic through the live session, runtime and baccarat flow gives exactly the
 rounds a correct dealer produces — judged by the independent punto banco reference, over several whole shoes
-with noise, bad checksums, duplicated lines and no-reads followed by re-scans."""
+with noise, bad checksums, duplicated lines and no-reads followed by re-scans.
+
+Its unit tests; the integration ones are in `tests/integration/test_replay.py`."""
 
 from __future__ import annotations
-
-import json
-import subprocess
-import sys
-from pathlib import Path
-from typing import Any
 
 import pytest
 
 from controller.replay import replay, replay_config
 from controller.testing.baccarat_reference import ExpectedRound, as_expected, from_reference
 from controller.testing.shoe_capture import record_shoes
-from drivers.capture import CaptureWriter
-from drivers.shoe.simulator import ShoeFaults
-from tests.helpers.paths import REPO
+from tests.helpers.replay import FAULTS
 
-FAULTS = ShoeFaults(noread_rate=0.04, bad_checksum_rate=0.05, noise_rate=0.05, duplicate_rate=0.05)
+pytestmark = pytest.mark.unit
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +21,6 @@ def three_shoes() -> tuple[list, list[ExpectedRound]]:
     return record_shoes(3, seed=20261129, faults=FAULTS)
 
 
-@pytest.mark.unit
 def test_replay_of_three_faulty_shoes_matches_the_reference(three_shoes) -> None:
     records, expected = three_shoes
     # the capture really is dirty: it must exercise the re-read and the resync paths
@@ -62,53 +55,6 @@ def _noread_copies_extra(rx: bytes) -> int:
     return len(seqs) - len(set(seqs))
 
 
-@pytest.mark.integration
-def test_cli_replay_of_jsonl_and_raw_captures_agree(tmp_path: Path) -> None:
-    records, expected = record_shoes(1, seed=7, faults=FAULTS)
-    jsonl = tmp_path / "shoe.jsonl"
-    with CaptureWriter(jsonl) as writer:
-        for record in records:
-            writer.write(record.direction, record.data, record.t)
-    raw = tmp_path / "shoe.bin"
-    raw.write_bytes(b"".join(r.data for r in records if r.direction == "rx"))
-
-    def run(capture: Path) -> list[dict[str, Any]]:
-        done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "controller.cli",
-                "replay",
-                "--game",
-                "baccarat",
-                "--protocol",
-                "shoe-line",
-                str(capture),
-            ],
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=True,
-        )
-        return [json.loads(line) for line in done.stdout.splitlines()]
-
-    from_jsonl = run(jsonl)
-    from_raw = run(raw)
-    for envelopes in (from_jsonl, from_raw):
-        results = [e["data"] for e in envelopes if e["type"] == "round.result"]
-        assert [as_expected(r) for r in results] == [from_reference(r) for r in expected]
-
-    # the raw capture has no clock, but both tell the same story event by event up to the shoe's end (after
-    # it, only the timed capture goes on long enough for the next shoe's first round to open)
-    def story(envelopes: list[dict[str, Any]]) -> list[tuple[str, Any]]:
-        end = max(i for i, e in enumerate(envelopes) if e["type"] == "round.closed")
-        return [(e["type"], e["data"]) for e in envelopes[: end + 1]]
-
-    assert story(from_jsonl) == story(from_raw)
-
-
-@pytest.mark.unit
 def test_replay_is_deterministic(three_shoes) -> None:
     records, _ = three_shoes
     first = [(e.type, e.time, e.data) for e in replay(replay_config("baccarat", "shoe-line"), records[:4000])]

@@ -1,5 +1,7 @@
 """`tablectl demo --game sicbo`: the simulated shaker, a synthetic camera drawing its dice, whole rounds as
-published; and the panel's frame route, which shows the dealer the frame the dice were read from."""
+published; and the panel's frame route, which shows the dealer the frame the dice were read from.
+
+Its unit tests; the e2e ones are in `tests/e2e/test_sicbo_demo.py`."""
 
 from __future__ import annotations
 
@@ -8,31 +10,13 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-import jsonschema
 import pytest
 
-from controller.games.sicbo import SicBoResult
 from controller.panel.app import _camera_frame
-from controller.schema import event_schema
-from controller.testing.demo_process import run_demo
+
+pytestmark = pytest.mark.unit
 
 
-@pytest.mark.e2e
-def test_the_sicbo_demo_plays_rounds_read_by_the_camera() -> None:
-    stdout, _ = run_demo("--game", "sicbo", "--rounds", "2", "--json", "--panel-port", "0", "--seed", "3")
-    envelopes: list[dict[str, Any]] = [json.loads(line) for line in stdout.splitlines()]
-    for envelope in envelopes:
-        jsonschema.validate(envelope, event_schema(envelope["type"]))
-    results = [SicBoResult.model_validate(e["data"]) for e in envelopes if e["type"] == "round.result"]
-    assert len(results) == 2
-    reads = [e["data"] for e in envelopes if e["type"] == "dice.read"]
-    for result in results:
-        read = next(r for r in reads if r["cycle_id"] == result.cycle_id)
-        assert read["values"] == result.dice_in_frame and read["frame"] == result.frame
-        assert result.frame.startswith("camera-frames/") and len(result.frame_sha256) == 64
-
-
-@pytest.mark.unit
 def test_the_panel_serves_a_kept_frame_and_nothing_else(tmp_path: Path) -> None:
     frames = tmp_path / "camera-frames"
     frames.mkdir()
@@ -54,7 +38,6 @@ def test_the_panel_serves_a_kept_frame_and_nothing_else(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.unit
 def test_the_demo_cameras_calibration_is_what_the_code_fits(tmp_path: Path) -> None:
     """The committed calibration of the demo's synthetic camera is refitted whenever the calibration's code
     changes (`python -m calibration.shaker_scene`): a refit agrees with it to floating-point noise."""

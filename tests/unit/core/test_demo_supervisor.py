@@ -1,0 +1,35 @@
+"""The demo's virtual supervisor: a pause the table makes itself (here: the shoe's cable pulled mid-round)
+is resumed once the shoe is back, and the demo plays on to its last round instead of waiting forever. And
+the demo's other ways of never ending: a virtual dealer that fails, a part that does not stop.
+
+Its unit tests; the e2e ones are in `tests/e2e/test_demo_supervisor.py`."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+import pytest
+
+from controller import demo as demo_module
+
+pytestmark = pytest.mark.unit
+
+
+async def test_a_part_that_does_not_stop_is_left_behind_instead_of_hanging_the_demo(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(demo_module, "STOP_TIMEOUT_SECONDS", 0.2)
+    release = asyncio.Event()
+
+    async def stubborn() -> None:  # shrugs off the cancellation, as a hung library call might
+        while not release.is_set():
+            with contextlib.suppress(asyncio.CancelledError):
+                await release.wait()
+
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    await demo_module._bounded("a stubborn part", stubborn())
+    assert loop.time() - started < 2.0
+    release.set()  # let it end before the test's loop closes
+    await asyncio.sleep(0)

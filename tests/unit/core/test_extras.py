@@ -1,0 +1,28 @@
+"""A plain `pip install .` runs a card or roulette table: OpenCV, numpy (the `camera` extra) and amqtt (the
+`demo` extra) are never imported on those paths. What needs one says so in one line.
+
+Its unit tests; the integration ones are in `tests/integration/test_extras.py`, e2e ones are in
+`tests/e2e/test_extras.py`."""
+
+from __future__ import annotations
+
+import tomllib
+
+import pytest
+
+from tests.helpers.paths import REPO
+
+pytestmark = pytest.mark.unit
+
+
+def test_the_extras_hold_what_only_some_tables_need() -> None:
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    runtime = " ".join(project["dependencies"])
+    for package in ("opencv", "numpy", "amqtt"):
+        assert package not in runtime
+    extras = project["optional-dependencies"]
+    assert any(d.startswith("opencv-python-headless") for d in extras["camera"])
+    assert any(d.startswith("numpy") for d in extras["camera"])
+    assert any(d.startswith("amqtt") for d in extras["demo"])
+    assert "tablectl[camera]" in extras["demo"]  # the sic bo demo reads dice from its camera
+    assert "tablectl[camera,demo]" in extras["test"]
