@@ -1,4 +1,8 @@
-"""ShoeSession, pure: bytes and times in, readings and ACKs out (no port, no clock)."""
+"""ShoeSession, pure: bytes and times in, readings and ACKs out (no port, no clock).
+
+What every line session does (STATUS? then HELLO, states and faults, bad lines, commands, arbitrary bytes)
+is checked for the shoe with the other line devices in `test_line_devices.py`; here, what the shoe does:
+cards, no-reads and re-scans, the cut card, de-duplication across a reconnect, the watchdog."""
 
 from __future__ import annotations
 
@@ -7,11 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from controller.testing.line_wire import (
-    GARBAGE_LINES,
-    assert_counted_not_read,
     assert_only_spoiled_lines_rejected,
     chunked,
-    readings_in_pieces,
 )
 from drivers.line.framing import FrameError, LineFramer, encode_line, parse_frame
 from drivers.readings import (
@@ -25,7 +26,7 @@ from drivers.readings import (
     DeviceStatus,
     Reading,
 )
-from drivers.session import DeviceCommand, UnknownDeviceCommand
+from drivers.session import DeviceCommand
 from drivers.shoe.protocol import RANKS, SUITS
 from drivers.shoe.session import ShoeSession
 from drivers.shoe.simulator import ShoeDevice, ShoeFaults
@@ -56,23 +57,6 @@ def sent_lines(shoe: ShoeSession) -> list[str]:
         assert isinstance(body, str), f"the session sent a bad frame {frame!r}"
         bodies.append(body)
     return bodies
-
-
-def test_connection_made_asks_for_status_and_hello_brings_online() -> None:
-    shoe = ShoeSession("shoe1")
-    assert shoe.protocol == "shoe-line"
-    assert shoe.connection_made(10.0) == []
-    assert sent_lines(shoe) == ["STATUS?"]
-    readings = shoe.data_received(line("HELLO SIMSHOE 1.0.0 SIM0001"), 10.5)
-    assert readings == [
-        DeviceOnline(
-            device="shoe1", time=10.5, raw=raw("HELLO SIMSHOE 1.0.0 SIM0001"), detail="SIMSHOE 1.0.0 SIM0001"
-        )
-    ]
-    assert shoe.online
-    # A heartbeat says nothing new.
-    assert shoe.data_received(line("HB 1"), 11.0) == []
-    assert shoe.uptime_s == 1
 
 
 def test_card_is_acked_and_reported_with_its_raw_line() -> None:
@@ -177,60 +161,6 @@ def test_cut_card() -> None:
     assert sent_lines(shoe) == ["ACK 0100"]
 
 
-def test_states_faults_and_clearing() -> None:
-    shoe = connected_shoe()
-    shoe.data_received(line("HB 0"), 0.1)
-
-    def kinds(body: str, now: float) -> list[tuple[str, str]]:
-        out = []
-        for reading in shoe.data_received(line(body), now):
-            assert reading.raw == raw(body)
-            if isinstance(reading, DeviceStatus):
-                out.append(("status", reading.state))
-            elif isinstance(reading, DeviceFault):
-                out.append(("fault", f"{reading.code}: {reading.reason}"))
-            elif isinstance(reading, DeviceFaultCleared):
-                out.append(("cleared", reading.detail))
-            else:
-                raise AssertionError(reading)
-        return out
-
-    assert kinds("STATE READY", 1) == [("status", "READY")]
-    assert kinds("STATE COVER_OPEN", 2) == [
-        ("status", "COVER_OPEN"),
-        ("fault", "COVER_OPEN: shoe cover is open"),
-    ]
-    assert kinds("STATE COVER_OPEN", 3) == [("status", "COVER_OPEN")]  # answer to STATUS?: no second fault
-    assert kinds("STATE READY", 4) == [("status", "READY"), ("cleared", "READY")]
-    assert kinds("STATE READY", 5) == [("status", "READY")]
-    assert kinds("FAULT F03 JAM", 6) == [("fault", "F03: JAM")]
-    assert kinds("STATE FAULT", 7) == [("status", "FAULT")]  # the F03 fault is already reported
-    assert kinds("STATE EMPTY", 8) == [("status", "EMPTY")]  # not operational yet
-    assert kinds("STATE LOCKED", 9) == [("status", "LOCKED"), ("cleared", "LOCKED")]
-    assert kinds("STATE FAULT", 10) == [("status", "FAULT"), ("fault", "FAULT: shoe reports a fault")]
-    assert kinds("STATE READY", 11) == [("status", "READY"), ("cleared", "READY")]
-    assert sent_lines(shoe) == []  # STATE/FAULT carry no seq: nothing to ACK
-
-
-@pytest.mark.parametrize(
-    ("data", "reason"),
-    [
-        (b"CARD 0042 TH*2E\r\n", "bad checksum"),
-        (b"CARD 0042 TH\r\n", "missing checksum"),
-        (line("DEAL 0042 TH"), "unknown message"),
-        (line("CARD 42 TH"), "malformed fields"),
-        (line("STATE SLEEPING"), "malformed fields"),
-        *GARBAGE_LINES,
-    ],
-)
-def test_bad_lines_are_counted_never_interpreted(data: bytes, reason: str) -> None:
-    shoe = connected_shoe()
-    shoe.data_received(line("HB 0"), 0.1)
-    assert_counted_not_read(shoe, data, reason)
-    # and the next good line is read normally
-    assert [type(r) for r in shoe.data_received(line("CARD 0001 2S"), 1.1)] == [CardSeen]
-
-
 def test_watchdog_offline_after_3_s_of_silence_and_online_on_next_line() -> None:
     shoe = connected_shoe(100.0)
     shoe.data_received(line("HELLO S 1 X"), 100.2)
@@ -267,27 +197,7 @@ def test_no_watchdog_while_disconnected() -> None:
     assert shoe.tick(10.0) == []
 
 
-def test_commands() -> None:
-    shoe = connected_shoe()
-    for name, body in [("lock", "LOCK"), ("unlock", "UNLOCK"), ("status", "STATUS?")]:
-        assert shoe.command(DeviceCommand(name), 1.0) == []
-        assert sent_lines(shoe) == [body]
-    with pytest.raises(UnknownDeviceCommand, match="shuffle"):
-        shoe.command(DeviceCommand("shuffle"), 1.0)
-    assert shoe.data_to_send() == b""
-
-
 # --- property tests ----------------------------------------------------------------------------------
-
-
-@settings(max_examples=300, deadline=None)
-@given(data=st.binary(max_size=3000), cuts=st.lists(st.integers(min_value=0), max_size=30))
-def test_arbitrary_bytes_never_raise(data: bytes, cuts: list[int]) -> None:
-    shoe = connected_shoe()
-    for reading in readings_in_pieces(shoe, data, cuts):
-        if isinstance(reading, CardSeen):  # only a valid, checksummed card line can produce a card
-            assert reading.code[0] in RANKS and reading.code[1] in SUITS
-    assert shoe.stats.bytes_received == len(data)
 
 
 codes = st.builds(lambda r, s: r + s, st.sampled_from(RANKS), st.sampled_from(SUITS))

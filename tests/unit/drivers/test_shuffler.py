@@ -1,4 +1,9 @@
-"""The `shuffler-line` driver: message table, host session, simulated shuffler, and both on a real pty.
+"""The `shuffler-line` driver, what only the shuffler does: its host session's readings, and the
+simulated shuffler against it (both on a real pty in the integration tests).
+
+What every line device does (the message table, host messages, STATUS? then HELLO, states and faults, bad
+lines, commands, arbitrary bytes) is checked with the shoe's and the other device's in
+`test_line_devices.py`.
 
 Checksums are computed by the tests (`controller.testing.line_wire.frame`), not taken from the code under
 test.
@@ -7,14 +12,12 @@ Its unit tests; the integration ones are in `tests/integration/test_shuffler.py`
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
-from hypothesis import example, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from controller.testing import line_wire
-from controller.testing.line_wire import LineWire, bodies, chunked, frame, line_noise, raw, sent
+from controller.testing.line_wire import LineWire, chunked, frame, line_noise, raw, sent
 from drivers.readings import (
     DeviceFault,
     DeviceFaultCleared,
@@ -24,62 +27,17 @@ from drivers.readings import (
     ShuffleDone,
     ShuffleFailed,
 )
-from drivers.registry import session_class, simulator_class
-from drivers.session import DeviceCommand, UnknownDeviceCommand
+from drivers.session import DeviceCommand
 from drivers.shuffler.protocol import (
-    Abort,
-    Ack,
-    Done,
     Err,
-    Heartbeat,
-    Hello,
-    ParseFailure,
-    Reset,
-    Shuffle,
-    State,
-    StatusQuery,
-    parse_device_message,
-    parse_host_message,
 )
 from drivers.shuffler.session import ShufflerSession
-from drivers.shuffler.simulator import ShufflerDevice, ShufflerFaults, ShufflerSimulator
+from drivers.shuffler.simulator import ShufflerDevice, ShufflerFaults
 
 pytestmark = pytest.mark.unit
 
-MALFORMED = ParseFailure("malformed fields")
-UNKNOWN = ParseFailure("unknown message")
-
 
 # --- the message table ---------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("body", "message"),
-    [
-        ("STATE IDLE", State("IDLE")),
-        ("STATE LOADING", State("LOADING")),
-        ("STATE SHUFFLING", State("SHUFFLING")),
-        ("STATE READY", State("READY")),
-        ("STATE DOOR_OPEN", State("DOOR_OPEN")),
-        ("STATE ERROR", State("ERROR")),
-        ("DONE 0001 S-17 8 416", Done(1, "S-17", 8, 416)),
-        ("DONE 9999 42 1 51", Done(9999, "42", 1, 51)),
-        ("DONE 0003 r1 1 0", Done(3, "r1", 1, 0)),
-        ("ERR 0004 E01 JAM", Err(4, "E01", "JAM")),
-        ("ERR 0005 E02 COUNT_MISMATCH 416 415", Err(5, "E02", "COUNT_MISMATCH 416 415", 416, 415)),
-        ("ERR 0006 E03 DOOR_OPEN", Err(6, "E03", "DOOR_OPEN")),
-        ("ERR 0007 E04 INPUT_EMPTY", Err(7, "E04", "INPUT_EMPTY")),
-        ("ERR 0008 E05 MOTOR", Err(8, "E05", "MOTOR")),
-        ("ERR 0009 E77 GRIPPER STUCK OPEN", Err(9, "E77", "GRIPPER STUCK OPEN")),
-        # an E02 whose counts cannot be read is still an error (reported), just without the counts
-        ("ERR 0010 E02 COUNT_MISMATCH 416 many", Err(10, "E02", "COUNT_MISMATCH 416 many")),
-        ("ERR 0011 E02 COUNT_MISMATCH", Err(11, "E02", "COUNT_MISMATCH")),
-        ("HB 12", Heartbeat(12)),
-        ("HELLO SHUF-X 3.2 SN9", Hello("SHUF-X", "3.2", "SN9")),
-    ],
-)
-def test_parse_device_messages(body: str, message: object) -> None:
-    assert parse_device_message(body) == message
 
 
 def test_count_fields_validity() -> None:
@@ -89,102 +47,11 @@ def test_count_fields_validity() -> None:
     assert Err.count_mismatch(3, 52, 51) == Err(3, "E02", "COUNT_MISMATCH 52 51", 52, 51)
 
 
-@pytest.mark.parametrize(
-    ("body", "failure"),
-    [
-        ("STATE", MALFORMED),
-        ("STATE BUSY", MALFORMED),
-        ("STATE IDLE IDLE", MALFORMED),
-        ("DONE 1 S1 8 416", MALFORMED),
-        ("DONE 0001 S1 8", MALFORMED),
-        ("DONE 0001 S1 8 416 1", MALFORMED),
-        ("DONE 0001 S1 0 0", MALFORMED),  # zero decks is no shuffle
-        ("DONE 0001 S1 eight 416", MALFORMED),
-        ("DONE 0001 S1 8 41x", MALFORMED),
-        ("DONE 0001 S1 8 -416", MALFORMED),
-        ("DONE 0001 S1 100 5200", MALFORMED),
-        ("DONE 0001 S1 8 10000", MALFORMED),
-        ("DONE 0001 " + "X" * 33 + " 8 416", MALFORMED),
-        ("DONE  0001 S1 8 416", MALFORMED),
-        ("DONE 0001 S1 8 416 ", MALFORMED),
-        ("ERR 0001 E01", MALFORMED),
-        ("ERR 01 E01 JAM", MALFORMED),
-        ("ERR", MALFORMED),
-        ("HB x", MALFORMED),
-        ("HELLO A B", MALFORMED),
-        ("SHUFFLED 0001 S1 8 416", UNKNOWN),
-        ("done 0001 S1 8 416", UNKNOWN),
-        ("ACK 0001", UNKNOWN),  # a host message coming from the device
-        ("SHUFFLE S1 8", UNKNOWN),
-    ],
-)
-def test_malformed_device_messages(body: str, failure: ParseFailure) -> None:
-    assert parse_device_message(body) == failure
-
-
-def test_encodings_are_exact_and_round_trip() -> None:
-    assert Done(1, "S-17", 8, 416).encode() == frame("DONE 0001 S-17 8 416")
-    assert Err.count_mismatch(12, 416, 415).encode() == frame("ERR 0012 E02 COUNT_MISMATCH 416 415")
-    assert Err(4, "E01", "JAM").encode() == frame("ERR 0004 E01 JAM")
-    assert State("READY").encode() == frame("STATE READY")
-    # one checksum spelled out: the XOR of the bytes of "RESET"
-    assert Reset().encode() == b"RESET*%02X\r\n" % (ord("R") ^ ord("E") ^ ord("S") ^ ord("E") ^ ord("T"))
-    messages: list[Any] = [
-        Done(1, "a", 1, 52),
-        Err(2, "E05", "MOTOR"),
-        Err.count_mismatch(3, 104, 103),
-        State("DOOR_OPEN"),
-        Heartbeat(0),
-        Hello("M", "F", "S"),
-    ]
-    for message in messages:
-        [body] = bodies(message.encode())
-        assert parse_device_message(body) == message
-
-
-def test_host_messages() -> None:
-    assert parse_host_message("ACK 0042") == Ack(42)
-    assert parse_host_message("SHUFFLE S-1 8") == Shuffle("S-1", 8)
-    assert parse_host_message("ABORT") == Abort()
-    assert parse_host_message("RESET") == Reset()
-    assert parse_host_message("STATUS?") == StatusQuery()
-    for bad in ["SHUFFLE S-1", "SHUFFLE S-1 0", "SHUFFLE S-1 x", "SHUFFLE S-1 8 1", "ACK 42", "SHUFFLE  S 1"]:
-        assert parse_host_message(bad) == MALFORMED, bad
-    assert parse_host_message("LOCK") == UNKNOWN
-    assert Shuffle("S-1", 8).encode() == frame("SHUFFLE S-1 8")
-    assert Abort().encode() == frame("ABORT")
-    assert StatusQuery().encode() == frame("STATUS?")
-    for shuffle_id, decks in [("", 1), ("a b", 1), ("a*b", 1), ("x" * 33, 1), ("S", 0), ("S", 100)]:
-        with pytest.raises(ValueError):
-            Shuffle(shuffle_id, decks).encode()
-
-
-@settings(max_examples=300, deadline=None)
-@given(body=st.text(max_size=80))
-@example(body="HB " + "1" * 5000)  # past int()'s 4,300 digits: refused, never raised
-def test_parsers_never_raise(body: str) -> None:
-    result = parse_device_message(body)
-    if isinstance(result, Done):
-        assert result.decks >= 1 and 0 <= result.cards <= 9999
-    parse_host_message(body)
-
-
 # --- the host session, sans-IO ---------------------------------------------------------------------------
 
 
 def connected(now: float = 0.0) -> ShufflerSession:
     return line_wire.hello_received(ShufflerSession("shuffler1"), "SIMSHUF 1.0.0 SIM0002", now)
-
-
-def test_registry_knows_the_shuffler() -> None:
-    assert session_class("shuffler-line") is ShufflerSession
-    assert simulator_class("shuffler-line") is ShufflerSimulator
-
-
-def test_connection_made_asks_for_status_and_hello_brings_online() -> None:
-    session = ShufflerSession("shuffler1")
-    assert session.protocol == "shuffler-line"
-    line_wire.assert_asks_status_then_online_on_hello(session, "shuffler1", "SIMSHUF 1.0.0 SIM0002", 5.0, 5.1)
 
 
 def test_done_with_the_right_count_is_a_usable_deck_once_and_every_copy_is_acked() -> None:
@@ -304,108 +171,13 @@ def test_errors_are_failures_and_faults(code: str, text: str) -> None:
     assert sent(session) == ["ACK 0004"]
 
 
-def test_states_faults_and_clearing() -> None:
+def test_an_abort_forgets_the_requested_shuffle() -> None:
     session = connected()
-
-    def kinds(body: str, now: float) -> list[tuple[str, str]]:
-        out = []
-        for reading in session.data_received(frame(body), now):
-            assert reading.raw == raw(body)
-            if isinstance(reading, DeviceStatus):
-                out.append(("status", reading.state))
-            elif isinstance(reading, DeviceFault):
-                out.append(("fault", f"{reading.code}: {reading.reason}"))
-            elif isinstance(reading, DeviceFaultCleared):
-                out.append(("cleared", reading.detail))
-            elif isinstance(reading, ShuffleFailed):
-                out.append(("failed", reading.code))
-            else:
-                raise AssertionError(reading)
-        return out
-
-    assert kinds("STATE IDLE", 1) == [("status", "IDLE")]
-    assert kinds("STATE LOADING", 2) == [("status", "LOADING")]
-    assert kinds("STATE SHUFFLING", 3) == [("status", "SHUFFLING")]
-    assert kinds("ERR 0001 E03 DOOR_OPEN", 4) == [("failed", "E03"), ("fault", "E03: DOOR_OPEN")]
-    assert kinds("STATE DOOR_OPEN", 5) == [("status", "DOOR_OPEN")]  # the same fault, once
-    assert kinds("STATE ERROR", 6) == [("status", "ERROR")]  # door closed, error still to reset
-    assert kinds("STATE LOADING", 7) == [("status", "LOADING"), ("cleared", "LOADING")]
-    assert kinds("STATE DOOR_OPEN", 8) == [
-        ("status", "DOOR_OPEN"),
-        ("fault", "DOOR_OPEN: shuffler door is open"),
-    ]
-    assert kinds("STATE DOOR_OPEN", 9) == [("status", "DOOR_OPEN")]  # answer to STATUS?: no second fault
-    assert kinds("STATE READY", 10) == [("status", "READY"), ("cleared", "READY")]
-    assert kinds("STATE ERROR", 11) == [("status", "ERROR"), ("fault", "ERROR: shuffler reports an error")]
-    assert kinds("STATE DOOR_OPEN", 12) == [
-        ("status", "DOOR_OPEN"),
-        ("fault", "DOOR_OPEN: shuffler door is open"),  # a new fault on top of the error
-    ]
-    assert kinds("STATE IDLE", 13) == [("status", "IDLE"), ("cleared", "IDLE")]
-    assert sent(session) == ["ACK 0001"]  # STATE carries no seq: nothing else to ACK
-
-
-@pytest.mark.parametrize(
-    ("data", "reason"),
-    [
-        (b"DONE 0001 S1 8 416*00\r\n", "bad checksum"),
-        (b"DONE 0001 S1 8 416*5g\r\n", "bad checksum"),
-        (b"DONE 0001 S1 8 416\r\n", "missing checksum"),
-        (frame("FINISHED 0001 S1 8 416"), "unknown message"),
-        (frame("DONE 0001 S1 8 4l6"), "malformed fields"),
-        (frame("DONE 1 S1 8 416"), "malformed fields"),
-        (frame("ERR 0001 E01"), "malformed fields"),
-        (frame("STATE JAMMED"), "malformed fields"),
-        *line_wire.GARBAGE_LINES,
-    ],
-)
-def test_bad_lines_are_counted_never_interpreted(data: bytes, reason: str) -> None:
-    session = connected()
-    line_wire.assert_counted_not_read(session, data, reason)
-    assert [type(r) for r in session.data_received(frame("DONE 0002 S1 1 52"), 1.1)] == [ShuffleDone]
-
-
-def test_commands() -> None:
-    session = connected()
-    for command, body in [
-        (DeviceCommand("shuffle", {"shuffle_id": "S-9", "decks": 1}), "SHUFFLE S-9 1"),
-        (DeviceCommand("shuffle", {"shuffle_id": 12, "decks": 8}), "SHUFFLE 12 8"),
-        (DeviceCommand("shuffle", {"decks": 1}), "SHUFFLE 1000 1"),  # no id: the time in ms
-        (DeviceCommand("abort"), "ABORT"),
-        (DeviceCommand("reset"), "RESET"),
-        (DeviceCommand("status"), "STATUS?"),
-    ]:
-        assert session.command(command, 1.0) == []
-        assert sent(session) == [body]
-    assert session.requested_shuffle is None  # the abort forgot the shuffle
-    bad_args: list[dict[str, Any]] = [
-        {"shuffle_id": "S 1", "decks": 1},
-        {"shuffle_id": "S*1", "decks": 1},
-        {"shuffle_id": "", "decks": 1},
-        {"shuffle_id": True, "decks": 1},
-        {"shuffle_id": "S", "decks": 0},
-        {"shuffle_id": "S", "decks": 100},
-        {"shuffle_id": "S", "decks": True},
-        {"shuffle_id": "S", "decks": "8"},
-        {"shuffle_id": "S"},
-    ]
-    for args in bad_args:
-        with pytest.raises(UnknownDeviceCommand):
-            session.command(DeviceCommand("shuffle", args), 1.0)
-    with pytest.raises(UnknownDeviceCommand, match="lock"):
-        session.command(DeviceCommand("lock"), 1.0)
-    assert session.data_to_send() == b""
-
-
-@settings(max_examples=300, deadline=None)
-@given(data=st.binary(max_size=3000), cuts=st.lists(st.integers(min_value=0), max_size=30))
-def test_arbitrary_bytes_never_raise(data: bytes, cuts: list[int]) -> None:
-    session = ShufflerSession("shuffler1")
-    session.connection_made(0.0)
-    for reading in line_wire.readings_in_pieces(session, data, cuts):
-        if isinstance(reading, ShuffleDone):  # only a checksummed DONE with the right count
-            assert reading.cards == reading.decks * 52
-    assert session.stats.bytes_received == len(data)
+    session.command(DeviceCommand("shuffle", {"shuffle_id": "S-9", "decks": 1}), 1.0)
+    assert session.requested_shuffle is not None
+    session.command(DeviceCommand("abort"), 1.0)
+    assert sent(session) == ["SHUFFLE S-9 1", "ABORT"]
+    assert session.requested_shuffle is None
 
 
 @settings(max_examples=200, deadline=None)
@@ -624,14 +396,3 @@ def test_simulated_shuffles_through_spoiled_lines_come_out_exactly_once() -> Non
     assert done and miscounted and len(failed) > len(miscounted)  # every path was taken
     line_wire.assert_only_spoiled_lines_rejected(wire.session, device)
     assert not wire.of(DeviceOffline)
-
-
-@settings(max_examples=200, deadline=None)
-@given(data=st.binary(max_size=2000), cuts=st.lists(st.integers(min_value=0), max_size=20))
-def test_the_simulated_shuffler_survives_any_host_bytes(data: bytes, cuts: list[int]) -> None:
-    device = ShufflerDevice(speed=100.0)
-    device.connected(0.0)
-    assert device.load(52, 0.0)
-    # the line end resynchronises the shuffler after whatever garbage came before the SHUFFLE
-    line_wire.feed_in_pieces(device, data + b"\n" + frame("SHUFFLE Z 1"), cuts)
-    assert [(record.shuffle_id, record.outcome) for record in device.shuffles] == [("Z", "done")]
