@@ -1,12 +1,14 @@
 """How the card-game flow tests drive a flow: the way the runtime does, the clock moving only when the test
-says so. Each test module's `Table` dataclass holds `flow`, `now` and `seq` and adds its game's own steps.
-Also what those tests read a flow's output and state with."""
+says so. Each test module's `Table` dataclass holds `flow`, `now` and `seq` and adds its game's own steps;
+`CardFlowTable` is that dataclass for a game whose table is built from its settings alone. Also what those
+tests read a flow's output and state with."""
 
 from __future__ import annotations
 
 import json
 import pickle
-from typing import Any, TypeVar
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
@@ -16,6 +18,11 @@ from drivers.readings import CardSeen, CardUnread, Reading, ShuffleDone, Shuffle
 from drivers.session import DeviceCommand
 
 ResultT = TypeVar("ResultT", bound=BaseModel)
+SettingsT = TypeVar("SettingsT")
+FlowT = TypeVar("FlowT", bound=GameFlow)
+
+#: the flow tests' clock starts here (epoch seconds)
+T0 = 1_700_000_000.0
 
 LOCK = DeviceRequest("shoe", DeviceCommand("lock"))
 UNLOCK = DeviceRequest("shoe", DeviceCommand("unlock"))
@@ -149,6 +156,25 @@ class DrivesCardFlow:
             actual=counts.get("actual"),
         )
         return self.read(failed)
+
+
+@dataclass
+class CardFlowTable(DrivesCardFlow, Generic[SettingsT, FlowT]):
+    """A card game's flow as its flow tests start it: `Table(settings)` builds the flow from the settings
+    (`make_flow`), the clock at `T0` and the shoe's seq at 0. A game's test module subclasses it with its
+    settings' default (`settings: XSettings = field(default_factory=XSettings)`), `make_flow`, and the
+    game's own steps."""
+
+    settings: SettingsT
+    now: float = T0
+    seq: int = 0
+    flow: FlowT = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.flow = self.make_flow(self.settings)
+
+    def make_flow(self, settings: SettingsT) -> FlowT:
+        raise NotImplementedError(f"{type(self).__name__} builds its game's flow in make_flow")
 
 
 def held(out: FlowOutput, *, alone: bool = True) -> dict[str, Any]:

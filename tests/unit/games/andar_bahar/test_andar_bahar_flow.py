@@ -27,7 +27,7 @@ from controller.testing.card_table import (
     ALL_CODES,
     LOCK,
     UNLOCK,
-    DrivesCardFlow,
+    CardFlowTable,
     dealt_positions,
     event_types,
     held,
@@ -39,7 +39,6 @@ from drivers.session import DeviceCommand
 pytestmark = pytest.mark.unit
 
 TABLE = "ab1"
-T0 = 1_700_000_000.0
 
 
 def shuffle_request(shuffle_id: str) -> DeviceRequest:
@@ -55,14 +54,11 @@ def cards(*codes: str) -> list[Card]:
 
 
 @dataclass
-class Table(DrivesCardFlow):
+class Table(CardFlowTable[AndarBaharSettings, AndarBaharFlow]):
     settings: AndarBaharSettings = field(default_factory=AndarBaharSettings)
-    now: float = T0
-    flow: AndarBaharFlow = field(init=False)
-    seq: int = 0
 
-    def __post_init__(self) -> None:
-        self.flow = AndarBaharFlow(TABLE, self.settings)
+    def make_flow(self, settings: AndarBaharSettings) -> AndarBaharFlow:
+        return AndarBaharFlow(TABLE, settings)
 
     def manual(self, code: str) -> FlowOutput:
         return self.flow.on_command(ManualCard(card=code, by="panel"), self.now)

@@ -26,7 +26,7 @@ from controller.testing.card_table import (
     ALL_CODES,
     LOCK,
     UNLOCK,
-    DrivesCardFlow,
+    CardFlowTable,
     dealt_positions,
     event_types,
     held,
@@ -44,14 +44,11 @@ def validated_results(out: FlowOutput) -> list[BaccaratResult]:
 
 
 @dataclass
-class Table(DrivesCardFlow):
+class Table(CardFlowTable[BaccaratSettings, BaccaratFlow]):
     settings: BaccaratSettings = field(default_factory=BaccaratSettings)
-    now: float = 1_700_000_000.0
-    flow: BaccaratFlow = field(init=False)
-    seq: int = 0
 
-    def __post_init__(self) -> None:
-        self.flow = BaccaratFlow(TABLE, self.settings)
+    def make_flow(self, settings: BaccaratSettings) -> BaccaratFlow:
+        return BaccaratFlow(TABLE, settings)
 
     def cut(self) -> FlowOutput:
         return self.read(CutCardSeen(device="shoe", time=self.now, raw="CUT 99", ref="99"))

@@ -29,8 +29,9 @@ from controller.testing import card_table
 from controller.testing.card_table import (
     ALL_CODES,
     LOCK,
+    T0,
     UNLOCK,
-    DrivesCardFlow,
+    CardFlowTable,
     dealt_positions,
     event_types,
     held,
@@ -41,7 +42,6 @@ from drivers.readings import CardSeen, CutCardSeen, DeviceOnline
 pytestmark = pytest.mark.unit
 
 TABLE = "stud1"
-T0 = 1_700_000_000.0
 
 
 def validated_results(out: FlowOutput) -> list[StudResult]:
@@ -58,14 +58,11 @@ def value_of(codes: str) -> tuple[str, list[int]]:
 
 
 @dataclass
-class Table(DrivesCardFlow):
+class Table(CardFlowTable[StudSettings, StudFlow]):
     settings: StudSettings = field(default_factory=StudSettings)
-    now: float = T0
-    flow: StudFlow = field(init=False)
-    seq: int = 0
 
-    def __post_init__(self) -> None:
-        self.flow = StudFlow(TABLE, self.settings)
+    def make_flow(self, settings: StudSettings) -> StudFlow:
+        return StudFlow(TABLE, settings)
 
     def manual(self, code: str) -> FlowOutput:
         return self.flow.on_command(ManualCard(card=code), self.now)
