@@ -1,7 +1,8 @@
 """Shared fixtures. `mosquitto`: a real broker per test (skipped locally, failed in CI, if not installed).
 
-Every test is marked with its kind, exactly one of `KINDS` (`pytestmark` in its module, or on the test where a
-module mixes kinds): collection fails otherwise, so `-m unit` never silently misses or mislabels one."""
+Every test is marked with its kind, exactly one of `KINDS` (its module's `pytestmark`, or on the test), and
+lives in that kind's folder (`tests/unit/`, `tests/integration/`, `tests/e2e/`): collection fails otherwise,
+so `-m unit` never silently misses or mislabels one, and a test in `tests/unit/` cannot be an e2e test."""
 
 from __future__ import annotations
 
@@ -26,17 +27,30 @@ def mosquitto(tmp_path: Path) -> Iterator[MosquittoBroker]:
 
 IN_CI = os.environ.get("CI") == "true"
 KINDS = ("unit", "integration", "e2e")
+TESTS = Path(__file__).resolve().parent
+
+
+def folder_of(item: pytest.Item) -> str:
+    """The folder of tests/ the item's module is in, as `tests/<folder>/`."""
+    try:
+        relative = item.path.resolve().relative_to(TESTS)
+    except ValueError:
+        return f"{item.path}, outside tests/"
+    return f"tests/{relative.parts[0]}/" if len(relative.parts) > 1 else "tests/"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     wrong = []
     for item in items:
-        kinds = {mark.name for mark in item.iter_markers() if mark.name in KINDS}
-        if len(kinds) != 1:
-            wrong.append(f"{item.nodeid}: {sorted(kinds) or 'no kind'}")
+        kinds = sorted(mark.name for mark in item.iter_markers() if mark.name in KINDS)
+        if len(set(kinds)) != 1:
+            wrong.append(f"{item.nodeid}: {kinds or 'no kind'}")
+        elif folder_of(item) != f"tests/{kinds[0]}/":
+            wrong.append(f"{item.nodeid}: marked {kinds[0]}, but in {folder_of(item)}")
     if wrong:
         raise pytest.UsageError(
-            f"each test needs exactly one of the marks {', '.join(KINDS)}:\n" + "\n".join(wrong)
+            f"each test needs exactly one of the marks {', '.join(KINDS)}, and lives in that kind's folder"
+            " (tests/unit/, tests/integration/ or tests/e2e/):\n" + "\n".join(wrong)
         )
 
 
