@@ -17,9 +17,10 @@ Faults, one at a time at random moments, each followed by the recovery a studio 
   journal commit that took the shoe online (a hook in its process: `RESTART_HOOK`), then started again.
   Committed in two transactions (the shoe online, then its card), that instant lost the card behind an ACK;
 - `disk_full`: the data directory is a small tmpfs (mounted by the campaign; needs the right to mount, else
-  this kind is not injected and the in-process test `tests/test_ack_promise.py` is what covers it); the
-  campaign truncates the journal's WAL (a checkpoint, as any reader may do) and fills the file system, so the
-  service's next commit really fails with ENOSPC; it must fail-stop, and is restarted once space is freed.
+  this kind is not injected and the in-process test `tests/integration/test_ack_promise.py` is what covers
+  it); the campaign truncates the journal's WAL (a checkpoint, as any reader may do) and fills the file
+  system, so the service's next commit really fails with ENOSPC; it must fail-stop, and is restarted once
+  space is freed.
 
 The virtual dealer draws exactly the cards each round takes (it knows punto banco, from the independent
 reference) and only while the shoe's gate is open; the virtual supervisor resumes every paused round
@@ -37,7 +38,7 @@ Checks, from the journal file, the subscriber's record and what the shoe dealt a
   supervisor's resume.
 
 Reports restart-to-online and resume times (p50/p99), writes `bench/results/chaos.json` and prints
-a Markdown table. `python bench/chaos.py --faults 1000 --seed 7`; `tests/test_chaos_short.py` runs a short
+a Markdown table. `python bench/chaos.py --faults 1000 --seed 7`; `tests/e2e/test_chaos_short.py` runs a short
 one.
 """
 

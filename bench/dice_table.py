@@ -61,7 +61,7 @@ from calibration.dice import (
 from drivers.dice.reader import AcceptedDice, DiceCalibration, DiceReader, DiceRefusal
 from drivers.dice.synthetic import DiceScene, random_scene, render
 
-if __package__:  # imported as `bench.dice_table` (tests/test_dice_table.py)
+if __package__:  # imported as `bench.dice_table` (tests/integration/test_dice_table.py)
     from bench import common, dice_accuracy
 else:  # `python bench/dice_table.py`: Python puts bench/ on the path
     import common

@@ -14,9 +14,9 @@ What it adds:
 - `while_connected`: an await that ends as soon as the connection is lost.
 
 It does so through aiomqtt's INTERNALS, which is why `aiomqtt` (and `paho-mqtt`, whose callback API v2 the
-hooks receive) are pinned to a minor release in pyproject.toml, and why tests/test_mqtt_client.py checks
-them against the installed versions: an upgrade that renames or reshapes one fails there, loudly, before it
-fails a table. It relies on:
+hooks receive) are pinned to a minor release in pyproject.toml, and why tests/unit/core/test_mqtt_client.py
+checks them against the installed versions: an upgrade that renames or reshapes one fails there, loudly,
+before it fails a table. It relies on:
 
 - the methods aiomqtt registers as paho's callbacks in `aiomqtt.Client.__init__`, overridden here and each
   calling aiomqtt's own: `_on_connect(client, userdata, flags, reason_code, properties=None)` (paho's

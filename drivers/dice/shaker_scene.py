@@ -9,8 +9,8 @@ touching, or one die stacked on another. Such a rest must be shaken again; the r
 Pure drawing with OpenCV and numpy; the same cycle always gives the same picture (the layout is seeded by the
 cycle id), so frames of one rest differ only by the source's sensor noise.
 
-`CALIBRATION_FILE` is the reader's calibration for this renderer's dice, committed
-(`python -m calibration.shaker_scene` fits and writes it again); `tests/test_sicbo_table.py` plays rounds with
+`CALIBRATION_FILE` is the reader's calibration for this renderer's dice, committed (`python -m
+calibration.shaker_scene` fits and writes it again); `tests/integration/test_sicbo_table.py` plays rounds with
 it on this renderer's dice.
 """
 

@@ -1,5 +1,6 @@
-"""The supervisor's console with a studio of simulated tables (`tests/studio_sim.py`: retained status, state
-and devices, and baccarat rounds at a table's pace) on a real Mosquitto, in a real headless Chromium.
+"""The supervisor's console with a studio of simulated tables (`controller/testing/studio_sim.py`: retained
+status, state and devices, and baccarat rounds at a table's pace) on a real Mosquitto, in a real headless
+Chromium.
 
 200 tables at once; a paused and an offline table come first within a second; tables come and go; the
 broker restarts (and loses its retained messages) and the console re-reads what is there, forgetting what is

@@ -1,9 +1,10 @@
-"""The settlement functions the `round.result` contract is proved with (tests/test_settlement_contract.py, and
-tests/test_sicbo_settlement.py for sic bo's 216 outcomes): one per bet the game pages name, registered by game
-in `SETTLEMENTS`. Each takes a `round.result` event's `data` as a subscriber receives it (JSON) and the bet as
-placed (`Bet`), and returns the net win per unit staked as an exact fraction (sic bo: whether the bet wins, a
-single number how many dice show it). They read nothing but the result: written without asking the
-controller anything. Where a game's rules give no payout, the assumption is said."""
+"""The settlement functions the `round.result` contract is proved with
+(tests/unit/games/test_settlement_contract.py, and tests/unit/games/sicbo/test_sicbo_settlement.py for sic
+bo's 216 outcomes): one per bet the game pages name, registered by game in `SETTLEMENTS`. Each takes a
+`round.result` event's `data` as a subscriber receives it (JSON) and the bet as placed (`Bet`), and returns
+the net win per unit staked as an exact fraction (sic bo: whether the bet wins, a single number how many dice
+show it). They read nothing but the result: written without asking the controller anything. Where a game's
+rules give no payout, the assumption is said."""
 
 from __future__ import annotations
 
@@ -372,8 +373,8 @@ def poker_trio(result: Result, bet: Bet) -> Fraction:
 # --- sic bo (docs/games/sicbo.md) -------------------------------------------------------------------------
 # The rules give no payouts: these settle to whether the bet wins (a single number: how many dice show it,
 # which sets its payout). Checked against the dice for all 216 outcomes, each played through the flow, in
-# tests/test_sicbo_settlement.py. Bets on a value name it in `bet.params["value"]`, a total in
-# `bet.params["total"]`, a two-dice combination its two values in `bet.params["values"]`.
+# tests/unit/games/sicbo/test_sicbo_settlement.py. Bets on a value name it in `bet.params["value"]`, a total
+# in `bet.params["total"]`, a two-dice combination its two values in `bet.params["values"]`.
 
 
 def sicbo_big(result: Result, bet: Bet) -> bool:

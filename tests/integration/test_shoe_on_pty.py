@@ -10,7 +10,7 @@ One suite, parametrised by the `shoe_link` fixture (the idea of python-can's bac
   running the tests (the prompts bypass pytest's output capture, no `-s` needed). The card codes are then
   unknown, so those tests check counts, uniqueness and ACKs instead of codes. Waiting times are long enough
   for a person (`RealShoeLink.reading_timeout`, `quiet_period`). Example:
-  `TABLECTL_REAL_SHOE_URL=/dev/ttyACM0 python -m pytest tests/test_shoe_on_pty.py -k real`.
+  `TABLECTL_REAL_SHOE_URL=/dev/ttyACM0 python -m pytest tests/integration/test_shoe_on_pty.py -k real`.
 
 Nothing is skipped in either mode.
 """

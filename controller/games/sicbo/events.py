@@ -12,7 +12,8 @@ DieValue = Annotated[int, Field(ge=1, le=6)]
 
 
 class SicBoResult(RoundResult):
-    """Three dice. Every sic bo bet settles from these fields alone (tests/test_sicbo_settlement.py)."""
+    """Three dice. Every sic bo bet settles from these fields alone
+    (tests/unit/games/sicbo/test_sicbo_settlement.py)."""
 
     game: Literal["sicbo"] = "sicbo"
     round_id: str

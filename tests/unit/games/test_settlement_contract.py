@@ -1,11 +1,11 @@
 """The `round.result` contract is complete: every bet the game pages name (docs/games) settles from the
 result's data alone.
 
-A small settlement function per bet, registered by game (`SETTLEMENTS`, in tests/settlement.py), takes the
-`round.result` event's `data` exactly as a subscriber receives it (JSON, through `json.loads`) and the bet as
-the player placed it (`Bet`: its name and the player's own choices, which are the rules engine's and never in
-a result). It returns the net win per unit staked as an exact fraction: 11 for 11:1, -1 for a lost bet, 0 for
-a push or a void.
+A small settlement function per bet, registered by game (`SETTLEMENTS`, in tests/helpers/settlement.py), takes
+the `round.result` event's `data` exactly as a subscriber receives it (JSON, through `json.loads`) and the bet
+as the player placed it (`Bet`: its name and the player's own choices, which are the rules engine's and never
+in a result). It returns the net win per unit staked as an exact fraction: 11 for 11:1, -1 for a lost bet, 0
+for a push or a void.
 If a bet could not be settled without asking the controller something, its function could not be written
 there: that is the proof. Payouts are the rules engine's business; they are written there only to show that
 the facts they depend on are in the result. Where a game's rules give no payout, the assumption is said.
@@ -23,11 +23,11 @@ the player's own decisions in `bet.params` (how many of the sequence's cards eac
 surrendered), its side bets from the initial cards, the dealer's up card and bust hand, and `round_in_shoe`
 (a side bet closes after its round of the shoe). A decision the published cards make impossible is refused.
 Sic bo (whose rules, docs/games/sicbo.md, give no payouts) settles to win or lose, a single number to the dice
-showing it; its check over all 216 outcomes is tests/test_sicbo_settlement.py.
+showing it; its check over all 216 outcomes is tests/unit/games/sicbo/test_sicbo_settlement.py.
 
-Adding a game: put its settlement functions in `SETTLEMENTS` (tests/settlement.py) under its game name (the
-result's `game`) and results of its own in a test; `test_every_card_game_has_its_settlements` fails until a
-card game has them.
+Adding a game: put its settlement functions in `SETTLEMENTS` (tests/helpers/settlement.py) under its game name
+(the result's `game`) and results of its own in a test; `test_every_card_game_has_its_settlements` fails until
+a card game has them.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The baccarat flow: dealing order, third-card rules, rejections, re-scans, shoes, timers, voids.
 
 The last test deals whole random shoes (with no-reads, garbage and impossible cards thrown in) through the
-flow and checks every round against the independent model in `tests/baccarat_reference.py`.
+flow and checks every round against the independent model in `controller/testing/baccarat_reference.py`.
 """
 
 from __future__ import annotations
