@@ -6,7 +6,7 @@
   it could not journal, and nothing is ACKed after that; on a real full tmpfs under the subprocess too;
 - a crash after the commit but before the ACK left: the shoe repeats the card, which must not be dealt twice.
 
-Its e2e tests; the unit ones are in `tests/unit/core/test_ack_promise.py`, integration ones are in
+Its e2e tests; the unit ones are in `tests/unit/core/test_ack_promise.py`, the integration ones in
 `tests/integration/test_ack_promise.py`."""
 
 from __future__ import annotations

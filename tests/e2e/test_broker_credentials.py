@@ -1,6 +1,6 @@
-"""The broker password never shows: credentials in the broker URL are refused (they would be printed and
-logged with it) with an error that does not repeat them, and a password sent in clear text over the network
-(mqtt:// to another host) is warned of when the service starts.
+"""The broker password never shows, through `tablectl check-config` and `tablectl run` in their own
+processes: credentials in the broker URL are refused from the file or the environment, a password sent in
+clear text is warned of at start and never logged, and `tls_insecure` is warned of on every start.
 
 Its e2e tests; the unit ones are in `tests/unit/core/test_broker_credentials.py`."""
 

@@ -1,6 +1,7 @@
-"""The CLI's operator errors: one line on stderr, non-zero exit, never a traceback.
+"""The CLI's operator errors through `tablectl run` in its own process: one line on stderr, non-zero exit,
+never a traceback.
 
-Its e2e tests; the unit ones are in `tests/unit/core/test_cli.py`, integration ones are in
+Its e2e tests; the unit ones are in `tests/unit/core/test_cli.py`, the integration ones in
 `tests/integration/test_cli.py`."""
 
 from __future__ import annotations

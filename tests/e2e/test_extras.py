@@ -1,7 +1,7 @@
-"""A plain `pip install .` runs a card or roulette table: OpenCV, numpy (the `camera` extra) and amqtt (the
-`demo` extra) are never imported on those paths. What needs one says so in one line.
+"""A card demo runs without the `camera` extra: `tablectl demo` in its own process needs amqtt but never
+imports OpenCV or numpy.
 
-Its e2e tests; the unit ones are in `tests/unit/core/test_extras.py`, integration ones are in
+Its e2e tests; the unit ones are in `tests/unit/core/test_extras.py`, the integration ones in
 `tests/integration/test_extras.py`."""
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
-"""`/metrics`: a real TableService with a simulated shoe on a pty and a real Mosquitto, scraped over HTTP and
-read back with prometheus-client's own parser; `tablectl run` serving it; the example alert rules and
-Grafana dashboard naming only metrics the service exposes.
+"""`/metrics` from `tablectl run` in its own process, when enabled in its configuration.
 
-Its e2e tests; the unit ones are in `tests/unit/core/test_metrics.py`, integration ones are in
+Its e2e tests; the unit ones are in `tests/unit/core/test_metrics.py`, the integration ones in
 `tests/integration/test_metrics.py`."""
 
 from __future__ import annotations

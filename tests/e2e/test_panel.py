@@ -6,7 +6,7 @@ is exactly: call the supervisor (pause), enter a card by hand, close betting, lo
 is drawn from the same `positions` view (baccarat, andar bahar, stud), and its cards must stay on screen and
 readable on the kiosk's screens (1280x800, 1920x1080), up to stud's 7 hands and the dealer.
 
-Its e2e tests; the unit ones are in `tests/unit/core/test_panel.py`, integration ones are in
+Its e2e tests; the unit ones are in `tests/unit/core/test_panel.py`, the integration ones in
 `tests/integration/test_panel.py`."""
 
 from __future__ import annotations

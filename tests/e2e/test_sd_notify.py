@@ -1,8 +1,8 @@
-"""systemd notifications against a real AF_UNIX datagram socket standing in for systemd: READY, STATUS and
-watchdog pings arrive, the pings stop while the event loop is blocked; and `tablectl run` in its own process
-says READY once it runs, pings, says STOPPING on SIGTERM, and keeps its files to itself (0600 in 0700).
+"""systemd notifications from `tablectl run` in its own process, against a real AF_UNIX datagram socket
+standing in for systemd: READY once it runs, pings, STOPPING on SIGTERM, and its files kept to itself
+(0600 in 0700).
 
-Its e2e tests; the unit ones are in `tests/unit/core/test_sd_notify.py`, integration ones are in
+Its e2e tests; the unit ones are in `tests/unit/core/test_sd_notify.py`, the integration ones in
 `tests/integration/test_sd_notify.py`."""
 
 from __future__ import annotations

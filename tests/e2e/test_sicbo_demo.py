@@ -1,5 +1,5 @@
-"""`tablectl demo --game sicbo`: the simulated shaker, a synthetic camera drawing its dice, whole rounds as
-published; and the panel's frame route, which shows the dealer the frame the dice were read from.
+"""`tablectl demo --game sicbo` in its own process: the simulated shaker, a synthetic camera drawing its
+dice, whole rounds as published.
 
 Its e2e tests; the unit ones are in `tests/unit/games/sicbo/test_sicbo_demo.py`."""
 

@@ -1,7 +1,5 @@
-"""The table's run as the composition root: one TaskGroup for the table's own tasks and the parts run with
-it (`tablectl run`: the panel, the metrics, the systemd watchdog; the demo: its watcher, dealer, ...). A part
-that ends or fails stops the table, its own tasks first, then the parts, then the journal; a part's error is
-the run's, and `tablectl run` says it in one line, as before.
+"""The table's run as the composition root, through `tablectl demo`: a demo whose panel cannot listen plays
+on without it.
 
 Its e2e tests; the integration ones are in `tests/integration/test_table_parts.py`."""
 

@@ -1,12 +1,8 @@
-"""The ACK a card shoe receives is a promise: the card is in the journal. Proved against the real parts.
+"""The ACK a card shoe receives is a promise: the card is in the journal. Here, in process on a real
+journal file: a journal whose disk is full (SQLite fails with SQLITE_FULL) fail-stops the service without
+ACKing the card it could not journal, and the failure is reported as a full disk.
 
-- kill -9 of `tablectl run` at the instant the shoe reads a card's ACK, 20 times: every card the shoe saw
-  ACKed is in the journal file, and the card the shoe was still repeating is dealt by the restarted service;
-- a journal whose disk is full (SQLite fails with SQLITE_FULL) fail-stops the service without ACKing the card
-  it could not journal, and nothing is ACKed after that; on a real full tmpfs under the subprocess too;
-- a crash after the commit but before the ACK left: the shoe repeats the card, which must not be dealt twice.
-
-Its integration tests; the unit ones are in `tests/unit/core/test_ack_promise.py`, e2e ones are in
+Its integration tests; the unit ones are in `tests/unit/core/test_ack_promise.py`, the e2e ones in
 `tests/e2e/test_ack_promise.py`."""
 
 from __future__ import annotations

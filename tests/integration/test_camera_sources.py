@@ -1,5 +1,5 @@
-"""Camera frame sources (drivers.camera.sources): a real OpenCV VideoCapture on a video file, image folders,
-synthetic frames, and picking one from the config's `source` string.
+"""Camera frame sources: importing the camera package does not import OpenCV (checked in a fresh
+interpreter).
 
 Its integration tests; the unit ones are in `tests/unit/drivers/test_camera_sources.py`."""
 

@@ -1,6 +1,6 @@
 """The CLI's operator errors: one line on stderr, non-zero exit, never a traceback.
 
-Its integration tests; the unit ones are in `tests/unit/core/test_cli.py`, e2e ones are in
+Its integration tests; the unit ones are in `tests/unit/core/test_cli.py`, the e2e ones in
 `tests/e2e/test_cli.py`."""
 
 from __future__ import annotations

@@ -1,6 +1,5 @@
-"""The dice reader as the table uses it: calibrated from photos labelled with values only (through the CLI),
-a synthetic suite with every hazard (never a confident misread), the evidence of a reading, refusal reasons,
-stillness over frames, the camera source's renderer, `tablectl dice read`, and the calibration version.
+"""The dice reader as the table uses it, through the tools in their own processes: the table benchmark
+(`bench/dice_table.py`) on a table's own samples and on a bad samples file, and `tablectl dice read`.
 
 Its integration tests; the unit ones are in `tests/unit/drivers/test_dice_table.py`."""
 

@@ -1,7 +1,7 @@
 """A plain `pip install .` runs a card or roulette table: OpenCV, numpy (the `camera` extra) and amqtt (the
 `demo` extra) are never imported on those paths. What needs one says so in one line.
 
-Its integration tests; the unit ones are in `tests/unit/core/test_extras.py`, e2e ones are in
+Its integration tests; the unit ones are in `tests/unit/core/test_extras.py`, the e2e ones in
 `tests/e2e/test_extras.py`."""
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""The USB HID barcode scanner (`hid-barcode`): report decoding, the card session, the pyusb link.
-
-Decoding and the session are pure and tested with reports written out byte by byte in the HID boot-keyboard
-format a keyboard-mode scanner sends (`[modifiers, reserved, key1..key6]`). The link is tested through the
-real `DeviceRunner` against `SimulatedScanner`, the device object a fake `usb.core.find` returns: real
-`usb.core.USBError`s on unplug, the kernel driver detached, the interface claimed through `usb.util`.
+"""The USB HID barcode scanner's pyusb link through the real runner, against a simulated pyusb device: the
+scanner is claimed from the kernel and its cards are read; unplugged it is offline, replugged read again.
 
 Its integration tests; the unit ones are in `tests/unit/drivers/test_hid_barcode.py`."""
 

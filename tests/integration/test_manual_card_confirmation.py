@@ -1,7 +1,5 @@
-"""A card entered by hand after a no-read can need a supervisor's confirmation (`[table]
-manual_card_confirmation = "supervisor"`): the dealer's entry deals nothing until a supervisor's
-`confirm_manual_card` names the same card; the `card.dealt` then carries both identities. The default
-("dealer") is the behaviour that was: dealt at once, published exactly as before.
+"""A card entered by hand after a no-read, confirmed by a supervisor over a real Mosquitto: the `card.dealt`
+names both the dealer who entered it and the supervisor who confirmed it.
 
 Its integration tests; the unit ones are in `tests/unit/core/test_manual_card_confirmation.py`."""
 

@@ -2,7 +2,7 @@
 read back with prometheus-client's own parser; `tablectl run` serving it; the example alert rules and
 Grafana dashboard naming only metrics the service exposes.
 
-Its integration tests; the unit ones are in `tests/unit/core/test_metrics.py`, e2e ones are in
+Its integration tests; the unit ones are in `tests/unit/core/test_metrics.py`, the e2e ones in
 `tests/e2e/test_metrics.py`."""
 
 from __future__ import annotations

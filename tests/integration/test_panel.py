@@ -1,12 +1,7 @@
-"""The dealer's touch panel, end to end: a real TableService with a simulated shoe on a pty and a real
-Mosquitto, the panel served by uvicorn, and a real headless Chromium (Playwright) tapping the screen.
+"""The dealer's touch panel's HTTP API against a real TableService (simulated shoe on a pty, real Mosquitto,
+uvicorn): it refuses the supervisor's commands and bad bodies, and acts as the dealer.
 
-What the dealer sees must follow the table live (Server-Sent Events, no reload), and what the dealer can do
-is exactly: call the supervisor (pause), enter a card by hand, close betting, load a new shoe. Every card game
-is drawn from the same `positions` view (baccarat, andar bahar, stud), and its cards must stay on screen and
-readable on the kiosk's screens (1280x800, 1920x1080), up to stud's 7 hands and the dealer.
-
-Its integration tests; the unit ones are in `tests/unit/core/test_panel.py`, e2e ones are in
+Its integration tests; the unit ones are in `tests/unit/core/test_panel.py`, the e2e ones in
 `tests/e2e/test_panel.py`."""
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
-"""Who may drive the dealer's panel, at the HTTP level: host names (DNS rebinding), Origin, the per-boot page
-token, dealer sign-in with PINs (rate-limited), the identity recorded with each command, and the cap on live
-streams. The app runs in-process (httpx's ASGI transport) against a stand-in for the table service, except
-the stream cap, which needs a real server (uvicorn) and real sockets.
+"""Who may drive the dealer's panel, where it takes a real server (uvicorn) and real sockets: live streams
+are capped and need a signed-in dealer, idle or half-sent connections never keep the dealer out, a deeply
+nested body is a 400 with a reason.
 
 Its integration tests; the unit ones are in `tests/unit/core/test_panel_guard.py`."""
 

@@ -1,6 +1,4 @@
-"""Replay: captured shoe traffic through the live session, runtime and baccarat flow gives exactly the
-rounds a correct dealer produces — judged by the independent punto banco reference, over several whole shoes
-with noise, bad checksums, duplicated lines and no-reads followed by re-scans.
+"""`tablectl replay` in its own process: JSON Lines and raw captures of the same shoe give the same rounds.
 
 Its integration tests; the unit ones are in `tests/unit/games/baccarat/test_replay.py`."""
 

@@ -1,7 +1,6 @@
-"""Every file the table writes has a bound, held with real files on disk: the event archive (age and bytes,
-never the newest file), the rotated captures of all devices together (bytes), the cameras' captures and
-their frames (rotation every N frames, age and bytes, deleted as units), and nothing still needed by an open
-round or an undelivered event; the disk check counts what the table's files take.
+"""Every file the table writes has a bound, held by the housekeeping with real files on disk: the event
+archive (age, then bytes, never the newest file), the cameras' captures and their frames, and every kind of
+file the table writes found.
 
 Its integration tests; the unit ones are in `tests/unit/core/test_retention_bounds.py`."""
 

@@ -1,5 +1,5 @@
-"""`tablectl replay --game roulette --protocol cammegh-ss2`: the vendor's example, and the vendor's timing
-windows running on the capture's own clock.
+"""`tablectl replay --game roulette --protocol cammegh-ss2` in its own process: the vendor's example, as
+raw bytes and as a timed capture with LF line ends, gives exactly one result (25).
 
 Its integration tests; the unit ones are in `tests/unit/games/roulette/test_roulette_replay.py`."""
 

@@ -2,7 +2,7 @@
 watchdog pings arrive, the pings stop while the event loop is blocked; and `tablectl run` in its own process
 says READY once it runs, pings, says STOPPING on SIGTERM, and keeps its files to itself (0600 in 0700).
 
-Its integration tests; the unit ones are in `tests/unit/core/test_sd_notify.py`, e2e ones are in
+Its integration tests; the unit ones are in `tests/unit/core/test_sd_notify.py`, the e2e ones in
 `tests/e2e/test_sd_notify.py`."""
 
 from __future__ import annotations

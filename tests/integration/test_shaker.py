@@ -1,7 +1,5 @@
-"""The `shaker-line` driver: message table, host session, simulated shaker, and both on a real pty.
-
-Checksums are computed by the tests (`controller.testing.line_wire.frame`), not taken from the code under
-test.
+"""The `shaker-line` driver on a real pty: the simulated shaker served on it, read by the host session
+through the real runner (retransmissions, a fault and its recovery, an unplug mid-cycle).
 
 Its integration tests; the unit ones are in `tests/unit/drivers/test_shaker.py`."""
 

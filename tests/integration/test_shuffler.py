@@ -1,7 +1,5 @@
-"""The `shuffler-line` driver: message table, host session, simulated shuffler, and both on a real pty.
-
-Checksums are computed by the tests (`controller.testing.line_wire.frame`), not taken from the code under
-test.
+"""The `shuffler-line` driver on a real pty: the simulated shuffler served on it, read by the host session
+through the real runner (a shuffle, an error and its reset, a count mismatch, an unplug mid-shuffle).
 
 Its integration tests; the unit ones are in `tests/unit/drivers/test_shuffler.py`."""
 

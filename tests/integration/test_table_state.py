@@ -1,7 +1,5 @@
-"""The journaled table state: a versioned JSON record, applied to a core built from the configuration.
-
-Golden records of every state version (tests/golden_state/v<N>/<game>.json, committed) must keep loading;
-what does not fit is refused with one clear line, never silently replaced by a fresh table.
+"""The journaled table state with a real journal on disk: a fresh state continues the journal's round
+numbering.
 
 Its integration tests; the unit ones are in `tests/unit/core/test_table_state.py`."""
 

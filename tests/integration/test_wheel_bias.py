@@ -1,4 +1,4 @@
-"""Wheel bias check: the chi-square maths against known values, the verdicts, and the command line.
+"""The wheel bias check's command line in its own process: its exit codes.
 
 Its integration tests; the unit ones are in `tests/unit/calibration/test_wheel_bias.py`."""
 

@@ -1,7 +1,4 @@
-"""The simulated SS2 wheel, and long seeded runs of WheelSession against it with every injectable fault.
-
-The long runs drive the pure `WheelDevice` and `WheelSession` on a simulated clock (hours of wheel time in a
-second or two); one short run goes through a real pseudo-terminal with pyserial.
+"""The simulated SS2 wheel served on a real pty, read with pyserial, end to end.
 
 Its integration tests; the unit ones are in `tests/unit/drivers/test_wheel_simulator.py`."""
 

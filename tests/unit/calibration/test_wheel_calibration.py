@@ -1,5 +1,5 @@
-"""Wheel calibration tools against the simulated SS2 on a real pseudo-terminal: `*C`, `*T c`/`*T f`/`*T C`,
-`*F`, the operator's prompts, and the JSON records.
+"""Wheel calibration, its pure parts: the JSON records are versioned and never overwritten; the CLI
+refuses a missing port and is registered under `tablectl calibrate`.
 
 Its unit tests; the integration ones are in `tests/integration/test_wheel_calibration.py`."""
 

@@ -1,4 +1,5 @@
-"""TableBus against a real Mosquitto: retained topics, the outbox, the Last Will, commands and replies.
+"""The bus's settings (`BusSettings`), pure: host, port and TLS read from the broker URL, what cannot work
+refused, the password kept out of reprs.
 
 Its unit tests; the integration ones are in `tests/integration/test_bus.py`."""
 

@@ -1,5 +1,5 @@
-"""A short run of the fault-injection campaign (`bench/chaos.py`, the same code): every kind of fault, at
-random moments, against the real service, shoe pty and Mosquitto; no check may find a violation.
+"""The fault-injection campaign's plan (`bench/chaos.py`), pure: every kind of fault in each block, and the
+plan depends on the seed alone.
 
 Its unit tests; the e2e ones are in `tests/e2e/test_chaos_short.py`."""
 

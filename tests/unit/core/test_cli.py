@@ -1,6 +1,6 @@
-"""The CLI's operator errors: one line on stderr, non-zero exit, never a traceback.
+"""The CLI's operator errors, in process: replaying a game that has no replay rules is refused.
 
-Its unit tests; the integration ones are in `tests/integration/test_cli.py`, e2e ones are in
+Its unit tests; the integration ones are in `tests/integration/test_cli.py`, the e2e ones in
 `tests/e2e/test_cli.py`."""
 
 from __future__ import annotations

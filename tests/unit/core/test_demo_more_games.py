@@ -1,4 +1,5 @@
-"""`tablectl demo` for the single-deck card games: whole rounds as published, a fresh deck every round.
+"""The single-deck card games' demo, its pure part: a simulated shoe takes a new pack and deals it from the
+top.
 
 Its unit tests; the e2e ones are in `tests/e2e/test_demo_more_games.py`."""
 

@@ -1,6 +1,5 @@
-"""The demo's virtual supervisor: a pause the table makes itself (here: the shoe's cable pulled mid-round)
-is resumed once the shoe is back, and the demo plays on to its last round instead of waiting forever. And
-the demo's other ways of never ending: a virtual dealer that fails, a part that does not stop.
+"""The demo's way of never hanging, pure: a part that does not stop is left behind instead of holding
+the demo.
 
 Its unit tests; the e2e ones are in `tests/e2e/test_demo_supervisor.py`."""
 

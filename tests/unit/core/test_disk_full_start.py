@@ -1,7 +1,5 @@
-"""A table started on a full disk waits for space, however long, and starts by itself when it returns.
-
-It used to exit (status 2) on every start while the disk stayed full, and systemd, which allows 20 starts in
-300 s (`systemd/tablectl.service`), gave up on the table for good after some 15-20 s of a full disk.
+"""A journal problem at start that is not a full disk is still one line and an exit (the full disk waits:
+`tests/integration/test_disk_full_start.py`).
 
 Its unit tests; the integration ones are in `tests/integration/test_disk_full_start.py`."""
 

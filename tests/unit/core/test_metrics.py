@@ -1,8 +1,7 @@
-"""`/metrics`: a real TableService with a simulated shoe on a pty and a real Mosquitto, scraped over HTTP and
-read back with prometheus-client's own parser; `tablectl run` serving it; the example alert rules and
-Grafana dashboard naming only metrics the service exposes.
+"""`/metrics`, its pure parts: pauses and voids are counted by cause, never by free text; metrics are off
+by default; on another address any host is answered unless `allowed_hosts` names them.
 
-Its unit tests; the integration ones are in `tests/integration/test_metrics.py`, e2e ones are in
+Its unit tests; the integration ones are in `tests/integration/test_metrics.py`, the e2e ones in
 `tests/e2e/test_metrics.py`."""
 
 from __future__ import annotations

@@ -1,12 +1,7 @@
-"""The dealer's touch panel, end to end: a real TableService with a simulated shoe on a pty and a real
-Mosquitto, the panel served by uvicorn, and a real headless Chromium (Playwright) tapping the screen.
+"""The dealer's touch panel, its pure parts: a slow screen only gets the latest state and never blocks the
+service; the page needs no network beyond its own static files.
 
-What the dealer sees must follow the table live (Server-Sent Events, no reload), and what the dealer can do
-is exactly: call the supervisor (pause), enter a card by hand, close betting, load a new shoe. Every card game
-is drawn from the same `positions` view (baccarat, andar bahar, stud), and its cards must stay on screen and
-readable on the kiosk's screens (1280x800, 1920x1080), up to stud's 7 hands and the dealer.
-
-Its unit tests; the integration ones are in `tests/integration/test_panel.py`, e2e ones are in
+Its unit tests; the integration ones are in `tests/integration/test_panel.py`, the e2e ones in
 `tests/e2e/test_panel.py`."""
 
 from __future__ import annotations

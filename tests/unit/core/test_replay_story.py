@@ -1,10 +1,4 @@
-"""A table's own capture tells the whole story: replaying it reproduces the table's events exactly, the
-supervisor's pause, resume and void included (the capture holds the device bytes, the link's openings and
-every command the table accepted, each at its time).
-
-Runs the real service in-process on a pty shoe with a real Mosquitto, drives it through the one command
-entry point, then replays the capture it wrote and compares event for event (type and data; ids and record
-times are the journal's own).
+"""Replay with auto-resume: after a fault, the table plays on as a supervisor would have resumed it.
 
 Its unit tests; the integration ones are in `tests/integration/test_replay_story.py`."""
 

@@ -1,6 +1,5 @@
-"""Retention: old events leave the journal (archived first, never one still in the outbox, the sequence never
-going back), captures rotate and are compressed yet still replay file by file, and a low disk shows in the
-retained status on a real broker.
+"""Retention, its pure parts: captures rotate by size and at UTC midnight, are compressed and still replay
+file by file; a damaged gzip capture is a clear error; the settings have safe defaults and are validated.
 
 Its unit tests; the integration ones are in `tests/integration/test_retention.py`."""
 

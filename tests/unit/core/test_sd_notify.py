@@ -1,8 +1,6 @@
-"""systemd notifications against a real AF_UNIX datagram socket standing in for systemd: READY, STATUS and
-watchdog pings arrive, the pings stop while the event loop is blocked; and `tablectl run` in its own process
-says READY once it runs, pings, says STOPPING on SIGTERM, and keeps its files to itself (0600 in 0700).
+"""systemd notifications, pure: no watchdog for another process's WATCHDOG_PID, nor without systemd.
 
-Its unit tests; the integration ones are in `tests/integration/test_sd_notify.py`, e2e ones are in
+Its unit tests; the integration ones are in `tests/integration/test_sd_notify.py`, the e2e ones in
 `tests/e2e/test_sd_notify.py`."""
 
 from __future__ import annotations

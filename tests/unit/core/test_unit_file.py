@@ -1,7 +1,4 @@
-"""What ships for systemd and udev: the unit passes `systemd-analyze verify` without a warning and its
-sandbox rates at most 3.0 in `systemd-analyze security` (needs systemd >= 250 for --offline; CI fails without
-it); the service's Python stack runs with W^X enforced, as MemoryDenyWriteExecute=yes imposes; and the udev
-rules give only the table's own devices, matched by serial number, to the service's group.
+"""What ships for udev: the rules give only the table's devices, by serial number, to the service.
 
 Its unit tests; the integration ones are in `tests/integration/test_unit_file.py`."""
 

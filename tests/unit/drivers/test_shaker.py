@@ -1,9 +1,5 @@
-"""The `shaker-line` driver, what only the shaker does: its host session's readings, and the
-simulated shaker against it (both on a real pty in the integration tests).
-
-What every line device does (the message table, host messages, STATUS? then HELLO, states and faults, bad
-lines, commands, arbitrary bytes) is checked with the shoe's and the other device's in
-`test_line_devices.py`.
+"""The `shaker-line` driver, what only the shaker does: its cycles and faults (FAULT carries a seq), and the
+simulated shaker against it, sans-IO (what every line device does is in `test_line_devices.py`).
 
 Checksums are computed by the tests (`controller.testing.line_wire.frame`), not taken from the code under
 test.

@@ -1,6 +1,4 @@
-"""A sic bo table in-process: the real service with the shaker simulator on a pty, a synthetic camera that
-draws the dice the shaker rolled, the committed reader calibration and a real Mosquitto. Then the round is
-replayed from the two captures (the shaker's bytes, the camera's readings and frames).
+"""A sic bo table's configuration: it must keep its camera frames.
 
 Its unit tests; the integration ones are in `tests/integration/test_sicbo_table.py`."""
 
