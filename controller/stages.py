@@ -6,7 +6,7 @@ the dealer's hand; sic bo's shake, reading and a supervisor's decision. Each suc
 `StrEnum` (the values are what its state record and public state hold) and lists, in a `StageTable` beside
 it, which stage may follow which. A flow moves only through `StageTable.move`: a move the table does not
 have is a bug in the flow, and raises `StageError`. The flows' tests walk the games and check that every
-move in each table happens (tests/test_flow_stages.py).
+move in each table happens (tests/unit/games/test_flow_stages.py).
 
 Staying in a stage is not a move: a flow may say "turns" again while it is in "turns". A stage the table
 does not list (one enum may serve several variants of a game) can be neither entered nor left.

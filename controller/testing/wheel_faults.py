@@ -1,7 +1,7 @@
 """The simulated Cammegh SS2 wheel with every fault it can inject, as the long roulette session test
-(`tests/test_roulette_long_session.py`) and the replay benchmark (`bench/replay_speed.py`) run it: on a
-virtual clock starting at `T0`, stepped every `STEP` seconds, faults at `FAULTS`' rates (every kind often
-enough to occur many times in an hour of play)."""
+(`tests/unit/games/roulette/test_roulette_long_session.py`) and the replay benchmark (`bench/replay_speed.py`)
+run it: on a virtual clock starting at `T0`, stepped every `STEP` seconds, faults at `FAULTS`' rates (every
+kind often enough to occur many times in an hour of play)."""
 
 from __future__ import annotations
 

@@ -12,10 +12,11 @@ from urllib.parse import unquote
 
 import pytest
 
+from tests.helpers.paths import REPO
+
 pytestmark = pytest.mark.unit
 
-ROOT = Path(__file__).resolve().parents[1]
-DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+DOCUMENTS = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
 
 #: `[text](target)` or `![alt](target)`, the target up to a space (a title may follow) or the closing paren
 LINK = re.compile(r"!?\[(?:[^\[\]]|\[[^\]]*\])*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
@@ -48,7 +49,7 @@ def problem(document: Path, target: str) -> str | None:
     if path_part.startswith("/"):
         return "an absolute path"
     resolved = (document.parent / path_part).resolve()
-    if not resolved.is_relative_to(ROOT):
+    if not resolved.is_relative_to(REPO):
         return "leaves the repository"
     if not resolved.exists():
         return "no such file"
@@ -69,7 +70,7 @@ def test_the_link_finder_sees_links_and_skips_code() -> None:
 
 
 def test_the_checker_refuses_what_is_not_a_file_of_the_repository() -> None:
-    readme = ROOT / "README.md"
+    readme = REPO / "README.md"
     assert problem(readme, "docs/architecture.md") is None
     assert problem(readme, "docs/architecture.md#the-spine") is None
     assert problem(readme, "#status") is None
@@ -79,10 +80,10 @@ def test_the_checker_refuses_what_is_not_a_file_of_the_repository() -> None:
     assert problem(readme, "https://example.com/guide") == "leaves the repository (a URL)"
 
 
-@pytest.mark.parametrize("document", DOCUMENTS, ids=lambda path: str(path.relative_to(ROOT)))
+@pytest.mark.parametrize("document", DOCUMENTS, ids=lambda path: str(path.relative_to(REPO)))
 def test_every_link_leads_to_a_file_of_the_repository(document: Path) -> None:
     bad = [
-        f"{document.relative_to(ROOT)}:{number}: {target}: {why}"
+        f"{document.relative_to(REPO)}:{number}: {target}: {why}"
         for number, target in links(document.read_text(encoding="utf-8"))
         if (why := problem(document, target)) is not None
     ]

@@ -19,8 +19,8 @@ from controller.games.sicbo.flow import STAGES as SICBO_STAGES
 from controller.games.stud.flow import STAGES as STUD_STAGES
 from controller.stages import StageError, StageTable
 from drivers.readings import CutCardSeen
-from tests.blackjack_table import Table as BlackjackTable
-from tests.sicbo_core import Table as SicBoTable
+from tests.helpers.blackjack_table import Table as BlackjackTable
+from tests.helpers.sicbo_core import Table as SicBoTable
 
 pytestmark = pytest.mark.unit
 
