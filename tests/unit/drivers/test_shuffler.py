@@ -8,6 +8,8 @@ Its unit tests; the integration ones are in `tests/integration/test_shuffler.py`
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -50,6 +52,14 @@ def connected(now: float = 0.0) -> ShufflerSession:
     return line_wire.hello_received(ShufflerSession("shuffler1"), "SIMSHUF 1.0.0 SIM0002", now)
 
 
+def failed_and_faulted(body: str, now: float, code: str, reason: str, **failure: Any) -> list[Reading]:
+    """What a failed shuffle's line reads as: the failure (and what else it names), the fault it latches."""
+    return [
+        ShuffleFailed(device="shuffler1", time=now, raw=raw(body), code=code, reason=reason, **failure),
+        DeviceFault(device="shuffler1", time=now, raw=raw(body), code=code, reason=reason),
+    ]
+
+
 def test_done_with_the_right_count_is_a_usable_deck_once_and_every_copy_is_acked() -> None:
     session = connected()
     body = "DONE 0007 S-1 8 416"
@@ -73,19 +83,9 @@ def test_done_with_a_wrong_count_is_a_failure_never_a_deck(decks: int, cards: in
     reason = (
         f"shuffle S-2 counted {cards} cards, expected {expected} ({decks} x 52): the deck must not be used"
     )
-    assert readings == [
-        ShuffleFailed(
-            device="shuffler1",
-            time=1.0,
-            raw=raw(body),
-            code="COUNT_MISMATCH",
-            reason=reason,
-            expected=expected,
-            actual=cards,
-            shuffle_id="S-2",
-        ),
-        DeviceFault(device="shuffler1", time=1.0, raw=raw(body), code="COUNT_MISMATCH", reason=reason),
-    ]
+    assert readings == failed_and_faulted(
+        body, 1.0, "COUNT_MISMATCH", reason, expected=expected, actual=cards, shuffle_id="S-2"
+    )
     assert not any(isinstance(r, ShuffleDone) for r in readings)
     assert sent(session) == ["ACK 0008"]  # acknowledged, or the shuffler would repeat it forever
     assert session.data_received(frame(body), 1.25) == []
@@ -107,19 +107,9 @@ def test_err_count_mismatch_is_parsed_and_cleared_by_reset() -> None:
     session.command(DeviceCommand("shuffle", {"shuffle_id": 17, "decks": 8}), 0.5)
     assert sent(session) == ["SHUFFLE 17 8"]
     body = "ERR 0002 E02 COUNT_MISMATCH 416 414"
-    assert session.data_received(frame(body), 3.0) == [
-        ShuffleFailed(
-            device="shuffler1",
-            time=3.0,
-            raw=raw(body),
-            code="E02",
-            reason="COUNT_MISMATCH 416 414",
-            expected=416,
-            actual=414,
-            shuffle_id="17",
-        ),
-        DeviceFault(device="shuffler1", time=3.0, raw=raw(body), code="E02", reason="COUNT_MISMATCH 416 414"),
-    ]
+    assert session.data_received(frame(body), 3.0) == failed_and_faulted(
+        body, 3.0, "E02", "COUNT_MISMATCH 416 414", expected=416, actual=414, shuffle_id="17"
+    )
     assert sent(session) == ["ACK 0002"]
     # the STATE ERROR that follows is the same fault: not reported twice
     assert [type(r) for r in session.data_received(frame("STATE ERROR"), 3.1)] == [DeviceStatus]
@@ -134,19 +124,9 @@ def test_err_with_unreadable_counts_is_still_a_failure_and_is_counted() -> None:
     session = connected()
     body = "ERR 0003 E02 COUNT_MISMATCH lots 12"
     readings = session.data_received(frame(body), 1.0)
-    assert readings == [
-        ShuffleFailed(
-            device="shuffler1",
-            time=1.0,
-            raw=raw(body),
-            code="E02",
-            reason="COUNT_MISMATCH lots 12",
-            expected=None,
-            actual=None,
-            shuffle_id="",
-        ),
-        DeviceFault(device="shuffler1", time=1.0, raw=raw(body), code="E02", reason="COUNT_MISMATCH lots 12"),
-    ]
+    assert readings == failed_and_faulted(
+        body, 1.0, "E02", "COUNT_MISMATCH lots 12", expected=None, actual=None, shuffle_id=""
+    )
     assert sent(session) == ["ACK 0003"]
     assert session.stats.rejected == {"malformed count mismatch": 1}
 
@@ -159,10 +139,9 @@ def test_errors_are_failures_and_faults(code: str, text: str) -> None:
     session.command(DeviceCommand("shuffle", {"shuffle_id": "S-3", "decks": 1}), 0.5)
     session.data_to_send()
     body = f"ERR 0004 {code} {text}"
-    assert session.data_received(frame(body), 2.0) == [
-        ShuffleFailed(device="shuffler1", time=2.0, raw=raw(body), code=code, reason=text, shuffle_id="S-3"),
-        DeviceFault(device="shuffler1", time=2.0, raw=raw(body), code=code, reason=text),
-    ]
+    assert session.data_received(frame(body), 2.0) == failed_and_faulted(
+        body, 2.0, code, text, shuffle_id="S-3"
+    )
     assert session.requested_shuffle is None
     assert sent(session) == ["ACK 0004"]
 
