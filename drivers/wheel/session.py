@@ -703,6 +703,19 @@ class WheelSession(DeviceSession):
             game.result_done = True
             self.stats.reject("result of a voided game")
             return [self._status(f"winning number {status.winning} of a voided game ignored", now, raw)]
+        if not game.open:
+            # No game in play since the last result (state 5 again after state 1, say): the winning line
+            # and the status's number still kept are the last game's. Publishing them would give one spin
+            # two results; if a spin happened unseen, its number is unknown.
+            game.result_done = True
+            self.stats.reject("winning number without a game in play")
+            return self._raise(
+                RESULT_MISSED,
+                f"state 5 (winning number {status.winning!r}) without a game in play: no result "
+                "published (read the number on the wheel)",
+                now,
+                raw,
+            )
         if not self.single_line:
             return self._publish_result(status, now, raw)
         if not game.lines:

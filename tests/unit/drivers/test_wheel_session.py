@@ -308,6 +308,22 @@ def test_a_skipped_state_5_without_the_line_is_a_fault() -> None:
     assert summary(bench.line(4.0, "*X;2;012;25;0;160;1")) == [("cleared", "cleared: RESULT_MISSED")]
 
 
+def test_state_5_again_without_a_game_in_play_never_repeats_the_last_result() -> None:
+    # Found by the line-order property below: after a result the wheel shows state 1, then (each line
+    # confirmed by a second) state 5 again with the same number. No game was played since: the winning
+    # line and the status's number are the last game's, so no second result, and a fault (a spin we did
+    # not see would have an unknown number).
+    bench = Bench()
+    readings = play(bench, VENDOR_EXAMPLE)
+    assert [r.number for r in readings if isinstance(r, WheelResult)] == ["25"]
+    again = bench.line(4.5, "*X;5;011;25;0;165;1") + bench.line(5.0, "*X;5;011;25;0;165;1")
+    assert summary(again) == [("fault", "RESULT_MISSED")]
+    assert bench.session.stats.rejected["winning number without a game in play"] == 1
+    # the next game is played and gives its own result
+    readings = play(bench, [(t, line.replace(";011;", ";012;")) for t, line in VENDOR_EXAMPLE[1:]], 5.0)
+    assert [r.number for r in readings if isinstance(r, WheelResult)] == ["25"]
+
+
 def test_an_implausible_state_change_needs_confirmation() -> None:
     bench = Bench()
     play(bench, VENDOR_EXAMPLE[:8])
