@@ -5,7 +5,8 @@ games, so everything here follows state TRANSITIONS (`_PLAUSIBLE_NEXT` lists the
 The host rules are the vendor's:
 
 - a result is the entry into state 5, published only when the bare winning-number line and the status's
-  winning field agree (or on the status alone when the single line is off); once per entry into state 5;
+  winning field agree (or on the status alone when the single line is off); once per entry into state 5,
+  and only for a game in play (state 5 again after state 1 still shows the last game's number);
 - flag 8 (failed launch) is ignored for the first 3 s of state 3, then it is a fault;
 - state 3 with flag 2 is a miss-spin: the game is void and the host acknowledges with `*R` (the wheel then
   re-spins from state 2);
