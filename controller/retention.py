@@ -36,8 +36,8 @@ a full disk makes the journal unwritable, and the service then stops (fail-stop)
 
 Every file the service writes is one of those kinds: the journal (with its WAL and shared memory: bounded
 by `event_days` once the broker acknowledged the events), the archive, the devices' byte captures, the
-cameras' captures and their frames. (`drivers.dice.camera` writes JPEG frames only for the calibration
-tools, run by hand; the service never uses it.)
+cameras' captures and their frames. (`drivers.dice.camera`, which saves JPEG frames by hand, is not used
+by the service.)
 
 Everything that touches files (archives, compression, free space) runs in a thread (`asyncio.to_thread`); the
 journal itself is used on the event loop, one short batch at a time. A failure is logged and retried at the

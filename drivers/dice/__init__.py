@@ -1,11 +1,13 @@
 """Sic bo dice: the reader (pure image processing), the table's wait-until-still loop, a synthetic renderer.
 
-The API the sic bo flow calls:
+The API (the table's camera device reads through `drivers.dice.station.DiceStation`, which calls `read`
+on the first fresh frame after the shaker's AT_REST):
 
     from drivers.dice import DiceReader, AcceptedDice, DiceRefusal, load_calibration, read_at_rest
 
     reader = DiceReader(load_calibration("dice-calibration.json"))   # CalibrationFileError: why not
-    result = await read_at_rest(camera_runner.grab, reader, expect=3)   # waits for still dice, then reads
+    result = await read_at_rest(camera_runner.grab, reader, expect=3)   # waits for still dice (unused
+                                                                         # by the service today)
     result = reader.read(frame, expect=3)                  # one frame (a camera Frame or a BGR image)
     if isinstance(result, AcceptedDice):
         result.values        # (2, 5, 6) left to right; result.total; result.confidence (the least die's)
@@ -17,8 +19,9 @@ The API the sic bo flow calls:
         result.detail        # what was seen, for the log and the dealer; result.dice: what was found
 
 `read_still(frames, reader, expect=3)` is the same over any iterable of frames; `Stillness` is the pure check
-both use. `DiceCamera.capture(name)` grabs and saves one frame without a running camera device (calibration,
-benches). `drivers.dice.synthetic` renders dice scenes with their truth (tests, demo, benchmark).
+both use. `DiceCamera.capture(name)` grabs and saves one frame without a running camera device (by hand;
+nothing in the product calls it). `drivers.dice.synthetic` renders dice scenes with their truth (tests,
+demo, benchmark).
 """
 
 from drivers.dice.calibration_file import CalibrationFileError, load_calibration
