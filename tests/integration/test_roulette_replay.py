@@ -15,22 +15,9 @@ import pytest
 
 from tests.helpers.paths import REPO
 from tests.helpers.roulette_replay import jsonl
+from tests.helpers.wheel_example import VENDOR_EXAMPLE
 
 pytestmark = pytest.mark.integration
-
-# The example of the SS2's public developers guide (mode 1024)
-VENDOR_EXAMPLE = [
-    "*X;1;011;23;0;154;0",
-    "*X;2;011;23;0;154;0",
-    "*X;2;011;23;0;086;0",
-    "*X;3;011;23;0;170;1",
-    "*X;4;011;23;0;168;1",
-    "*X;4;011;23;0;165;1",
-    "25",
-    "*X;5;011;25;0;165;1",
-    "*X;5;011;25;0;165;1",
-    "*X;1;011;25;0;165;1",
-]
 
 
 def cli_replay(capture: Path) -> list[dict[str, Any]]:

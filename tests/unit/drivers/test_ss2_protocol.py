@@ -1,4 +1,4 @@
-"""Cammegh SS2 protocol: every packet of the developers guide, the host commands, and a framer that survives
+"""Cammegh SS2 protocol: every packet the protocol defines, the host commands, and a framer that survives
 real line noise (captured fragments like `00;0`), any line end and any chunking."""
 
 from __future__ import annotations
@@ -52,21 +52,10 @@ from drivers.wheel.protocol import (
     parse_pocket,
     pocket_text,
 )
+from tests.helpers.wheel_example import VENDOR_EXAMPLE
 
 pytestmark = pytest.mark.unit
 
-VENDOR_EXAMPLE = [
-    "*X;1;011;23;0;154;0",
-    "*X;2;011;23;0;154;0",
-    "*X;2;011;23;0;086;0",
-    "*X;3;011;23;0;170;1",
-    "*X;4;011;23;0;168;1",
-    "*X;4;011;23;0;165;1",
-    "25",
-    "*X;5;011;25;0;165;1",
-    "*X;5;011;25;0;165;1",
-    "*X;1;011;25;0;165;1",
-]
 
 # --- status ------------------------------------------------------------------------------------------------
 
