@@ -1,4 +1,4 @@
-"""`shaker-line`: the reference dice-shaker line protocol (see the spec's line-devices document).
+"""`shaker-line`: the reference dice-shaker line protocol (docs/devices.md).
 
 - `drivers.shaker.protocol`: the message table, sans-IO parse/encode (frozen dataclasses).
 - `drivers.shaker.session`: `ShakerSession`, the host side (readings DiceAtRest once per cycle despite

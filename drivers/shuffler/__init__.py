@@ -1,4 +1,4 @@
-"""`shuffler-line`: the reference card-shuffler line protocol (see the spec's line-devices document).
+"""`shuffler-line`: the reference card-shuffler line protocol (docs/devices.md).
 
 - `drivers.shuffler.protocol`: the message table, sans-IO parse/encode (frozen dataclasses).
 - `drivers.shuffler.session`: `ShufflerSession`, the host side (readings ShuffleDone / ShuffleFailed /

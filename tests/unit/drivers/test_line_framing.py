@@ -30,7 +30,7 @@ def xor_of(data: bytes) -> int:
 
 
 def test_checksum_is_xor_of_body_bytes_in_upper_hex() -> None:
-    # Computed, not copied: the spec's example `*2E` is deliberately not the checksum of this body.
+    # Computed here, never copied from an example: `*2E` is deliberately not the checksum of this body.
     assert xor_of(b"CARD 0042 TH") == 0x0E
     assert checksum(b"CARD 0042 TH") == "0E"
     assert checksum(b"ACK 0042") == "6F"
