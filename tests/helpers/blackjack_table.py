@@ -1,5 +1,5 @@
 """The blackjack flows driven as the runtime drives them (`Table`: the clock moves only when the test says),
-and the tables the blackjack tests start from: shared by test_blackjack_flow.py, test_settlement_contract.py
+and the tables the blackjack tests start from: shared by test_blackjack_flow.py, test_blackjack_settlement.py
 and test_manual_card_confirmation.py."""
 
 from __future__ import annotations

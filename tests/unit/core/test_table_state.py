@@ -1,6 +1,7 @@
 """The journaled table state: a versioned JSON record, applied to a core built from the configuration.
 
-Golden records of every state version (tests/golden_state/v<N>/<game>.json, committed) must keep loading;
+Golden records of every state version (each game's tests folder keeps its own,
+tests/unit/games/<folder>/golden_state/v<N>/<game>.json, committed) must keep loading;
 what does not fit is refused with one clear line, never silently replaced by a fresh table.
 
 Its unit tests; the integration ones are in `tests/integration/test_table_state.py`."""
@@ -20,26 +21,28 @@ from controller.games.baccarat import BaccaratFlow, BaccaratSettings
 from controller.runtime import STATE_VERSION, StateMismatch, TableCore
 from controller.table_state import decode_state, encode_state, migrate
 from drivers.readings import DeviceOnline
-from tests.helpers.paths import GOLDEN_STATE
+from tests.helpers.paths import golden_state_records
 from tests.helpers.table_state import fresh_core
 
 pytestmark = pytest.mark.unit
 
 
+GOLDEN_RECORDS = golden_state_records()
+
+
 def golden(version: int, game: str) -> dict[str, Any]:
-    return json.loads((GOLDEN_STATE / f"v{version}" / f"{game}.json").read_text())
+    return json.loads(GOLDEN_RECORDS[version, game].read_text())
 
 
 def test_there_is_a_golden_record_of_every_version_for_every_game() -> None:
     # every version has golden records of the games it knew; the current one of every game there is
-    versions = sorted(int(p.name[1:]) for p in GOLDEN_STATE.iterdir())
+    versions = sorted({version for version, _ in GOLDEN_RECORDS})
     assert versions == list(range(1, STATE_VERSION + 1))
-    for version in versions:
-        assert {p.stem for p in (GOLDEN_STATE / f"v{version}").glob("*.json")} <= set(GAMES)
-    assert {p.stem for p in (GOLDEN_STATE / f"v{STATE_VERSION}").glob("*.json")} == set(GAMES)
+    assert {game for _, game in GOLDEN_RECORDS} <= set(GAMES)
+    assert {game for version, game in GOLDEN_RECORDS if version == STATE_VERSION} == set(GAMES)
 
 
-GOLDEN_FILES = sorted((int(p.parent.name[1:]), p.stem) for p in GOLDEN_STATE.glob("v*/*.json"))
+GOLDEN_FILES = sorted(GOLDEN_RECORDS)
 
 
 @pytest.mark.parametrize(("version", "game"), GOLDEN_FILES, ids=[f"v{v}-{g}" for v, g in GOLDEN_FILES])

@@ -1,9 +1,10 @@
 """Every sic bo bet of the rules (docs/games/sicbo.md: Big/Small, Odd/Even, totals, specific and any triple,
 doubles, two-dice combinations, single numbers) settles from the `round.result` data alone.
 
-The settlement functions (`SETTLEMENTS["sicbo"]` in tests/unit/games/test_settlement_contract.py, with every
-other game's) read nothing but the published result (a JSON object); they are checked here against the three
-dice themselves for all 216 outcomes, each one played through the flow to its result.
+The settlement functions (`SETTLEMENTS["sicbo"]` in tests/unit/games/sicbo/settlement.py; the contract every
+game's keep is tests/unit/games/test_settlement_contract.py) read nothing but the published result (a JSON
+object); they are checked here against the three dice themselves for all 216 outcomes, each one played
+through the flow to its result.
 Payouts are the rules engine's; what is settled here is win or lose (and, for single numbers, how many dice
 match, which sets the payout)."""
 
@@ -16,8 +17,8 @@ import pytest
 
 from controller.games.sicbo import SicBoResult
 from tests.helpers.settlement import Bet
-from tests.helpers.settlement import settle as settle_bet
 from tests.helpers.sicbo_core import Table
+from tests.unit.games.sicbo.settlement import settle as settle_bet
 
 pytestmark = pytest.mark.unit
 
@@ -49,8 +50,8 @@ def truth(dice: tuple[int, int, int]) -> dict[str, Any]:
 
 
 def settle(result: Result) -> dict[str, Any]:
-    """Every bet on the table, settled by the registry's sic bo functions
-    (tests/unit/games/test_settlement_contract.py), from the result data only."""
+    """Every bet on the table, settled by sic bo's settlement functions
+    (tests/unit/games/sicbo/settlement.py), from the result data only."""
 
     def bet(name: str, **params: Any) -> Any:
         return settle_bet(result, Bet(name, params))
