@@ -68,6 +68,7 @@ from controller.events import (
     make_event,
 )
 from controller.flow import DeviceRequest, FlowOutput, GameFlow, InputRejected
+from controller.pause_reasons import device_pause_reason
 from drivers import readings as reading_types
 from drivers.readings import (
     DeviceFault,
@@ -521,7 +522,7 @@ class TableCore:
             )
         )
         if new_status != "online" and was_seen and not self.paused:
-            what = f"{name} {'fault' if new_status == 'fault' else 'offline'}: {detail}"
+            what = device_pause_reason(name, new_status, detail)
             self._pause(step, now, what, by="device", device=name, cause="device")
 
     def _pause(
