@@ -73,6 +73,8 @@ FAULT_WORDS: dict[str, tuple[str, str]] = {
 
 #: what a dealer does while the supervisor decides (every pause is the supervisor's to lift)
 WAIT_FOR_SUPERVISOR = "Do not deal — wait for the supervisor"
+#: the sender on record of a dealer's command from the panel (`controller.panel.app.IDENTITY_PREFIX`)
+DEALER_SENDER_PREFIX = "dealer:"
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +152,8 @@ def explain_pause(
     by = str(pause.get("by") or "")
     device = pause.get("device")
     device = str(device) if device else None
+    # the panel pauses in the signed-in dealer's name (`dealer:<id>`); "panel" is its older sender
+    by_dealer = by == "panel" or by.startswith(DEALER_SENDER_PREFIX)
 
     down = _unhealthy(devices)
     waits_for: str | None = None
@@ -184,9 +188,9 @@ def explain_pause(
         headline = "A card came out of procedure — the supervisor decides"
         action = "Resume to set the card aside and go on, or void the round"
     elif cause == "supervisor":
-        headline = f"Paused by the supervisor ({by})" if by and by != "panel" else "Paused by the supervisor"
+        headline = f"Paused by the supervisor ({by})" if by and not by_dealer else "Paused by the supervisor"
         action = "Resume when the table is ready"
-        if by == "panel":
+        if by_dealer:
             headline = "The dealer called the supervisor"
             action = "Go to the table; resume or void the round"
     elif cause == "restart":
@@ -198,7 +202,7 @@ def explain_pause(
     else:  # "game", or a cause a newer table sends
         headline = reason[:1].upper() + reason[1:] if reason else "Paused"
         action = "Resume or void the round"
-    code = {"supervisor": "dealer" if by == "panel" else "supervisor"}.get(cause, cause or "game")
+    code = {"supervisor": "dealer" if by_dealer else "supervisor"}.get(cause, cause or "game")
     return PauseExplanation(
         code=code,
         headline=headline,

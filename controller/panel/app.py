@@ -37,6 +37,7 @@ from starlette.routing import Route
 from controller.commands import BUS_COMMANDS, INPUTS, TABLE_COMMANDS, CommandError, parse_command
 from controller.config import PanelSettings
 from controller.panel.auth import PanelAuth
+from controller.pause_reasons import DEALER_SENDER_PREFIX, explain_pause
 from controller.pins import DEALER_ID_PATTERN
 from controller.service import TableService
 from controller.web.event_stream import HEARTBEAT_SECONDS, EventStream, EventWriter, StreamSlots
@@ -57,7 +58,7 @@ DEALER_ACTIONS: dict[str, frozenset[str]] = {
     "inputs": frozenset({"close_betting"}),
 }
 #: the sender on record of a panel command: the signed-in dealer, whatever the payload claims
-IDENTITY_PREFIX = "dealer:"
+IDENTITY_PREFIX = DEALER_SENDER_PREFIX
 SESSION_COOKIE = "tablectl_panel"
 TOKEN_HEADER = "x-panel-token"
 #: in index.html, replaced by this boot's values when the page is served
@@ -77,6 +78,14 @@ _KNOWN: dict[str, set[str]] = {
 
 class PanelError(RuntimeError):
     """The panel cannot run (e.g. its port is taken); worded for the operator."""
+
+
+def panel_state(state: dict[str, Any]) -> dict[str, Any]:
+    """What a screen is sent: the public state plus its pause explained (`pause_explained`), worked out
+    here from that same state so the banner never disagrees with the device chips beside it, and worded by
+    `controller.pause_reasons` like the studio console's."""
+    explained = explain_pause(state.get("pause") if state.get("paused") else None, state.get("devices"))
+    return {**state, "pause_explained": None if explained is None else explained.public()}
 
 
 # -- live state fan-out ---------------------------------------------------------------------------------
@@ -165,7 +174,7 @@ class StateStream(EventStream):
                 continue
             if not self.signed_in():
                 return
-            await out.event("state", json.dumps(state, ensure_ascii=False))
+            await out.event("state", json.dumps(panel_state(state), ensure_ascii=False))
             if first:
                 await out.event("boot", json.dumps(self.hub.boot_id))
                 first = False
@@ -300,7 +309,7 @@ def create_app(
     )
 
     async def state(request: Request) -> Response:
-        return JSONResponse(service.public_state(), headers={"cache-control": "no-store"})
+        return JSONResponse(panel_state(service.public_state()), headers={"cache-control": "no-store"})
 
     async def stream(request: Request) -> Response:
         # a live stream holds a connection for as long as it is open: only a signed-in dealer gets one, so

@@ -234,9 +234,8 @@ async def test_dealer_follows_the_round_live_enters_a_card_by_hand_and_calls_the
     await page.click('#pause-reasons button[data-reason="card problem"]')
     banner = page.locator("#pause-banner")
     await expect(banner).to_be_visible()
-    await expect(page.locator("#pause-text")).to_have_text(
-        "PAUSED: dealer called the supervisor: card problem — call the supervisor"
-    )
+    await expect(page.locator("#pause-text")).to_have_text("PAUSED: The dealer called the supervisor")
+    await expect(page.locator("#pause-wait")).to_have_text("Do not deal — wait for the supervisor")
     await expect(page.locator("#phase")).to_have_text("PAUSED")
     await expect(page.locator("#btn-supervisor")).to_be_disabled()
     await expect(page.locator("#btn-manual")).to_be_hidden()
@@ -266,7 +265,11 @@ async def test_panel_shows_connection_lost_and_reconnects_by_itself(
 
     await table.stop_panel()
     await expect(page.locator("#connection-lost")).to_be_visible()
-    await expect(page.locator("#connection-lost")).to_have_text("Connection lost — reconnecting…")
+    await expect(page.locator("#connection-lost")).to_have_text(
+        "Connection to the table lost — reconnecting…"
+    )
+    # the last prompt is not left on screen as if it were still true: the panel says it does not know
+    await expect(page.locator("#prompt")).to_contain_text("the panel does not know what to deal")
 
     table.start_panel()
     await expect(page.locator("#connection-lost")).to_be_hidden()
@@ -278,6 +281,34 @@ async def test_panel_shows_connection_lost_and_reconnects_by_itself(
     closed = [e.data for e in table.events if e.type == "round.betting_closed"]
     assert [c["reason"] for c in closed] == ["input"]
     assert await page.evaluate("window.loadedOnce === true"), "the page reloaded"
+    assert js_errors == []
+
+
+async def test_pause_banner_follows_the_device_and_always_says_what_to_do_now(
+    start_table: TableFactory, browser: Browser
+) -> None:
+    table = await start_table(betting_seconds=30.0)
+    page, js_errors = await open_panel(browser, table, 1024, 600)
+    await expect(page.locator("#prompt")).to_have_text("Betting open — do not deal yet")
+    table.device.fault("COVER_OPEN")
+    await expect(page.locator("#pause-text")).to_have_text("PAUSED: Shoe cover is open — close the cover")
+    await expect(page.locator("#pause-action")).to_have_text("Close the cover, then wait for the supervisor")
+    await expect(page.locator("#pause-wait")).to_have_text("Do not deal — wait for the supervisor")
+    await expect(page.locator("#pause-detail")).to_contain_text("waiting for the shoe to be back online")
+    await expect(page.locator("#prompt-box")).to_be_hidden()
+    # the cover is closed: the banner follows the chip beside it, and still says not to deal
+    table.device.clear_fault()
+    await expect(page.locator('.chip[data-device="shoe"] .chip-status')).to_have_text("online")
+    await expect(page.locator("#pause-text")).to_have_text(
+        "PAUSED: Shoe was interrupted and is back — the supervisor decides"
+    )
+    await expect(page.locator("#pause-action")).to_be_hidden()
+    await expect(page.locator("#pause-wait")).to_be_visible()
+    await expect(page.locator("#pause-detail")).not_to_contain_text("waiting for")
+    await expect(page.locator("#pause-banner")).not_to_contain_text("cover is open")
+    # the Sign out button is a touch target like the others
+    box = await page.locator("#btn-sign-out").bounding_box()
+    assert box is not None and box["height"] >= 64 and box["width"] >= 64, box
     assert js_errors == []
 
 

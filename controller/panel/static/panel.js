@@ -40,6 +40,9 @@
   const FAN_GAIN = 1.15;
   const STREAM_RETRY_MS = 2000;
   const MAX_TOASTS = 2;
+  // the dealer's line while the table is paused (controller.pause_reasons.WAIT_FOR_SUPERVISOR)
+  const WAIT_FOR_SUPERVISOR = "Do not deal \u2014 wait for the supervisor";
+  const UNKNOWN_PROMPT = "No connection to the table \u2014 the panel does not know what to deal. Do not deal; call the supervisor if this lasts";
 
   const { $, el, meta } = web; // /static/web.js
 
@@ -61,6 +64,13 @@
   function cardLabel(code) {
     const suit = SUITS[code.slice(-1)];
     return suit ? rankLabel(code.slice(0, -1)) + suit.symbol : code;
+  }
+
+  // A flow's prompt names cards by their codes ("Game card QS — …"): the dealer reads "Q♠". Only the
+  // rendering changes; the published prompt stays as the flow wrote it.
+  const CARD_CODE = /\b([2-9TJQKA])([SHDC])\b/g;
+  function promptText(text) {
+    return String(text).replace(CARD_CODE, (code) => cardLabel(code));
   }
 
   function cardNode(code, extraClass) {
@@ -116,19 +126,11 @@
 
     renderDevices(state.devices || {});
 
-    show($("pause-banner"), !!state.paused);
-    show($("prompt-box"), !state.paused);
-    if (state.paused) {
-      const pause = state.pause || {};
-      setSizedText("pause-text", `PAUSED: ${pause.reason || "no reason given"} \u2014 call the supervisor`);
-      const detail = [`by ${pause.by || "?"}`];
-      if (pause.device) detail.push(`device ${pause.device}`);
-      if (pause.since) detail.push(`since ${new Date(pause.since).toLocaleTimeString()}`);
-      if (state.held_readings) detail.push(`${state.held_readings} reading(s) held`);
-      setText("pause-detail", detail.join(" \u00b7 "));
-    }
-    setSizedText("prompt", state.prompt || "");
+    renderPause();
+    setSizedText("prompt", promptText(state.prompt || ""));
     $("prompt-box").classList.toggle("attention", !!game.awaiting_rescan);
+    $("prompt-box").classList.remove("unknown");
+    if (!connected) renderUnknown();
 
     // Any card game publishes its places as `positions`: the panel draws them without knowing the game.
     const positions = Array.isArray(game.positions) ? game.positions : null;
@@ -143,6 +145,36 @@
     renderActions(game);
     guardPicker();
     if (state.paused) closeOverlay("pause-dialog");
+  }
+
+  // The pause as the controller explains it (`pause_explained`, from the same state as the device chips):
+  // what happened and what fixes it, what the dealer does now, what the pause still waits for.
+  function renderPause() {
+    const paused = !!state.paused && connected;
+    show($("pause-banner"), paused);
+    show($("prompt-box"), !state.paused || !connected);
+    if (!paused) return;
+    const pause = state.pause || {};
+    const explained = state.pause_explained || {};
+    setSizedText("pause-text", `PAUSED: ${explained.headline || pause.reason || "no reason given"}`);
+    const action = explained.dealer_action || "";
+    show($("pause-action"), !!action && action.toLowerCase() !== WAIT_FOR_SUPERVISOR.toLowerCase());
+    setText("pause-action", action);
+    const detail = [];
+    if (explained.waits_for) detail.push(`waiting for ${explained.waits_for}`);
+    if (pause.since) detail.push(`since ${new Date(pause.since).toLocaleTimeString()}`);
+    if (state.held_readings) detail.push(`${state.held_readings} reading(s) held`);
+    setText("pause-detail", detail.join(" \u00b7 "));
+  }
+
+  // What the dealer sees while the panel has no live state: not the last prompt (it may be long out of
+  // date), but that the panel does not know, and what to do.
+  function renderUnknown() {
+    show($("pause-banner"), false);
+    show($("prompt-box"), true);
+    setSizedText("prompt", UNKNOWN_PROMPT);
+    $("prompt-box").classList.remove("attention");
+    $("prompt-box").classList.add("unknown");
   }
 
   function renderDevices(devices) {
@@ -468,6 +500,7 @@
     document.body.classList.toggle("offline", !value);
     document.body.classList.remove("connecting");
     show($("connection-lost"), !value);
+    if (!value) renderUnknown();
     for (const button of document.querySelectorAll("button.action, button.reason, #btn-deal")) {
       button.classList.toggle("blocked", !value);
     }

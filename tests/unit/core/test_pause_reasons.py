@@ -81,6 +81,8 @@ def test_another_device_down_keeps_a_supervisors_pause_waiting() -> None:
     ("cause", "by", "code", "words"),
     [
         ("supervisor", "panel", "dealer", "The dealer called the supervisor"),
+        ("supervisor", "dealer:d7", "dealer", "The dealer called the supervisor"),
+        ("supervisor", "ops:anna", "supervisor", "Paused by the supervisor (ops:anna)"),
         ("out_of_procedure", "device", "out_of_procedure", "A card came out of procedure"),
         ("restart", "system", "restart", "The controller restarted mid-round"),
         ("internal_error", "system", "internal_error", "Internal error"),
