@@ -63,6 +63,15 @@ DEVICE_STATES = ("online", "offline", "fault")
 LAG_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 
 
+#: the causes a pause is counted by, and a void; each has a series from the first scrape (at 0), so a rate
+#: or an alert over them works before the first pause or void
+DEVICE_PAUSE_CAUSES = ("device_offline", "device_fault")
+TABLE_PAUSE_CAUSES = ("restart", "flow_error", "system", "dealer", "supervisor")
+VOID_CAUSES = ("fault_before_start", "device", "system", "dealer", "supervisor")
+#: the `device` label of a pause that concerns no device (never an empty label value)
+NO_DEVICE = "none"
+
+
 def pause_cause(data: dict[str, Any]) -> str:
     """A `round.paused` event's cause: device_offline, device_fault, restart, flow_error, system, dealer or
     supervisor."""
@@ -152,7 +161,7 @@ class TableMetrics(Collector):
         elif type_ == "reading.held":
             self.held[str(data.get("device"))] += 1
         elif type_ == "round.paused":
-            self.pauses[(pause_cause(data), str(data.get("device") or ""))] += 1
+            self.pauses[(pause_cause(data), str(data.get("device") or NO_DEVICE))] += 1
         elif type_ == "round.voided":
             self.voids[void_cause(data)] += 1
             self.rounds["voided"] += 1
@@ -346,10 +355,12 @@ class TableMetrics(Collector):
         pauses = CounterMetricFamily(
             "tablectl_pauses", "Pauses, by cause (and device)", labels=[*names, "cause", "device"]
         )
-        for (cause, device), count in sorted(self.pauses.items()):
-            pauses.add_metric([*values, cause, device], count)
+        known_pauses = {(cause, device) for cause in DEVICE_PAUSE_CAUSES for device in devices}
+        known_pauses |= {(cause, NO_DEVICE) for cause in TABLE_PAUSE_CAUSES}
+        for cause, device in sorted(set(self.pauses) | known_pauses):
+            pauses.add_metric([*values, cause, device], self.pauses[(cause, device)])
         yield pauses
-        yield tallied("tablectl_voids", "Rounds voided, by cause", "cause", self.voids)
+        yield tallied("tablectl_voids", "Rounds voided, by cause", "cause", self.voids, VOID_CAUSES)
         rounds = CounterMetricFamily(
             "tablectl_rounds", "Rounds ended, by game and outcome", labels=[*names, "game", "outcome"]
         )

@@ -402,7 +402,8 @@ async def test_andar_bahar_game_card_first_then_andar_and_bahar_in_turn(
     await expect(game_cards.first).to_have_attribute("data-code", "7H")
     await expect(game_cards.first).to_have_text("7♥")
     await expect(game_cards.first).to_have_class("card red")
-    await expect(prompt).to_have_text("Game card 7H — betting open, do not deal yet")
+    # the flow publishes "7H"; the dealer reads "7♥"
+    await expect(prompt).to_have_text("Game card 7♥ — betting open, do not deal yet")
     await expect(page.locator("#positions .hand.next")).to_have_count(0)
     await expect(page.locator("#countdown")).to_contain_text("closes in")
     await expect(page.locator("#btn-manual")).to_be_hidden()

@@ -137,6 +137,11 @@ async def test_metrics_follow_the_table_through_a_fault_and_a_broker_outage(
         assert counted.value("tablectl_retention_bound_exceeded", kind="frames") == 0
         assert first.value("tablectl_readings_rejected_total", device="shoe") == 0
         assert first.value("tablectl_publish_refusals_total") == 0
+        # pauses and voids have their series before the first one, and no empty label value
+        assert first.value("tablectl_pauses_total", cause="device_offline", device="shoe") == 0
+        assert first.value("tablectl_pauses_total", cause="dealer", device="none") == 0
+        assert first.value("tablectl_voids_total", cause="supervisor") == 0
+        assert not [s for s in first.samples if "" in s.labels.values()]
         assert first.value("tablectl_event_loop_lag_seconds_count") > 0
         assert first.families["tablectl_event_loop_lag_seconds"].type == "histogram"
         assert first.families["tablectl_events_published"].type == "counter"
