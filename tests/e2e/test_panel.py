@@ -11,6 +11,7 @@ Its e2e tests; the unit ones are in `tests/unit/core/test_panel.py`, the integra
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -360,10 +361,10 @@ async def test_roulette_view_shows_the_wheels_last_number_with_its_colour(
     await expect(page.locator("#last-color")).to_have_text(result["color"])
     await expect(page.locator("#spin")).to_have_text(str(game_state["spin"]))
     await expect(page.locator("#direction")).to_have_text(game_state["wheel_direction"])
-    await expect(page.locator("#pause-text")).to_have_text(
-        "PAUSED: checking <b>the</b> screen — call the supervisor"
-    )
-    await expect(page.locator("#pause-text b")).to_have_count(0)
+    await expect(page.locator("#pause-text")).to_have_text("PAUSED: The dealer called the supervisor")
+    # the reason the dealer gave is shown as text, never as markup
+    await expect(page.locator("#pause-detail")).to_contain_text("checking <b>the</b> screen")
+    await expect(page.locator("#pause-banner b")).to_have_count(0)
     colours = {"red": "rgb(200, 16, 46)", "black": "rgb(17, 17, 17)", "green": "rgb(10, 138, 58)"}
     background = await pocket.evaluate("node => getComputedStyle(node).backgroundColor")
     assert background == colours[result["color"]]
@@ -442,7 +443,7 @@ async def test_andar_bahar_game_card_first_then_andar_and_bahar_in_turn(
     await assert_cards_readable(page, smallest_rank_px=24)
     await draw(table)
     await expect(prompt).to_have_text(
-        "Andar wins — 7S matches 7H (21 cards). Collect the cards and take the shuffled deck"
+        "Andar wins — 7♠ matches 7♥ (21 cards). Collect the cards and take the shuffled deck"
     )
     await expect(andar_cards.last).to_have_attribute("data-code", "7S")
     await expect(page.locator("#positions .hand.next")).to_have_count(0)
@@ -535,4 +536,26 @@ async def test_stud_with_seven_hands_fits_both_kiosk_screens(
     await expect(page.locator("#positions .card")).to_have_count(33)
     await page.screenshot(path=str(tmp_path / "stud-7-1920x1080.png"))
     await assert_cards_readable(page, smallest_rank_px=40)
+    assert js_errors == []
+
+
+async def test_a_face_down_card_is_drawn_as_a_card_back(start_table: TableFactory, browser: Browser) -> None:
+    # blackjack's hole card is published as the face-down code: the panel draws its back, not the code
+    table = await start_table(betting_seconds=30.0)
+    page, js_errors = await open_panel(browser, table)
+    await expect(page.locator("#prompt")).to_have_text("Betting open — do not deal yet")
+    state = table.service.public_state()
+    state["game_state"]["positions"][1]["cards"] = ["9S", "XX"]
+    stream = f"event: state\ndata: {json.dumps(state)}\n\n"
+    await page.route(
+        "**/api/stream",
+        lambda route: route.fulfill(status=200, content_type="text/event-stream", body=stream),
+    )
+    await table.stop_panel()  # the page's live stream ends; its next one is the state above
+    table.start_panel()
+    back = page.locator('#positions .card[data-code="XX"]')
+    await expect(back).to_have_count(1)
+    await expect(back).to_have_class("card back")
+    await expect(back).to_have_text("")
+    await expect(back).to_have_attribute("aria-label", "face-down card")
     assert js_errors == []

@@ -50,7 +50,8 @@ async def test_api_refuses_supervisor_commands_and_bad_bodies_and_acts_as_the_de
         state = (await client.get("/api/state")).json()
         assert state["table_id"] == "bac-panel" and state["round_phase"] == "betting_open"
         current = service.public_state()
-        assert state.keys() == current.keys()
+        # the public state, and the panel's explanation of a pause (none while the table plays)
+        assert state.keys() == current.keys() | {"pause_explained"} and state["pause_explained"] is None
         stable = ("table_id", "game", "round_id", "round_phase", "paused", "prompt", "waiting_for_devices")
         assert {key: state[key] for key in stable} == {key: current[key] for key in stable}
         page = await client.get("/")

@@ -68,6 +68,8 @@
 
   // A flow's prompt names cards by their codes ("Game card QS — …"): the dealer reads "Q♠". Only the
   // rendering changes; the published prompt stays as the flow wrote it.
+  // how a flow publishes a card that lies face down (controller.games.blackjack.flow.FACE_DOWN)
+  const FACE_DOWN = "XX";
   const CARD_CODE = /\b([2-9TJQKA])([SHDC])\b/g;
   function promptText(text) {
     return String(text).replace(CARD_CODE, (code) => cardLabel(code));
@@ -77,6 +79,12 @@
     const suit = SUITS[code.slice(-1)];
     const node = el("div", "card" + (extraClass ? " " + extraClass : ""));
     node.dataset.code = code;
+    if (code === FACE_DOWN) {
+      // a card not shown yet (blackjack's hole card): its back, as it lies on the felt
+      node.classList.add("back");
+      node.setAttribute("aria-label", "face-down card");
+      return node;
+    }
     if (!suit) {
       node.textContent = code;
       return node;
@@ -161,6 +169,8 @@
     show($("pause-action"), !!action && action.toLowerCase() !== WAIT_FOR_SUPERVISOR.toLowerCase());
     setText("pause-action", action);
     const detail = [];
+    // a person's own words (the dealer's or supervisor's reason); a device's driver text is not for the dealer
+    if (["dealer", "supervisor", "game"].includes(explained.code) && pause.reason) detail.push(pause.reason);
     if (explained.waits_for) detail.push(`waiting for ${explained.waits_for}`);
     if (pause.since) detail.push(`since ${new Date(pause.since).toLocaleTimeString()}`);
     if (state.held_readings) detail.push(`${state.held_readings} reading(s) held`);
