@@ -539,6 +539,17 @@ async def test_stud_with_seven_hands_fits_both_kiosk_screens(
     assert js_errors == []
 
 
+async def stream_state(page: Page, table: Table, state: dict[str, object]) -> None:
+    """From now on the page's live stream sends `state` (a state this table's flow would not reach here)."""
+    stream = f"event: state\ndata: {json.dumps(state)}\n\n"
+    await page.route(
+        "**/api/stream",
+        lambda route: route.fulfill(status=200, content_type="text/event-stream", body=stream),
+    )
+    await table.stop_panel()  # the page's live stream ends; its next one is `state`
+    table.start_panel()
+
+
 async def test_a_face_down_card_is_drawn_as_a_card_back(start_table: TableFactory, browser: Browser) -> None:
     # blackjack's hole card is published as the face-down code: the panel draws its back, not the code
     table = await start_table(betting_seconds=30.0)
@@ -546,16 +557,41 @@ async def test_a_face_down_card_is_drawn_as_a_card_back(start_table: TableFactor
     await expect(page.locator("#prompt")).to_have_text("Betting open — do not deal yet")
     state = table.service.public_state()
     state["game_state"]["positions"][1]["cards"] = ["9S", "XX"]
-    stream = f"event: state\ndata: {json.dumps(state)}\n\n"
-    await page.route(
-        "**/api/stream",
-        lambda route: route.fulfill(status=200, content_type="text/event-stream", body=stream),
-    )
-    await table.stop_panel()  # the page's live stream ends; its next one is the state above
-    table.start_panel()
+    await stream_state(page, table, state)
     back = page.locator('#positions .card[data-code="XX"]')
     await expect(back).to_have_count(1)
     await expect(back).to_have_class("card back")
     await expect(back).to_have_text("")
     await expect(back).to_have_attribute("aria-label", "face-down card")
+    assert js_errors == []
+
+
+def dice_state(table: Table, stage: str) -> dict[str, object]:
+    state = table.service.public_state()
+    read = {"frame": "f1.png", "dice": [{"box": [10, 10, 60, 60], "value": 3}], "values": [3, 4, 5]}
+    game = {"stage": stage, "camera": "dice_camera", "cycle_id": "c2", "reshakes": 0, "last_read": read}
+    return {**state, "game": "sicbo", "view": {"kind": "dice"}, "game_state": game, "paused": False}
+
+
+@pytest.mark.parametrize(("width", "height"), [(1024, 600), (1280, 800)])
+async def test_sic_bo_camera_frame_is_whole_and_the_last_read_shrinks_during_the_next_shake(
+    start_table: TableFactory, browser: Browser, width: int, height: int
+) -> None:
+    table = await start_table(betting_seconds=30.0)
+    page, js_errors = await open_panel(browser, table, width, height)
+    await stream_state(page, table, dice_state(table, "reading"))
+    await expect(page.locator("#dice-view")).to_be_visible()
+    boxes = await page.evaluate(
+        """() => Object.fromEntries(["dice-frame", "prompt-box", "actions"].map(
+             (id) => [id, document.getElementById(id).getBoundingClientRect().toJSON()]))"""
+    )
+    frame, prompt, actions = boxes["dice-frame"], boxes["prompt-box"], boxes["actions"]
+    assert frame["top"] >= prompt["bottom"] and frame["bottom"] <= actions["top"], boxes
+    assert frame["left"] >= 0 and frame["right"] <= width and frame["height"] > 150, boxes
+    assert abs(frame["width"] / frame["height"] - 4 / 3) < 0.02, frame  # the camera's own shape
+    big = frame["width"]
+    await stream_state(page, table, dice_state(table, "shaking"))
+    await expect(page.locator("#dice-view")).to_have_class(re.compile(r"\bprevious\b"))
+    small = await page.locator("#dice-frame").evaluate("node => node.getBoundingClientRect().width")
+    assert small < big * 0.7, (small, big)
     assert js_errors == []

@@ -415,6 +415,8 @@
 
   function renderDice(game) {
     const read = game.last_read;
+    // a new shake has started: the read on screen belongs to the round before
+    $("dice-view").classList.toggle("previous", game.stage === "shaking");
     const img = $("dice-frame-img");
     const frame = read && read.frame ? read.frame.split("/").pop() : "";
     const src = frame ? `/api/frames/${encodeURIComponent(game.camera)}/${encodeURIComponent(frame)}` : "";
