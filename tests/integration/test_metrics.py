@@ -142,6 +142,7 @@ async def test_metrics_follow_the_table_through_a_fault_and_a_broker_outage(
         assert first.value("tablectl_pauses_total", cause="dealer", device="none") == 0
         assert first.value("tablectl_voids_total", cause="supervisor") == 0
         assert not [s for s in first.samples if "" in s.labels.values()]
+        assert not [s.name for s in first.samples if s.name.endswith("_created")]
         assert first.value("tablectl_event_loop_lag_seconds_count") > 0
         assert first.families["tablectl_event_loop_lag_seconds"].type == "histogram"
         assert first.families["tablectl_events_published"].type == "counter"
