@@ -69,8 +69,8 @@ DEVICE_STATES = ("online", "offline", "fault")
 LAG_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 
 # The text format's `<histogram>_created` sample is a series of its own (the time the process made the
-# histogram) that the dashboard and the alert rules do not use. The flag is the client library's, for the whole
-# process: the service's one registry is its only user.
+# histogram) that the dashboard and the alert rules do not use. The flag is the client library's, for the
+# whole process: the service's one registry is its only user.
 disable_created_metrics()
 
 
