@@ -205,7 +205,6 @@ class TableMetrics(Collector):
     def collect(self) -> Iterator[Metric]:
         service, labels = self.service, self.labels
         names, values = list(labels), list(labels.values())
-        now = self.clock()
 
         def gauge(name: str, doc: str, value: float, **extra: str) -> GaugeMetricFamily:
             family = GaugeMetricFamily(name, doc, labels=[*names, *extra])
@@ -282,13 +281,10 @@ class TableMetrics(Collector):
             "Events journaled, not yet acknowledged by the broker",
             self.outbox_depth,
         )
-        oldest_age = 0.0
-        if self.outbox_oldest is not None:
-            oldest_age = max(0.0, now - _epoch(self.outbox_oldest))
         yield gauge(
-            "tablectl_outbox_oldest_age_seconds",
-            "How long the oldest unacknowledged event has waited (0: the outbox is empty)",
-            oldest_age,
+            "tablectl_outbox_oldest_timestamp_seconds",
+            "When the oldest unacknowledged event was journaled, Unix time (0: the outbox is empty)",
+            0.0 if self.outbox_oldest is None else _epoch(self.outbox_oldest),
         )
         yield gauge(
             "tablectl_journal_bytes",
@@ -329,11 +325,15 @@ class TableMetrics(Collector):
         pause = core.pause
         yield gauge("tablectl_paused", "1 while the table is paused", int(pause is not None))
         yield gauge(
-            "tablectl_pause_duration_seconds",
-            "How long the current pause has lasted (0: not paused)",
-            0.0 if pause is None else max(0.0, now - pause.since),
+            "tablectl_pause_started_timestamp_seconds",
+            "When the current pause began, Unix time (0: not paused)",
+            0.0 if pause is None else pause.since,
         )
-        yield gauge("tablectl_held_readings", "Readings held during the current pause", len(core.held))
+        yield gauge(
+            "tablectl_pause_held_readings",
+            "Readings held now, in the current pause (their count so far: tablectl_readings_held_total)",
+            len(core.held),
+        )
         up = GaugeMetricFamily(
             "tablectl_device_up", "1 while the device is online", labels=[*names, "device"]
         )
