@@ -215,7 +215,14 @@ def test_example_alert_rules_and_dashboard_name_only_exposed_metrics(tmp_path: P
     names = exposed_names(tmp_path)
     rules = yaml.safe_load((REPO / "examples" / "prometheus" / "tablectl-alerts.yml").read_text())
     alerts = {rule["alert"]: rule for group in rules["groups"] for rule in group["rules"]}
-    assert {"TablePausedTooLong", "OutboxEventsWaiting", "DeviceOffline", "DiskLow"} <= set(alerts)
+    expected = {
+        "TablePausedTooLong",
+        "OutboxEventsWaiting",
+        "DeviceOffline",
+        "DiskLow",
+        "TableUpWithoutResults",
+    }
+    assert expected <= set(alerts)
     for rule in alerts.values():
         assert {"expr", "for", "labels", "annotations"} <= set(rule), rule
         used = set(re.findall(r"tablectl_[a-z_]+", rule["expr"]))
