@@ -234,6 +234,12 @@ def test_example_alert_rules_and_dashboard_name_only_exposed_metrics(tmp_path: P
     used = {name for expr in exprs for name in re.findall(r"tablectl_[a-z_]+", expr)}
     assert used <= names, used - names
     assert dashboard["title"] and dashboard["templating"]["list"], "a studio and table selector"
+    # the paused tables by name, not only their count; the journal and the free disk each on its own axis
+    tables = [panel for panel in dashboard["panels"] if panel["type"] == "table"]
+    assert any("tablectl_paused" in t["expr"] for panel in tables for t in panel["targets"]), tables
+    for panel in dashboard["panels"]:
+        text = " ".join(t["expr"] for t in panel.get("targets", []))
+        assert not ("tablectl_journal_bytes" in text and "tablectl_disk_free_bytes" in text), panel["title"]
 
 
 # -- what /metrics answers, and what a flood of scrapes costs the table -------------------------------------
