@@ -20,7 +20,7 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -160,6 +160,23 @@ def secured_broker(
     passwords = write_password_file(workdir / "passwd", users)
     config = f"allow_anonymous false\npassword_file {passwords}\nacl_file {acl}\n{extra_config}"
     return MosquittoBroker(require_mosquitto(), workdir / "broker", extra_config=config)
+
+
+@contextlib.contextmanager
+def running_secured_broker(
+    directory: Path, users: dict[str, str], acl_text: str
+) -> Iterator[MosquittoBroker]:
+    """`secured_broker` started in `directory` with the ACL `acl_text` (written to `directory/acl`), killed on
+    exit: what a test's broker fixture yields."""
+    directory.mkdir(parents=True, exist_ok=True)
+    acl = directory / "acl"
+    acl.write_text(acl_text)
+    broker = secured_broker(directory / "broker", users, acl)
+    broker.start()
+    try:
+        yield broker
+    finally:
+        broker.kill()
 
 
 def make_test_pki(directory: Path) -> dict[str, Path]:

@@ -42,35 +42,62 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
+def write_table_config(
+    tmp_path: Path,
+    broker: MosquittoBroker,
+    *,
+    table_id: str,
+    game: str,
+    device: str,
+    protocol: str,
+    port: str,
+    capture: Path | None = None,
+    game_settings: str = "",
+    extra: str = "",
+    keepalive: int | None = 5,
+) -> Path:
+    """`tmp_path/table.toml`: table `table_id` of studio `s1` playing `game` on `broker`, its one device
+    `device` speaking `protocol` on `port` (captured to `capture` if given), data in `tmp_path/data`; then
+    `game_settings` (the lines of its `[game]` section, if any) and `extra` (more sections, as TOML)."""
+    path = tmp_path / "table.toml"
+    lines = [
+        "[table]",
+        'studio_id = "s1"',
+        f'table_id = "{table_id}"',
+        f'game = "{game}"',
+        f'data_dir = "{tmp_path / "data"}"',
+        "",
+        "[broker]",
+        f'url = "{broker.url}"',
+        *([f"keepalive = {keepalive}"] if keepalive is not None else []),
+        "",
+        f"[devices.{device}]",
+        f'protocol = "{protocol}"',
+        f'port = "{port}"',
+        *([f'capture = "{capture}"'] if capture is not None else []),
+        "",
+        *(["[game]", game_settings.strip(), ""] if game_settings else []),
+        extra.strip(),
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
 def write_config(tmp_path: Path, broker: MosquittoBroker, port: str, panel_port: int | None = None) -> Path:
     """`tmp_path/table.toml`: table `TABLE` (baccarat, 8 decks) on `broker`, its shoe on `port` (captured to
     `data/shoe.jsonl`), data in `tmp_path/data`, the panel on `panel_port` if given."""
-    path = tmp_path / "table.toml"
-    path.write_text(
-        f"""
-[table]
-studio_id = "s1"
-table_id = "{TABLE}"
-game = "baccarat"
-data_dir = "{tmp_path / "data"}"
-
-[broker]
-url = "{broker.url}"
-keepalive = 5
-
-[devices.shoe]
-protocol = "shoe-line"
-port = "{port}"
-capture = "{tmp_path / "data" / "shoe.jsonl"}"
-
-[game]
-betting_seconds = 1.0
-round_gap_seconds = 0.5
-decks = 8
-"""
-        + (f"\n[panel]\nenabled = true\nport = {panel_port}\n" if panel_port else "")
+    return write_table_config(
+        tmp_path,
+        broker,
+        table_id=TABLE,
+        game="baccarat",
+        device="shoe",
+        protocol="shoe-line",
+        port=port,
+        capture=tmp_path / "data" / "shoe.jsonl",
+        game_settings="betting_seconds = 1.0\nround_gap_seconds = 0.5\ndecks = 8",
+        extra=f"[panel]\nenabled = true\nport = {panel_port}" if panel_port else "",
     )
-    return path
 
 
 class ServiceProcess:

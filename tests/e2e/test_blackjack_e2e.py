@@ -20,7 +20,7 @@ import pytest
 from controller.pins import hash_pin
 from controller.testing.blackjack_reference import names_card
 from controller.testing.mosquitto import MosquittoBroker, MqttRecorder, free_port, wait_until
-from controller.testing.table_process import ServiceProcess
+from controller.testing.table_process import ServiceProcess, write_table_config
 from drivers.shoe.simulator import ShoeSimulator
 
 pytestmark = pytest.mark.e2e
@@ -33,38 +33,31 @@ CARDS = ["9S", "7H", "5D", HOLE, "2H", "3H", "4H", "6H"]
 
 
 def write_config(tmp_path: Path, broker: MosquittoBroker, port: str, panel_port: int) -> Path:
-    path = tmp_path / "table.toml"
-    path.write_text(
-        f"""
-[table]
-studio_id = "s1"
-table_id = "{TABLE}"
-game = "single_deck_blackjack"
-data_dir = "{tmp_path / "data"}"
-
-[broker]
-url = "{broker.url}"
-keepalive = 5
-
-[devices.shoe]
-protocol = "shoe-line"
-port = "{port}"
-
-[game]
-betting_seconds = 1.0
-round_gap_seconds = 0.5
-decision_seconds = 600
-insurance_seconds = 600
-
+    return write_table_config(
+        tmp_path,
+        broker,
+        table_id=TABLE,
+        game="single_deck_blackjack",
+        device="shoe",
+        protocol="shoe-line",
+        port=port,
+        game_settings="\n".join(
+            [
+                "betting_seconds = 1.0",
+                "round_gap_seconds = 0.5",
+                "decision_seconds = 600",
+                "insurance_seconds = 600",
+            ]
+        ),
+        extra=f'''
 [panel]
 enabled = true
 port = {panel_port}
 
 [panel.dealers]
 d7 = "{hash_pin("2468", log2_n=10)}"
-"""
+''',
     )
-    return path
 
 
 async def watch_stream(port: int, into: bytearray, stop: asyncio.Event) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from controller.testing.mosquitto import MosquittoBroker, MqttRecorder, wait_until
-from controller.testing.table_process import ServiceProcess
+from controller.testing.table_process import ServiceProcess, write_table_config
 from drivers.wheel.simulator import WheelSimulator
 
 pytestmark = pytest.mark.e2e
@@ -21,28 +21,16 @@ BASE = f"studio/s1/table/{TABLE}"
 
 
 def write_config(tmp_path: Path, broker: MosquittoBroker, port: str) -> Path:
-    path = tmp_path / "table.toml"
-    path.write_text(
-        f"""
-[table]
-studio_id = "s1"
-table_id = "{TABLE}"
-game = "roulette"
-data_dir = "{tmp_path / "data"}"
-
-[broker]
-url = "{broker.url}"
-
-[devices.wheel]
-protocol = "cammegh-ss2"
-port = "{port}"
-
-[game]
-betting_seconds = 1.0
-round_gap_seconds = 0.5
-"""
+    return write_table_config(
+        tmp_path,
+        broker,
+        table_id=TABLE,
+        game="roulette",
+        device="wheel",
+        protocol="cammegh-ss2",
+        port=port,
+        game_settings="betting_seconds = 1.0\nround_gap_seconds = 0.5",
     )
-    return path
 
 
 @pytest.fixture

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from controller.testing.mosquitto import MosquittoBroker, wait_until
+from controller.testing.table_process import write_table_config
 from drivers.shoe.simulator import ShoeSimulator
 from tests.helpers import sd_notify as shared
 from tests.helpers.paths import REPO
@@ -28,26 +29,17 @@ systemd = shared.systemd  # a fixture (tests/helpers/sd_notify.py)
 
 
 def write_config(tmp_path: Path, broker: MosquittoBroker, port: str) -> Path:
-    path = tmp_path / "table.toml"
-    data = tmp_path / "data"
-    path.write_text(
-        f"""
-[table]
-studio_id = "s1"
-table_id = "bac-notify"
-game = "baccarat"
-data_dir = "{data}"
-
-[broker]
-url = "{broker.url}"
-
-[devices.shoe]
-protocol = "shoe-line"
-port = "{port}"
-capture = "{data / "new-captures" / "shoe.jsonl"}"
-"""
+    return write_table_config(
+        tmp_path,
+        broker,
+        table_id="bac-notify",
+        game="baccarat",
+        device="shoe",
+        protocol="shoe-line",
+        port=port,
+        capture=tmp_path / "data" / "new-captures" / "shoe.jsonl",
+        keepalive=None,
     )
-    return path
 
 
 async def test_tablectl_run_notifies_systemd_and_keeps_its_files_private(

@@ -19,7 +19,7 @@ from controller.pins import hash_pin
 from controller.service import TableService
 from controller.table_build import TABLE_CONFIGS
 from controller.testing.console import running_console
-from controller.testing.mosquitto import HOST, MosquittoBroker, free_port, secured_broker, wait_until
+from controller.testing.mosquitto import HOST, MosquittoBroker, free_port, running_secured_broker, wait_until
 from drivers.shoe.simulator import ShoeSimulator
 from tests.helpers.paths import REPO
 
@@ -30,14 +30,12 @@ PASSWORDS = {"table-t1": "table-pw", "supervisor-a": "a-pw"}
 
 @pytest.fixture
 def broker(tmp_path: Path) -> Iterator[MosquittoBroker]:
-    acl = tmp_path / "acl"
-    acl.write_text("user table-t1\ntopic readwrite studio/#\n\nuser supervisor-a\ntopic read studio/#\n")
-    secured = secured_broker(tmp_path / "broker", PASSWORDS, acl)
-    secured.start()
-    try:
+    with running_secured_broker(
+        tmp_path,
+        PASSWORDS,
+        "user table-t1\ntopic readwrite studio/#\n\nuser supervisor-a\ntopic read studio/#\n",
+    ) as secured:
         yield secured
-    finally:
-        secured.kill()
 
 
 async def test_every_attack_of_the_script_holds_against_the_real_servers(

@@ -26,7 +26,7 @@ from controller.testing.mosquitto import (
     ExampleBroker,
     MosquittoBroker,
     free_port,
-    secured_broker,
+    running_secured_broker,
     wait_until,
 )
 from controller.web.server import REJECTIONS
@@ -46,14 +46,10 @@ OTHER_CLIENT = "127.0.0.2"
 
 @pytest.fixture
 def broker(tmp_path: Path) -> Iterator[MosquittoBroker]:
-    acl = tmp_path / "acl"
-    acl.write_text("".join(f"user {user}\ntopic read studio/#\n\n" for user in PASSWORDS))
-    secured = secured_broker(tmp_path / "broker", PASSWORDS, acl)
-    secured.start()
-    try:
+    with running_secured_broker(
+        tmp_path, PASSWORDS, "".join(f"user {user}\ntopic read studio/#\n\n" for user in PASSWORDS)
+    ) as secured:
         yield secured
-    finally:
-        secured.kill()
 
 
 @contextlib.asynccontextmanager
