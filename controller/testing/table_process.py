@@ -42,6 +42,17 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
+@contextlib.asynccontextmanager
+async def table_shoe(tmp_path: Path) -> AsyncIterator[ShoeSimulator]:
+    """The table's shoe, loaded with `CARDS` five times and no cut card, on the pty `tmp_path/shoe.pty`."""
+    simulator = ShoeSimulator(cards=CARDS * 5, cut_position=None)
+    await simulator.start_pty(str(tmp_path / "shoe.pty"))
+    try:
+        yield simulator
+    finally:
+        await simulator.stop()
+
+
 def write_table_config(
     tmp_path: Path,
     broker: MosquittoBroker,

@@ -16,12 +16,12 @@ from controller.replay import replay_file
 from controller.testing.mosquitto import MosquittoBroker, MqttRecorder, free_port, wait_until
 from controller.testing.table_process import (
     BASE,
-    CARDS,
     TABLE,
     ServiceProcess,
     draw,
     events,
     latest,
+    table_shoe,
     wait_event,
     write_config,
 )
@@ -32,10 +32,8 @@ pytestmark = pytest.mark.e2e
 
 @pytest.fixture
 async def shoe(tmp_path: Path) -> AsyncIterator[ShoeSimulator]:
-    simulator = ShoeSimulator(cards=CARDS * 5, cut_position=None)
-    await simulator.start_pty(str(tmp_path / "shoe.pty"))
-    yield simulator
-    await simulator.stop()
+    async with table_shoe(tmp_path) as simulator:
+        yield simulator
 
 
 async def panel_state(port: int, timeout: float = 10) -> dict[str, Any]:

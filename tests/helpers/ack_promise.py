@@ -10,9 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from controller.testing.table_process import (
-    CARDS,
-)
+from controller.testing.table_process import table_shoe
 from drivers.shoe.simulator import ShoeSimulator
 
 
@@ -31,7 +29,5 @@ def acked_cards(shoe: ShoeSimulator) -> list[str]:
 
 @pytest.fixture
 async def shoe(tmp_path: Path) -> AsyncIterator[ShoeSimulator]:
-    simulator = ShoeSimulator(cards=CARDS * 5, cut_position=None)
-    await simulator.start_pty(str(tmp_path / "shoe.pty"))
-    yield simulator
-    await simulator.stop()
+    async with table_shoe(tmp_path) as simulator:
+        yield simulator

@@ -31,31 +31,15 @@ def test_unknown_protocol_on_replay_is_a_usage_error() -> None:
 
 
 def test_replay_takes_the_table_settings_from_a_config(tmp_path: Path) -> None:
+    replay_with_config = ["replay", "--game", "baccarat", "--protocol", "shoe-line"]
+    replay_with_config += ["--config", str(REPO / "examples" / "baccarat.toml")]
     capture = tmp_path / "shoe.bin"
     capture.write_bytes(b"HELLO SIM 1 1*00\r\n")  # a bad checksum: counted, nothing else happens
-    result = tablectl(
-        "replay",
-        "--game",
-        "baccarat",
-        "--protocol",
-        "shoe-line",
-        "--config",
-        str(REPO / "examples" / "baccarat.toml"),
-        str(capture),
-    )
+    result = tablectl(*replay_with_config, str(capture))
     assert result.returncode == 0, result.stderr
     assert result.stdout == ""
     capture.write_bytes(b"CARD 0001 AS*07\r\n")
-    result = tablectl(
-        "replay",
-        "--game",
-        "baccarat",
-        "--protocol",
-        "shoe-line",
-        "--config",
-        str(REPO / "examples" / "baccarat.toml"),
-        str(capture),
-    )
+    result = tablectl(*replay_with_config, str(capture))
     sources = {line.split('"source":"')[1].split('"')[0] for line in result.stdout.splitlines()}
     assert sources == {"studio/lisbon-1/table/bac-01"}
 

@@ -5,8 +5,6 @@ Its integration tests; the unit ones are in `tests/unit/games/baccarat/test_repl
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +13,7 @@ import pytest
 from controller.testing.baccarat_reference import as_expected, from_reference
 from controller.testing.shoe_capture import record_shoes
 from drivers.capture import CaptureWriter
-from tests.helpers.paths import REPO
+from tests.helpers.cli import tablectl
 from tests.helpers.replay import FAULTS
 
 pytestmark = pytest.mark.integration
@@ -31,24 +29,8 @@ def test_cli_replay_of_jsonl_and_raw_captures_agree(tmp_path: Path) -> None:
     raw.write_bytes(b"".join(r.data for r in records if r.direction == "rx"))
 
     def run(capture: Path) -> list[dict[str, Any]]:
-        done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "controller.cli",
-                "replay",
-                "--game",
-                "baccarat",
-                "--protocol",
-                "shoe-line",
-                str(capture),
-            ],
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=True,
-        )
+        done = tablectl("replay", "--game", "baccarat", "--protocol", "shoe-line", str(capture), timeout=120)
+        assert done.returncode == 0, done.stderr
         return [json.loads(line) for line in done.stdout.splitlines()]
 
     from_jsonl = run(jsonl)

@@ -6,14 +6,12 @@ Its integration tests; the unit ones are in `tests/unit/games/roulette/test_roul
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.helpers.paths import REPO
+from tests.helpers.cli import tablectl
 from tests.helpers.roulette_replay import jsonl
 from tests.helpers.wheel_example import VENDOR_EXAMPLE
 
@@ -21,23 +19,7 @@ pytestmark = pytest.mark.integration
 
 
 def cli_replay(capture: Path) -> list[dict[str, Any]]:
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "controller.cli",
-            "replay",
-            "--game",
-            "roulette",
-            "--protocol",
-            "cammegh-ss2",
-            str(capture),
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = tablectl("replay", "--game", "roulette", "--protocol", "cammegh-ss2", str(capture))
     assert done.returncode == 0, done.stderr
     return [json.loads(line) for line in done.stdout.splitlines()]
 
