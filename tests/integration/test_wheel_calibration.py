@@ -17,6 +17,7 @@ from calibration.wheel import (
     SCHEMA,
     CalibrationCancelled,
     CalibrationError,
+    SensorCalibration,
     WheelConsole,
     WheelIdentity,
     calibrate_sensors,
@@ -111,15 +112,19 @@ async def test_sensor_calibration_succeeds() -> None:
     assert "*C" in [line for _, line in wheel.device.received]
 
 
-async def test_sensor_calibration_reports_broken_sensors() -> None:
-    simulator = await started(calibration_broken_sensors=(1, 3))
+async def calibrate_agreeing(simulator: WheelSimulator) -> SensorCalibration:
+    """The sensor calibration of `simulator`'s wheel, the operator saying yes to every question."""
     console = await connect(simulator)
     try:
         await identify(console)
-        result = await calibrate_sensors(console, lambda q: True, lambda t: None)
+        return await calibrate_sensors(console, lambda q: True, lambda t: None)
     finally:
         await console.close()
         await simulator.stop()
+
+
+async def test_sensor_calibration_reports_broken_sensors() -> None:
+    result = await calibrate_agreeing(await started(calibration_broken_sensors=(1, 3)))
     assert not result.ok
     assert result.broken_sensors == (1, 3)
     assert result.message == "sensor(s) 1, 3 broken: clean or replace, then calibrate again"
@@ -127,14 +132,7 @@ async def test_sensor_calibration_reports_broken_sensors() -> None:
 
 
 async def test_sensor_calibration_without_the_ball() -> None:
-    simulator = await started(ball_on_zero=False)
-    console = await connect(simulator)
-    try:
-        await identify(console)
-        result = await calibrate_sensors(console, lambda q: True, lambda t: None)
-    finally:
-        await console.close()
-        await simulator.stop()
+    result = await calibrate_agreeing(await started(ball_on_zero=False))
     assert not result.ok
     assert result.ball == "not found"
     assert result.message == "the wheel found no ball: is it fixed in the middle of pocket 0?"
