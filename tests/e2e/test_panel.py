@@ -371,6 +371,25 @@ async def test_roulette_view_shows_the_wheels_last_number_with_its_colour(
     assert js_errors == []
 
 
+async def test_roulette_counts_down_to_the_launch_while_betting_is_open(
+    start_table: TableFactory, browser: Browser
+) -> None:
+    # user start (the default): the table asks the wheel to launch `betting_seconds` after the round opened
+    table = await start_table(betting_seconds=20.0, game="roulette")
+    page, js_errors = await open_panel(browser, table)
+    await wait_until(lambda: "round.opened" in table.event_types(), timeout=20, what="a round")
+    countdown = page.locator("#countdown")
+    await expect(countdown).to_have_text(re.compile(r"^ball launch in (1[0-9]|20) s$"))
+    game_state = table.service.public_state()["game_state"]
+    assert game_state["launch_at"] is not None
+    # the dealer closes betting: the launch is asked at once, nothing is left to count down
+    async with dealer_client(table) as client:
+        closed = await client.post("/api/inputs/close_betting", json={})
+    assert closed.status_code == 200, closed.json()
+    await expect(countdown).to_be_hidden()
+    assert js_errors == []
+
+
 async def test_andar_bahar_game_card_first_then_andar_and_bahar_in_turn(
     start_table: TableFactory, browser: Browser, tmp_path: Path
 ) -> None:

@@ -81,6 +81,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from controller.events import iso_ms
 from controller.flow import DeviceRequest, FlowOutput, FlowRecord, GameFlow, Phase
 from controller.games.roulette.events import RouletteResult
 from controller.lifecycle import NEXT_ROUND
@@ -191,8 +192,10 @@ class RouletteSettings(BaseModel):
     )
 
 
-#: with user_start, when to ask the wheel to launch (again): a timer of the round book
+#: with user_start, when to ask the wheel to launch: a timer of the round book, the panel counts down to it
 LAUNCH = "launch"
+#: when to ask again (the wheel did not show it launched): a timer apart, so LAUNCH stays the first ask
+LAUNCH_RETRY = "launch_retry"
 
 
 class RouletteRecord(FlowRecord):
@@ -375,12 +378,12 @@ class RouletteFlow(GameFlow):
         return super().on_tick(now)
 
     def on_timer(self, name: str, now: float, out: FlowOutput) -> None:
-        if name == LAUNCH:
+        if name in (LAUNCH, LAUNCH_RETRY):
             if self.rounds.in_round and not self.rounds.started:
                 direction = self._next_direction()
                 command = DeviceCommand("start_game", {"direction": direction})
                 out.requests.append(DeviceRequest(self.settings.wheel_device, command))
-                self.rounds.set_timer(LAUNCH, now + self.settings.start_retry_seconds)
+                self.rounds.set_timer(LAUNCH_RETRY, now + self.settings.start_retry_seconds)
         elif (
             name == NEXT_ROUND
             and self.settings.user_start
@@ -403,6 +406,7 @@ class RouletteFlow(GameFlow):
             if self.rounds.started:
                 self.rounds.start_play()
             elif self.settings.user_start:
+                self.rounds.cancel_timer(LAUNCH_RETRY)
                 self.rounds.set_timer(LAUNCH, now)  # the ball is not launched yet: ask for it at once
 
     def void_round(self, now: float, reason: str, by: str) -> FlowOutput:
@@ -429,6 +433,9 @@ class RouletteFlow(GameFlow):
             "phase": self.rounds.phase.value,
             "round_id": self.rounds.round_id,
             "ball_launched": self.rounds.started,
+            # user start: when the table asks the wheel to launch, the end of the betting time it keeps (the
+            # wheel's own "no more bets" follows the launch); None while the wheel keeps the time itself
+            "launch_at": self._launch_at(),
             "last_result": None if last is None else {"number": last.number, "color": last.color},
             "spin": self.spin,
             "prompt": self.prompt,
@@ -438,6 +445,12 @@ class RouletteFlow(GameFlow):
         }
 
     # -- helpers -------------------------------------------------------------------------------------------
+
+    def _launch_at(self) -> str | None:
+        due = self.rounds.timers.get(LAUNCH)
+        if due is None or self.rounds.phase != Phase.BETTING_OPEN or self.rounds.started:
+            return None
+        return iso_ms(due)
 
     def _heard(self, now: float, report: WheelReport, spin: int | None = None) -> None:
         if spin is not None:
@@ -457,6 +470,7 @@ class RouletteFlow(GameFlow):
         # pause it. The wheel launched: nothing more to ask of it.
         self.rounds.start_play()
         self.rounds.cancel_timer(LAUNCH)
+        self.rounds.cancel_timer(LAUNCH_RETRY)
 
     def round_over(self, now: float, out: FlowOutput) -> None:
         self.launch_direction = None

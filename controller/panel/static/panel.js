@@ -487,6 +487,10 @@
     if (state.round_phase === "betting_open" && game.betting_closes_at) {
       return { kind: "betting", closes: game.betting_closes_at, text: "closes in" };
     }
+    if (state.round_phase === "betting_open" && game.launch_at) {
+      // roulette in user start: the table launches the ball then; the wheel's "no more bets" follows
+      return { kind: "betting", closes: game.launch_at, text: "ball launch in" };
+    }
     if (game.decisions_close_at) {
       return { kind: "decisions", closes: game.decisions_close_at, text: "decisions close in" };
     }

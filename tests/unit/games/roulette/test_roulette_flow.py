@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from controller.commands import CloseBetting, PlayersDone
-from controller.events import RawRejected, RoundVoided
+from controller.events import RawRejected, RoundVoided, iso_ms
 from controller.flow import DeviceRequest, FlowOutput, InputRejected, Phase
 from controller.games.roulette import RouletteFlow, RouletteResult, RouletteSettings, pocket
 from drivers.readings import (
@@ -204,6 +204,7 @@ def test_normal_game_publishes_the_full_lifecycle_and_result() -> None:
         "phase": "waiting",
         "round_id": None,
         "ball_launched": False,
+        "launch_at": None,
         "last_result": {"number": 25, "color": "red"},
         "spin": 11,
         "prompt": "Winning number 25 red",
@@ -504,6 +505,28 @@ def test_user_start_asks_for_the_launch_betting_seconds_after_the_round_opened_a
     feed(flow, game_started(T0 + 60, spin=12))
     assert ticks(flow, T0 + 60, T0 + 75) == FlowOutput()
     assert flow.on_tick(T0 + 75).requests == [start_request("anticlockwise")]
+
+
+def test_the_public_state_gives_the_launch_time_while_betting_waits_for_it() -> None:
+    # what the dealer's panel counts down to: the first launch request, not its retries
+    flow = make_flow()  # betting 15 s, retry 10 s
+    assert flow.public_state()["launch_at"] is None  # no round
+    feed(flow, game_started(T0 + 1))
+    assert flow.public_state()["launch_at"] == iso_ms(T0 + 16)
+    flow.on_tick(T0 + 16)  # asked: the wheel's own "no more bets" follows, no time of ours is left to show
+    assert flow.public_state()["launch_at"] is None
+    assert flow.on_tick(T0 + 26).requests == [start_request("clockwise")]  # the retry still runs
+    assert flow.public_state()["launch_at"] is None
+    # a dealer who closes betting early: the launch is asked at once
+    flow = make_flow()
+    feed(flow, game_started(T0))
+    flow.on_command(CloseBetting(), T0 + 3)
+    assert flow.public_state()["launch_at"] is None  # betting is closed: nothing to count down
+    assert flow.on_tick(T0 + 3).requests == [start_request("clockwise")]
+    # without user start the wheel keeps the time itself: nothing to count down
+    flow = make_flow(user_start=False)
+    feed(flow, game_started(T0))
+    assert flow.public_state()["launch_at"] is None
 
 
 def test_no_more_bets_or_the_end_of_the_round_stops_the_launch_requests() -> None:
