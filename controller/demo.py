@@ -23,7 +23,7 @@ from typing import Any, TextIO
 
 import aiomqtt
 
-from controller.commands import CommandError, Resume
+from controller.commands import CommandError, NewShoe, Resume
 from controller.config import TableConfig
 from controller.events import Envelope
 from controller.games import GAMES, game_spec
@@ -163,6 +163,10 @@ def attach_dice_scene(service: TableService, shaker: Any, seed: int) -> None:
         camera.source_factory = lambda source=source: source
 
 
+#: the identity the demo's dealer acts under (the panel's dealer of the demo table)
+DEMO_DEALER = "demo"
+
+
 class VirtualDealer:
     """Follows the table's prompts like a dealer at the table would: draws when a card is wanted, and moves
     the cards between the table, the shuffler and the shoe."""
@@ -181,6 +185,8 @@ class VirtualDealer:
             service.listeners.append(self._fresh_deck_after_round)
         else:
             service.listeners.append(self._new_shoe_after_the_last_round)
+        #: the finished shoe the dealer has replaced but not yet told the table of (`new_shoe`)
+        self._shoe_to_announce: str | None = None
 
     def _fresh_deck_after_round(self, envelope: Envelope) -> None:
         """Single-deck games: the used pack goes to the shuffler and a freshly shuffled one is loaded."""
@@ -206,6 +212,24 @@ class VirtualDealer:
             self.simulator.load_new_deck(
                 self.rng.randrange(2**32), decks=self.spec.demo.decks, cut_position=cut
             )
+            if not getattr(self.service.core.flow.settings, "auto_new_shoe", True):
+                # a table that waits for the dealer's word (Live Blackjack): the dealer says so once the
+                # round is over, as on the panel; before, the demo waited for it forever at the shoe's end
+                self._shoe_to_announce = self.service.core.state()["game_state"].get("shoe_id")
+
+    async def _announce_the_new_shoe(self, state: dict[str, Any]) -> None:
+        game_state = state["game_state"]
+        if game_state.get("shoe_id") != self._shoe_to_announce:
+            self._shoe_to_announce = None  # a new shoe started already
+            return
+        if not game_state.get("shoe_finished"):
+            return  # the shoe's last round is still being played
+        try:
+            await self.service.handle_command(NewShoe(by=DEMO_DEALER))
+        except CommandError as exc:
+            log.warning("demo: the dealer cannot load the new shoe yet: %s", exc)
+        else:
+            self._shoe_to_announce = None
 
     @property
     def has_work(self) -> bool:
@@ -221,6 +245,9 @@ class VirtualDealer:
             state = self.service.core.state()
             game_state = state["game_state"]
             if state["paused"] or state["waiting_for_devices"]:
+                continue
+            if self._shoe_to_announce is not None:
+                await self._announce_the_new_shoe(state)
                 continue
             if self.simulator.device.queued:
                 # the last card is still on its way (not yet acknowledged, so not yet in the table's state):

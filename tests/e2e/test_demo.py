@@ -31,12 +31,23 @@ def check_rounds(envelopes: list[dict], rounds: int) -> None:
     assert envelopes[-1]["type"] == "round.closed"
 
 
-def test_baccarat_demo_prints_three_complete_rounds_on_the_embedded_broker() -> None:
-    stdout, stderr = run_demo("--game", "baccarat", "--rounds", "3", "--json")
+def check_past_the_shoes_end(envelopes: list[dict]) -> None:
+    """The demo's first shoe ends (its cut card is early) and the next shoe's rounds are played."""
+    types = [e["type"] for e in envelopes]
+    assert types.count("shoe.started") == 2 and types.count("shoe.cut_card") == 1, types
+    results = [e["data"] for e in envelopes if e["type"] == "round.result"]
+    last = [r for r in results if r["last_round_of_shoe"]]
+    assert len(last) == 1 and results[-1] is not last[0]
+    assert results[-1]["round_number_in_shoe"] >= 1
+
+
+def test_baccarat_demo_prints_complete_rounds_past_the_shoes_end_on_the_embedded_broker() -> None:
+    stdout, stderr = run_demo("--game", "baccarat", "--rounds", "4", "--json")
     envelopes = [json.loads(line) for line in stdout.splitlines()]
     # the embedded broker has no ACL: MQTT 3.1.1's undetectable refusals cannot happen, nothing to warn of
     assert "MQTT 3.1.1" not in stderr, stderr
-    check_rounds(envelopes, 3)
+    check_rounds(envelopes, 4)
+    check_past_the_shoes_end(envelopes)
     for result in (e["data"] for e in envelopes if e["type"] == "round.result"):
         dealt = [
             e["data"] for e in envelopes if e["type"] == "card.dealt" and e["subject"] == result["round_id"]

@@ -1,6 +1,7 @@
 """`tablectl demo` for the three blackjack variants: rounds to completion as published (the disconnect policy
 plays, as no rules engine is there), every envelope valid against its schema; Infinite's demo shows the burn,
-the cut card, the reshuffle and the next shoe's burn."""
+the cut card, the reshuffle and the next shoe's burn; Live's demo goes past its shoe's end (its dealer loads
+the next shoe and says so, `new_shoe`)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from controller.testing.demo_process import demo_command, run_demos
 
 pytestmark = pytest.mark.e2e
 
-ROUNDS = {"blackjack": 2, "single_deck_blackjack": 3, "infinite_blackjack": 6}
+ROUNDS = {"blackjack": 6, "single_deck_blackjack": 3, "infinite_blackjack": 6}
 
 
 @pytest.fixture(scope="module")
@@ -72,3 +73,16 @@ def test_the_infinite_demo_burns_cuts_and_reshuffles(published: dict[str, list[d
     assert len(last) == 1
     after = results[results.index(last[0]) + 1 :]
     assert after and after[0]["round_in_shoe"] == 1 and after[0]["shoe_id"] != last[0]["shoe_id"]
+
+
+def test_the_live_demo_goes_on_past_the_shoes_end(published: dict[str, list[dict[str, Any]]]) -> None:
+    # Live Blackjack waits for the dealer's `new_shoe` after the cut-card round: the demo's dealer sends it
+    # (before, the demo stopped there for good)
+    envelopes = published["blackjack"]
+    types = [e["type"] for e in envelopes]
+    assert types.count("shoe.started") == 2 and types.count("shoe.cut_card") == 1, types
+    results = [e["data"] for e in envelopes if e["type"] == "round.result"]
+    last = [r for r in results if r["last_round_of_shoe"]]
+    assert len(last) == 1
+    after = results[results.index(last[0]) + 1 :]
+    assert after and after[0]["round_in_shoe"] == 1

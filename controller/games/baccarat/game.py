@@ -26,5 +26,10 @@ GAME = GameSpec(
     replay_overrides={"round_gap_seconds": 0.0, "betting_closes_on_first_card": True, "auto_new_shoe": True},
     optional_devices=SHUFFLER,
     describe=describe_result,
-    demo=Demo(settings={"betting_seconds": 2.0, "round_gap_seconds": 1.0}),
+    demo=Demo(
+        settings={"betting_seconds": 2.0, "round_gap_seconds": 1.0},
+        # 8 decks are 416 cards: the cut card 16 cards in ends the first shoe within a few rounds (the
+        # table starts the next one by itself)
+        cut_position=400,
+    ),
 )

@@ -96,5 +96,11 @@ GAME = GameSpec(
     events=BLACKJACK_EVENTS,
     inputs={**BOXED_INPUTS, "seated": Seated},
     describe=describe_result,
-    demo=Demo(settings={**BLACKJACK_DEMO, "seats": 3}, players=demo_players),
+    demo=Demo(
+        settings={**BLACKJACK_DEMO, "seats": 3},
+        # the cut card some 30 cards in: the shoe's end (the dealer loads a new shoe and says so) within a
+        # few rounds
+        cut_position=386,
+        players=demo_players,
+    ),
 )
