@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import selectors
 import signal
 import sys
 from collections.abc import Callable
@@ -76,13 +77,35 @@ def actions(device: str, simulator: Any) -> Actions:
     return common_actions(simulator) | simulated(device).actions(simulator)
 
 
+def _stdin_can_be_watched() -> bool:
+    """Whether the event loop can wait on standard input: a terminal, a pipe or a socket can be, /dev/null or
+    a regular file cannot (epoll refuses them). asyncio's `connect_read_pipe` accepts them all the same and
+    fails later, in a callback of its own, with a PermissionError traceback on the log (seen when run in the
+    background, under nohup or systemd)."""
+    if sys.stdin is None:
+        return False
+    try:
+        fd = sys.stdin.fileno()
+    except (OSError, ValueError):
+        return False
+    with selectors.DefaultSelector() as selector:
+        try:
+            selector.register(fd, selectors.EVENT_READ)
+        except (OSError, ValueError):
+            return False
+    return True
+
+
 async def _read_commands(device: str, simulator: Any) -> None:
+    if not _stdin_can_be_watched():
+        log.info("standard input is not a terminal or a pipe: no commands on stdin, signals only")
+        return
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader()
     try:
         await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
     except (OSError, ValueError):
-        return  # no usable standard input (e.g. /dev/null under a supervisor): signals only
+        return  # no usable standard input after all: signals only
     table = actions(device, simulator)
     while line := await reader.readline():
         words = line.decode(errors="replace").split()

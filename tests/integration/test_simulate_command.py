@@ -9,6 +9,7 @@ import signal
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,14 +25,16 @@ pytestmark = pytest.mark.integration
 
 
 @contextlib.asynccontextmanager
-async def simulate(*args: str) -> AsyncIterator[tuple[asyncio.subprocess.Process, str]]:
+async def simulate(
+    *args: str, stdin: Any = asyncio.subprocess.PIPE
+) -> AsyncIterator[tuple[asyncio.subprocess.Process, str]]:
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
         "controller.cli",
         "simulate",
         *args,
-        stdin=asyncio.subprocess.PIPE,
+        stdin=stdin,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         cwd=REPO,
@@ -86,6 +89,19 @@ async def test_a_simulated_shoe_deals_to_the_tables_driver(where: str, tmp_path:
         # the shoe's own shuffle, in order, each card once (acknowledged by the session as the table does)
         assert cards(readings)[:10] == shuffled_shoe(8, 5)[:10]
         assert process.returncode is None
+
+
+async def test_a_simulator_in_the_background_reads_no_stdin_and_says_nothing_alarming() -> None:
+    # under nohup or systemd standard input is /dev/null, which the event loop cannot wait on: before, the
+    # simulator logged an asyncio PermissionError traceback at start
+    with open(os.devnull, "rb") as nothing:
+        async with simulate("shoe", "--tcp", "0", "--deal-every", "0.02", stdin=nothing) as (process, url):
+            async with shoe_session(url) as readings:
+                await wait_until(lambda: len(cards(readings)) >= 5, timeout=15, what="five cards")
+            assert process.returncode is None
+    assert process.stderr is not None
+    err = (await process.stderr.read()).decode()
+    assert "Traceback" not in err and "PermissionError" not in err, err
 
 
 async def test_fault_switches_reach_the_simulator_and_unknown_ones_are_listed() -> None:
