@@ -42,6 +42,16 @@ def _split_device_reason(device: str, reason: str) -> tuple[str | None, str]:
     return None, reason
 
 
+def short_reason(reason: str, device: str | None) -> str:
+    """A pause's reason without the driver's text: "shoe offline" for "shoe offline: lost connection to …"
+    (the text is shown once, as the pause's technical detail); any other reason as it is."""
+    if device:
+        status, _ = _split_device_reason(device, reason)
+        if status is not None:
+            return f"{device} {status}"
+    return reason
+
+
 #: a device fault's documented code (or fault state) -> (what happened, what fixes it)
 FAULT_WORDS: dict[str, tuple[str, str]] = {
     # card shoe

@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import json
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from controller.events import iso_ms
+from controller.pause_reasons import explain_pause, short_reason
 
 #: events kept per table (a baccarat round is about 10, a stud round about 30)
 RECENT_EVENTS = 300
@@ -205,7 +206,7 @@ class StudioModel:
                 }
             )
         if type_ in BY_EVENTS:
-            detail = str(data.get("reason") or "")
+            detail = _short_reason(data)
             if data.get("device"):
                 detail = f"{detail} (device {data['device']})"
             table.history.append(
@@ -327,6 +328,12 @@ class StudioModel:
         pause = state.get("pause") if paused and isinstance(state.get("pause"), dict) else None
         link = status.get("status") if isinstance(status.get("status"), str) else "unknown"
         devices = self._devices(table)
+        offline = link == "offline"
+        if offline:
+            # what an offline table last said of its devices is not their health now: unknown, and when
+            # last seen (before, a table killed outright kept its green "shoe online")
+            last_seen = iso_ms(table.offline_since) if table.offline_since is not None else None
+            devices = {name: _unknown_since(device, last_seen) for name, device in devices.items()}
         faults = [name for name, device in devices.items() if device.get("status") != "online"]
         delivery = None
         if status.get("delivery") == "refused":
@@ -347,6 +354,9 @@ class StudioModel:
                 waiting_since, waiting_known = since, True
         last = table.results[-1] if table.results else None
         view = state.get("view") if isinstance(state.get("view"), dict) else {}
+        explained = explain_pause(pause, devices)
+        if explained is not None and offline:
+            explained = replace(explained, waits_for="the table to be back online")
         return {
             "table_id": table.table_id,
             "rev": table.rev,
@@ -354,11 +364,14 @@ class StudioModel:
             "title": (view or {}).get("title") or state.get("game"),
             "round_id": state.get("round_id"),
             "phase": state.get("phase"),
-            "prompt": state.get("prompt"),
+            # an offline table's last prompt is not what its dealer is told now
+            "prompt": None if offline else state.get("prompt"),
             "link": link,
             "boot": status.get("boot"),
             "paused": paused,
             "pause": pause,
+            # the pause in a person's words, what it still waits for, whether a resume would be accepted
+            "explanation": None if explained is None else explained.public(),
             "devices": devices,
             "device_problems": faults,
             "delivery_refused": delivery,
@@ -406,7 +419,9 @@ class StudioModel:
     def _story(table: TableView, round_id: Any) -> tuple[str | None, list[dict[str, Any]]]:
         """The events to tell step by step: the round in progress; between rounds, what happened since
         the last one ended (a pause, a device) or else that last round."""
-        events = list(table.events)
+        # in the table's order (its sequence), not the order they arrived in: a resume that applies held
+        # readings, or a re-sent event, may arrive after what followed it
+        events = sorted(table.events, key=lambda e: _sequence(e) or 0)
         if isinstance(round_id, str):
             return round_id, [e for e in events if e.get("subject") == round_id]
         ends = [i for i, e in enumerate(events) if e.get("type") in ("round.closed", "round.voided")]
@@ -488,12 +503,16 @@ def _event_line(envelope: dict[str, Any], describe: Any) -> dict[str, Any]:
     elif type_ == "round.result":
         text = describe(str(data.get("game") or ""), data)
     elif type_ in BY_EVENTS:
-        text = " ".join(str(x) for x in (data.get("reason") or "", f"by {data.get('by')}") if x)
+        text = " ".join(x for x in (_short_reason(data), f"by {data.get('by')}") if x)
     elif type_.startswith("device."):
-        text = f"{data.get('device')}: {data.get('detail') or data.get('status')}"
+        # the status in short: the driver's text is the device's detail (the devices table, or the pause's
+        # technical detail), not repeated in every line of the story
+        text = f"{data.get('device')} {data.get('status') or type_.partition('.')[2]}"
+        if data.get("code"):
+            text += f" ({data['code']})"
     elif type_ == "round.opened":
-        closes = data.get("betting_closes_at")
-        text = f"betting until {closes}" if closes else "opened"
+        # the time itself is `until`: the page writes it in the supervisor's local time, as every other
+        text = "betting open" if data.get("betting_closes_at") else "opened"
     elif type_ == "round.betting_closed":
         text = f"betting closed ({data.get('reason')})"
     else:
@@ -504,4 +523,22 @@ def _event_line(envelope: dict[str, Any], describe: Any) -> dict[str, Any]:
         "type": type_,
         "text": text,
         "historical": bool(envelope.get("historical")),
+        "until": data.get("betting_closes_at") if type_ == "round.opened" else None,
+    }
+
+
+def _short_reason(data: dict[str, Any]) -> str:
+    device = data.get("device")
+    return short_reason(str(data.get("reason") or ""), str(device) if device else None)
+
+
+def _unknown_since(device: dict[str, Any], last_seen: str | None) -> dict[str, Any]:
+    """A device of a table that is offline: its health is unknown; what it was when last heard of, and
+    since when the table has been silent, are kept."""
+    return {
+        **device,
+        "status": "unknown",
+        "last_status": device.get("status"),
+        "detail": f"unknown: the table is offline (last seen {device.get('status') or '?'})",
+        "last_seen": last_seen,
     }

@@ -277,9 +277,21 @@ class SimulatedStudio:
     def pause(self, table_id: str, reason: str = "shoe offline: link lost") -> None:
         with self._lock:
             table = self.tables[table_id]
-            table.paused = {"reason": reason, "by": "device", "device": "shoe", "since": iso_ms(time.time())}
+            table.paused = {
+                "reason": reason,
+                "by": "device",
+                "device": "shoe",
+                "cause": "device",
+                "since": iso_ms(time.time()),
+            }
             table.shoe = "offline"
-            data = {"round_id": self._round_id(table), "reason": reason, "device": "shoe", "by": "device"}
+            data = {
+                "round_id": self._round_id(table),
+                "reason": reason,
+                "device": "shoe",
+                "by": "device",
+                "cause": "device",
+            }
             self._event(table, "round.paused", data, self._round_id(table))
             self._publish(f"{self.root(table_id)}/devices/shoe", self._device(table), True)
             self._publish(f"{self.root(table_id)}/state", self._state(table), True)

@@ -61,7 +61,10 @@ async def test_two_hundred_tables_paused_and_offline_first_within_a_second(
         studio.pause("sim-150", "shoe offline: link lost")
         paused = page.locator('#grid .tile[data-table="sim-150"]')
         await expect(paused).to_have_class(PAUSED, timeout=1000)
-        await expect(paused.locator(".tile-alert")).to_contain_text("PAUSED: shoe offline: link lost")
+        # in a person's words (the driver's text is in the details, once)
+        await expect(paused.locator(".tile-alert")).to_contain_text(
+            "PAUSED: Shoe disconnected — check its cable"
+        )
         await expect(paused.locator(".tile-alert")).to_contain_text("waiting")
         await expect(paused.locator('.chip[data-device="shoe"]')).to_have_class(OFFLINE)
         assert (await tile_order(page))[0] == "sim-150"
@@ -93,10 +96,22 @@ async def test_two_hundred_tables_paused_and_offline_first_within_a_second(
         # the page stays responsive under the load: one table's details open at once
         started = time.monotonic()
         await paused.click()
-        await expect(page.locator("#d-pause-reason")).to_have_text("PAUSED: shoe offline: link lost")
+        await expect(page.locator("#d-pause-reason")).to_have_text(
+            "PAUSED: Shoe disconnected — check its cable"
+        )
         await expect(page.locator("#d-round-events li.round-paused")).to_have_count(1)
         assert time.monotonic() - started < 2.0
-        await expect(page.locator("#btn-resume")).to_be_enabled()
+        # the shoe is still out: a resume would be refused, so it is not offered; what it waits for is said
+        await expect(page.locator("#btn-resume")).to_be_disabled()
+        await expect(page.locator("#d-pause-waits")).to_contain_text("Waiting for the shoe to be back online")
+        await expect(page.locator("#d-pause-tech")).to_have_text("Technical detail: link lost")
+        await expect(page.locator("#d-prompt")).to_have_text(
+            "Supervisor: Resume once it is back online, or void the round"
+        )
+        # the driver's text once in the pause; the round's story says what paused it in short
+        await expect(page.locator("#d-round-events li.round-paused .ev-text")).to_have_text(
+            "shoe offline by device"
+        )
         assert errors == []
 
 
@@ -126,6 +141,12 @@ async def test_tables_come_and_go_and_a_broker_restart_is_re_read(
         mosquitto.stop()
         await expect(page.locator("#link-lost")).to_be_visible()
         await expect(page.locator("#link-text")).to_contain_text("disconnected")
+        # nothing shown is known to be true while the console has no broker: every tile greys, unknown
+        some = page.locator('#grid .tile[data-table="sim-001"]')
+        await expect(some).to_have_class(re.compile(r"\bstale\b"))
+        await expect(some.locator(".tile-link")).to_have_text("UNKNOWN")
+        await expect(some.locator('.chip[data-device="shoe"]')).to_have_text("shoe unknown")
+        await expect(page.locator("#grid .tile-link", has_text="ONLINE")).to_have_count(0)
         mosquitto.persistence = False
         mosquitto.start()
         await expect(page.locator("#link-lost")).to_be_hidden(timeout=15_000)

@@ -30,6 +30,9 @@
   let clockOffset = 0; // the console's clock minus this browser's (ms)
   let stream = null;
   let user = null;
+  // whether this console hears the broker now: while it does not, nothing shown of any table is known to
+  // be true, and every tile says so (grey, "unknown") instead of keeping its last green ONLINE
+  let brokerUp = true;
 
   const now = () => Date.now() + clockOffset;
 
@@ -90,8 +93,10 @@
     const tile = entry.tile;
     const q = (cls) => entry.parts[cls];
     const offline = summary.link === "offline";
+    const linkShown = brokerUp ? summary.link : "unknown";
     tile.classList.toggle("paused", !!summary.paused);
     tile.classList.toggle("offline", offline);
+    tile.classList.toggle("stale", !brokerUp);
     tile.classList.toggle("attention", !!summary.attention);
     tile.classList.toggle("trouble", !summary.attention && hasTrouble(summary));
     tile.dataset.link = summary.link;
@@ -99,20 +104,22 @@
     tile.dataset.rev = summary.rev;
     setText(q("tile-game"), summary.title || summary.game || "");
     const link = q("tile-link");
-    setText(link, summary.link.toUpperCase());
-    link.dataset.link = summary.link;
+    setText(link, linkShown.toUpperCase());
+    link.dataset.link = linkShown;
+    link.title = brokerUp ? "" : `last seen ${summary.link}; this console has no broker`;
     setText(q("tile-round"), [PHASES[summary.phase] || summary.phase || "", summary.round_id || ""].join("  "));
     q("tile-round").dataset.phase = summary.phase || "";
     renderTileAlert(entry);
     // the devices and flags are rebuilt only when they changed (most updates are a new event and state)
-    const devicesKey = JSON.stringify(summary.devices || {});
+    const devicesKey = JSON.stringify([brokerUp, summary.devices || {}]);
     if (entry.devicesKey !== devicesKey) {
       entry.devicesKey = devicesKey;
       q("tile-devices").replaceChildren(
         ...Object.entries(summary.devices || {}).map(([name, device]) => {
-          const chip = el("span", "chip " + (device.status || "unknown"), `${name} ${device.status || "?"}`);
+          const status = brokerUp ? device.status || "unknown" : "unknown";
+          const chip = el("span", "chip " + status, `${name} ${status}`);
           chip.dataset.device = name;
-          if (device.detail) chip.title = device.detail;
+          chip.title = deviceNote(device);
           return chip;
         }),
       );
@@ -131,6 +138,22 @@
     renderTileResult(entry);
   }
 
+  // what a device's chip or row says beside its status: its detail, or when its health was last known
+  function deviceNote(device) {
+    if (!brokerUp) return `unknown: this console has no broker (last seen ${device.status || "?"})`;
+    if (device.status === "unknown" && device.last_seen) {
+      return `unknown (last seen ${device.last_status || "?"} at ${clock(device.last_seen)}, ${since(device.last_seen)} ago)`;
+    }
+    return device.detail || "";
+  }
+
+  // a device's detail that is the pause's technical detail is shown once, in the pause
+  const sameAsPause = (d, device) =>
+    brokerUp && !!d.paused && !!d.explanation && !!device.detail && device.detail === d.explanation.detail;
+
+  // a pause in a person's words (the table's raw reason is in the details, once)
+  const pauseHeadline = (s) => (s.explanation && s.explanation.headline) || (s.pause && s.pause.reason) || "";
+
   function hasTrouble(s) {
     return !!(s.delivery_refused || (s.disk && s.disk.status !== "ok") || (s.device_problems || []).length);
   }
@@ -140,7 +163,7 @@
     const alert = entry.parts["tile-alert"];
     const parts = [];
     if (s.link === "offline") parts.push("OFFLINE");
-    if (s.paused) parts.push(`PAUSED: ${(s.pause && s.pause.reason) || ""}`);
+    if (s.paused) parts.push(`PAUSED: ${pauseHeadline(s)}`);
     alert.hidden = !parts.length;
     if (!parts.length) return;
     // how long first; a long reason is cut after a few lines on the tile (all of it in the title, and in
@@ -149,7 +172,8 @@
     setText(entry.parts["alert-wait"], waited);
     const why = parts.join(" · ");
     setText(entry.parts["alert-why"], why);
-    if (alert.title !== why) alert.title = why;
+    const title = s.explanation && s.explanation.waits_for ? `${why} · waiting for ${s.explanation.waits_for}` : why;
+    if (alert.title !== title) alert.title = title;
   }
 
   function renderTileResult(entry) {
@@ -190,6 +214,9 @@
     clockOffset = Date.parse(update.now) - Date.now();
     setText($("studio"), update.studio);
     const link = update.link;
+    const wasUp = brokerUp;
+    brokerUp = !!link.connected;
+    document.body.classList.toggle("no-broker", !brokerUp);
     $("link").dataset.connected = String(link.connected);
     setText($("link-text"), link.connected ? "connected" : `disconnected (${link.detail}) since ${clock(link.since)}`);
     $("link-lost").hidden = link.connected;
@@ -198,6 +225,8 @@
       const present = new Set(update.tables.map((s) => s.table_id));
       for (const id of [...tables.keys()]) if (!present.has(id)) removeTable(id);
     }
+    // the broker came or went: every tile is drawn again (its link and devices known, or unknown)
+    if (wasUp !== brokerUp) for (const entry of tables.values()) if (entry.summary) renderTile(entry.summary);
     for (const summary of update.tables) renderTile(summary);
     for (const id of update.removed) removeTable(id);
     reorder();
@@ -293,10 +322,21 @@
     box.hidden = !(d.paused || d.link === "offline");
     if (box.hidden) return;
     const pause = d.pause || {};
+    const explained = d.explanation;
     const what = [];
     if (d.link === "offline") what.push("OFFLINE (Last Will)");
-    if (d.paused) what.push(`PAUSED: ${pause.reason || ""}`);
+    if (d.paused) what.push(`PAUSED: ${pauseHeadline(d)}`);
     setText($("d-pause-reason"), what.join(" · "));
+    let waits = "";
+    if (d.paused && explained) {
+      waits = explained.ready_to_resume
+        ? `Ready to resume — ${explained.supervisor_action}`
+        : `Waiting for ${explained.waits_for}: Resume is possible once it is — ${explained.supervisor_action}`;
+    }
+    setText($("d-pause-waits"), waits);
+    $("d-pause-waits").dataset.ready = String(!!(explained && explained.ready_to_resume));
+    const tech = d.paused && explained && explained.detail && explained.detail !== explained.headline ? explained.detail : "";
+    setText($("d-pause-tech"), tech ? `Technical detail: ${tech}` : "");
     const info = [];
     if (d.paused) {
       info.push(`by ${pause.by || "?"}`);
@@ -332,7 +372,11 @@
     if ((d.waiting_for_devices || []).length) flags.push(`Waiting for ${d.waiting_for_devices.join(", ")}`);
     $("d-flags").replaceChildren(...flags.map((text) => el("div", "flag bad", text)));
 
-    $("btn-resume").disabled = !d.paused;
+    // Resume is offered when the table would accept it: a pause that still waits for a device (or for the
+    // table itself) would only be refused
+    const ready = !!d.paused && brokerUp && !(d.explanation && !d.explanation.ready_to_resume);
+    $("btn-resume").disabled = !ready;
+    $("btn-resume").title = d.paused && !ready && d.explanation ? `waiting for ${d.explanation.waits_for}` : "";
     $("btn-void").disabled = !d.round_id;
     $("btn-pause").disabled = !!d.paused;
     const devices = Object.keys(d.devices || {});
@@ -342,7 +386,9 @@
     if (devices.includes(current)) select.value = current;
     $("btn-device").disabled = !devices.length;
 
-    setText($("d-prompt"), d.prompt ? `Dealer prompt: ${d.prompt}` : "");
+    // while paused, what the supervisor does (the dealer's own prompt says "call the supervisor")
+    const supervisorNow = d.paused && d.explanation ? `Supervisor: ${d.explanation.supervisor_action}` : "";
+    setText($("d-prompt"), supervisorNow || (d.prompt ? `Dealer prompt: ${d.prompt}` : ""));
     renderCards(d);
     const note = $("d-round-note");
     note.hidden = !(d.round_events || []).length || d.round_seen_from_start;
@@ -350,7 +396,7 @@
     $("d-round-events").replaceChildren(
       ...(d.round_events || []).map((e) => {
         const li = el("li", "event " + e.type.replaceAll(".", "-"));
-        li.append(el("span", "ev-time", clock(e.time)), el("span", "ev-type", e.type), el("span", "ev-text", e.text));
+        li.append(el("span", "ev-time", clock(e.time)), el("span", "ev-type", e.type), el("span", "ev-text", e.until ? `${e.text} until ${clock(e.until)}` : e.text));
         if (e.historical) li.append(el("span", "ev-hist", "late"));
         return li;
       }),
@@ -368,8 +414,8 @@
         tr.dataset.device = name;
         tr.append(
           el("td", "strong", name),
-          el("td", "dev-status", device.status),
-          el("td", null, [device.code, device.detail].filter(Boolean).join(" ")),
+          el("td", "dev-status", brokerUp ? device.status : "unknown"),
+          el("td", null, [device.code, sameAsPause(d, device) ? "(the pause's technical detail, above)" : deviceNote(device)].filter(Boolean).join(" ")),
           el("td", null, device.since ? `since ${clock(device.since)}` : ""),
         );
         return tr;

@@ -198,3 +198,73 @@ def test_what_is_not_a_table_message_is_ignored() -> None:
     assert msg(model, "t1/events/x", {"no": "id"}) is None
     assert msg(model, "t1/devices/a/b", {"status": "online"}) is None
     assert model.tables == {} and model.ignored == 5
+
+
+def test_an_offline_tables_devices_and_prompt_are_unknown_not_what_it_last_said() -> None:
+    # a table killed outright (its Last Will says offline) kept its green "shoe online" and its prompt
+    model = StudioModel("s1")
+    msg(model, "t1/status", {"status": "online", "boot": 1}, retained=True)
+    msg(model, "t1/state", state(), retained=True)
+    msg(model, "t1/devices/shoe", {"status": "online", "detail": "online"}, retained=True)
+    summary = model.summary("t1")
+    assert summary is not None and summary["devices"]["shoe"]["status"] == "online"
+    assert summary["prompt"] == "Deal to Player"
+    msg(model, "t1/status", {"status": "offline", "boot": 1}, retained=True, now=1500.0)
+    summary = model.summary("t1")
+    assert summary is not None
+    shoe = summary["devices"]["shoe"]
+    assert (shoe["status"], shoe["last_status"], shoe["last_seen"]) == (
+        "unknown",
+        "online",
+        "1970-01-01T00:25:00.000Z",
+    )
+    assert summary["device_problems"] == ["shoe"] and summary["prompt"] is None
+
+
+def test_a_pause_is_explained_in_words_with_what_it_waits_for() -> None:
+    model = StudioModel("s1")
+    msg(model, "t1/status", {"status": "online", "boot": 1}, retained=True)
+    paused = state(paused=True)
+    raw = "lost connection to /dev/ttyUSB0: device reports readiness to read but returned no data"
+    paused["pause"] = {**paused["pause"], "cause": "device", "reason": f"shoe offline: {raw}"}
+    paused["devices"] = {"shoe": {"status": "offline", "detail": raw}}
+    msg(model, "t1/state", paused, retained=True)
+    explained = model.summary("t1")["explanation"]  # type: ignore[index]
+    assert explained["headline"] == "Shoe disconnected — check its cable"
+    assert explained["waits_for"] == "the shoe to be back online" and explained["ready_to_resume"] is False
+    assert explained["detail"] == raw  # the driver's words, once, for the detail view
+    # the shoe is back: the pause waits for nobody but the supervisor, whose resume would be accepted
+    msg(model, "t1/devices/shoe", {"status": "online", "detail": "online"}, retained=True)
+    explained = model.summary("t1")["explanation"]  # type: ignore[index]
+    assert explained["ready_to_resume"] is True and explained["waits_for"] is None
+    # the table itself goes offline: no resume can be accepted until it is back
+    msg(model, "t1/status", {"status": "offline", "boot": 1}, retained=True)
+    explained = model.summary("t1")["explanation"]  # type: ignore[index]
+    assert explained["waits_for"] == "the table to be back online" and explained["ready_to_resume"] is False
+
+
+def test_the_rounds_story_is_in_the_tables_order_and_tells_the_driver_text_in_short() -> None:
+    # a resume that applies held readings publishes them after the resume; a re-sent event may arrive late:
+    # the story follows the table's sequence, not the order of arrival
+    model = StudioModel("s1")
+    msg(model, "t1/state", state(last_sequence=5))
+    raw = "lost connection to /dev/ttyUSB0: device reports readiness to read but returned no data"
+    opened = {"round_id": "t1-0001", "betting_closes_at": "2026-12-01T10:00:15.000Z"}
+    for sequence, type_, data in [
+        (1, "round.opened", opened),
+        (3, "round.paused", {"reason": f"shoe offline: {raw}", "by": "device", "device": "shoe"}),
+        (2, "device.offline", {"device": "shoe", "status": "offline", "detail": raw}),
+        (5, "card.dealt", {"card": "9S", "position": "player", "index": 0}),
+        (4, "round.resumed", {"by": "supervisor-desk-2"}),
+    ]:
+        subject = None if type_.startswith("device.") else "t1-0001"
+        msg(model, f"t1/events/{type_}", event(sequence, type_, data, subject))
+    detail = model.detail("t1")
+    assert detail is not None
+    lines = detail["round_events"]
+    assert [e["type"] for e in lines] == ["round.opened", "round.paused", "round.resumed", "card.dealt"]
+    # the time a round's betting closes is given apart, for the page to write in local time
+    assert (lines[0]["text"], lines[0]["until"]) == ("betting open", "2026-12-01T10:00:15.000Z")
+    assert lines[1]["text"] == "shoe offline by device"
+    assert all(raw not in e["text"] for e in detail["recent_events"])
+    assert detail["history"][-1]["detail"] == "shoe offline (device shoe)"
