@@ -89,6 +89,8 @@ class ConsoleSession:
     link: StudioLink
     notifier: Notifier
     expires: float
+    #: since when no page of this session has been open (its stream); None while one is
+    idle_since: float | None = None
     streams: int = 0
     closed: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -130,8 +132,9 @@ class Console:
             on_change=notifier.notify,
             reply_timeout=self.settings.reply_timeout_seconds,
         )
-        expires = self.clock() + self.settings.session_hours * 3600
-        return ConsoleSession(new_session_id(), user, model, link, notifier, expires)
+        now = self.clock()
+        expires = now + self.settings.session_hours * 3600
+        return ConsoleSession(new_session_id(), user, model, link, notifier, expires, idle_since=now)
 
     async def start(self) -> None:
         """With a user in the config: connect as that user now (SignInRefused if the broker says no)."""
@@ -199,6 +202,7 @@ class Console:
                 )
             if len(self.sessions) >= self.settings.max_sessions:
                 self.sessions.end_expired()
+                self.end_abandoned()
             # a user at their own cap takes the place of their oldest session: that one needs no room
             at_own_cap = len(self.sessions_of(user)) >= self.settings.max_sessions_per_user
             if len(self.sessions) >= self.settings.max_sessions and not at_own_cap:
@@ -228,10 +232,20 @@ class Console:
     def sign_out(self, session_id: str | None) -> None:
         self.end_session(session_id or "", "signed out")
 
+    def end_abandoned(self) -> None:
+        """End the sessions whose pages are gone: none open for `page_gone_seconds` (a closed tab, a
+        browser that crashed). Before, each held its broker connection and its place for session_hours,
+        and 16 closed tabs kept every supervisor out."""
+        cutoff = self.clock() - self.settings.page_gone_seconds
+        for session_id, session in list(self.sessions.items()):
+            if session.streams == 0 and session.idle_since is not None and session.idle_since <= cutoff:
+                self.end_session(session_id, "no page of it was open (closed?)")
+
     async def housekeeping(self) -> None:
         while True:
-            await asyncio.sleep(60)
+            await asyncio.sleep(min(15.0, self.settings.page_gone_seconds / 3))
             self.sessions.end_expired()
+            self.end_abandoned()
 
 
 def _error(status: int, message: str, **extra: Any) -> JSONResponse:
@@ -258,10 +272,13 @@ class UpdateStream(EventStream):
     @contextlib.contextmanager
     def opened(self) -> Iterator[None]:
         self.session.streams += 1
+        self.session.idle_since = None
         try:
             yield
         finally:
             self.session.streams -= 1
+            if self.session.streams == 0:
+                self.session.idle_since = self.console.clock()
 
     async def send_events(self, out: EventWriter) -> None:
         model = self.session.model

@@ -61,6 +61,13 @@ class ConsoleSettings(Strict):
     tls_cert_file: Path | None = Field(default=None, description="serve the page over HTTPS with this")
     tls_key_file: Path | None = None
     session_hours: float = Field(default=12.0, gt=0, le=24 * 7, description="a sign-in lasts this long")
+    page_gone_seconds: float = Field(
+        default=90.0,
+        ge=5,
+        le=3600,
+        description="a sign-in with no console page open for this long ends, and its broker connection "
+        "with it (a closed tab must not hold a supervisor's place until session_hours)",
+    )
     max_sessions: int = Field(
         default=16, ge=1, le=256, description="supervisors signed in at once (one broker connection each)"
     )

@@ -152,6 +152,35 @@ async def test_a_users_sessions_are_capped_and_a_new_one_ends_the_oldest_and_its
         assert (await sign_in(first, "supervisor-x", "any")).status_code == 503
 
 
+async def test_a_sign_in_whose_page_is_closed_ends_and_frees_its_place(broker: MosquittoBroker) -> None:
+    # 16 sign-ins whose tabs were closed kept every supervisor out for 12 hours: a session with no page open
+    # for page_gone_seconds ends now, and its broker connection with it; one whose page is open stays
+    async with (
+        running_console(broker.url, STUDIO, max_sessions=2, page_gone_seconds=5) as running,
+        page_client(running.url) as closed_tab,
+        page_client(running.url) as open_tab,
+        page_client(running.url) as newcomer,
+    ):
+        console = running.console
+        assert (await sign_in(closed_tab, "supervisor-a", PASSWORDS["supervisor-a"])).status_code == 200
+        assert (await sign_in(open_tab, "supervisor-b", PASSWORDS["supervisor-b"])).status_code == 200
+        [gone] = [console.sessions[i] for i in console.sessions_of("supervisor-a")]
+        async with closed_tab.stream("GET", "/api/stream") as page:
+            assert page.status_code == 200
+            await wait_until(lambda: gone.streams == 1, timeout=5, what="the page's stream")
+        # the tab is closed; the console is full meanwhile
+        assert (await sign_in(newcomer, "supervisor-x", "any")).status_code == 503
+        async with open_tab.stream("GET", "/api/stream") as page:
+            assert page.status_code == 200
+            await wait_until(lambda: gone.closed.is_set(), timeout=15, what="the abandoned session's end")
+            await wait_until(lambda: not gone.link.connected, timeout=5, what="its broker connection closed")
+            assert (await closed_tab.get("/api/session")).json()["user"] is None
+            # the supervisor whose page is open is still signed in, and the freed place can be taken
+            assert (await open_tab.get("/api/session")).json()["user"] == "supervisor-b"
+            signed = await sign_in(newcomer, "supervisor-a", PASSWORDS["supervisor-a"])
+            assert signed.status_code == 200, signed.text
+
+
 async def test_a_deeply_nested_json_body_is_a_400_with_a_reason_and_no_traceback(
     broker: MosquittoBroker, caplog: pytest.LogCaptureFixture
 ) -> None:
