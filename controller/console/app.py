@@ -58,6 +58,7 @@ STATIC_DIR = Path(__file__).resolve().parent / "static"
 SESSION_COOKIE = "tablectl_console"
 TOKEN_HEADER = "x-console-token"
 TOKEN_PLACEHOLDER = "__CONSOLE_TOKEN__"
+BOOT_PLACEHOLDER = "__CONSOLE_BOOT__"
 #: the commands the console sends (the supervisors'; the dealer's and the rules engine's are not here)
 CONSOLE_COMMANDS = ("pause", "resume", "void_round", "device_action", "rebirth")
 #: a page gets the changes at most this often (the first change after a quiet spell goes at once)
@@ -108,6 +109,9 @@ class Console:
         self.settings = config.console
         self.clock = clock
         self.page_token = secrets.token_urlsafe(32)
+        #: this start's id, in the page and in /api/session: a page served by an earlier start (its token
+        #: stale, its sign-in gone with that start's memory) sees it differ and reloads itself
+        self.boot_id = secrets.token_hex(8)
         #: the signed-in sessions by id, the oldest first (not the one of a user in the config: `fixed`)
         self.sessions: Sessions[ConsoleSession] = Sessions(clock=clock, on_end=self._ended)
         self.fixed: ConsoleSession | None = None
@@ -338,7 +342,10 @@ class ConsoleGuard(PageGuard):
 
 def create_app(console: Console) -> Starlette:
     page_html = (
-        (STATIC_DIR / "index.html").read_text(encoding="utf-8").replace(TOKEN_PLACEHOLDER, console.page_token)
+        (STATIC_DIR / "index.html")
+        .read_text(encoding="utf-8")
+        .replace(TOKEN_PLACEHOLDER, console.page_token)
+        .replace(BOOT_PLACEHOLDER, console.boot_id)
     )
     cookie = SessionCookie(
         SESSION_COOKIE,
@@ -358,6 +365,7 @@ def create_app(console: Console) -> Starlette:
                     "sign_in": console.fixed is None,
                     "studio": console.settings.studio_id,
                     "broker": console.config.broker.url,
+                    "boot": console.boot_id,
                 }
             )
         if request.method == "DELETE":

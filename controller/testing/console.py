@@ -40,7 +40,7 @@ class RunningConsole:
 async def running_console(
     broker_url: str, studio: str, *, broker: dict[str, Any] | None = None, **console: Any
 ) -> AsyncIterator[RunningConsole]:
-    port = free_port()
+    port = console.pop("port", None) or free_port()  # a given port: a console started again on it
     config = console_config_from_dict(
         {
             "console": {"studio_id": studio, "host": HOST, "port": port, "allowed_hosts": [HOST], **console},

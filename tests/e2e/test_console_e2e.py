@@ -27,7 +27,7 @@ from controller.testing.console import (
     running_console,
     tile_order,
 )
-from controller.testing.mosquitto import MosquittoBroker, MqttRecorder, secured_broker, wait_until
+from controller.testing.mosquitto import MosquittoBroker, MqttRecorder, free_port, secured_broker, wait_until
 from controller.testing.table_process import CARDS, TableProcess
 from drivers.shoe.simulator import ShoeSimulator
 
@@ -278,3 +278,34 @@ async def test_sign_in_with_a_wrong_password_is_refused_by_the_broker(broker: Mo
             client.cookies.clear()
             assert (await client.get("/api/tables/bac-1")).status_code == 401
             assert (await client.post("/api/tables/bac-1/commands/resume", json={})).status_code == 401
+
+
+async def test_a_page_open_across_a_console_restart_reloads_itself_and_says_why(
+    broker: MosquittoBroker,
+) -> None:
+    # before, the page fell to the sign-in dialog without a word, and signing in there answered "stale
+    # page: reload it"; and the sign-in page showed a red "Broker: connecting…" before anyone signed in
+    port = free_port()
+    async with chromium() as browser:
+        async with running_console(broker.url, STUDIO, port=port) as console:
+            page = await browser.new_page()
+            await page.goto(console.url)
+            await expect(page.locator("#sign-in")).to_be_visible()
+            await expect(page.locator("#link")).to_be_hidden()
+            await page.fill("#si-user", "supervisor-desk-1")
+            await page.fill("#si-password", PASSWORDS["supervisor-desk-1"])
+            await page.click("#btn-sign-in")
+            await expect(page.locator("#user-name")).to_have_text("Signed in as supervisor-desk-1")
+            await expect(page.locator("#link-text")).to_have_text("connected")
+            old_token = await page.locator('meta[name="console-token"]').get_attribute("content")
+        async with running_console(broker.url, STUDIO, port=port):
+            await expect(page.locator("#si-error")).to_have_text(
+                "The console restarted: sign in again.", timeout=15_000
+            )
+            assert await page.locator('meta[name="console-token"]').get_attribute("content") != old_token
+            assert page.url.endswith("/")  # the marker is not left in the address
+            await page.fill("#si-user", "supervisor-desk-1")
+            await page.fill("#si-password", PASSWORDS["supervisor-desk-1"])
+            await page.click("#btn-sign-in")
+            await expect(page.locator("#user-name")).to_have_text("Signed in as supervisor-desk-1")
+            await expect(page.locator("#link-text")).to_have_text("connected")

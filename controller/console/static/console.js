@@ -6,6 +6,11 @@
 (() => {
   const { $, el, meta } = web; // /static/web.js
   const TOKEN = meta("console-token");
+  const BOOT = meta("console-boot");
+  // the page a restarted console served again by itself: the sign-in says why it is asked for
+  const RESTARTED = new URLSearchParams(window.location.search).has("restarted");
+  if (RESTARTED) window.history.replaceState(null, "", window.location.pathname);
+  const reloadAfterRestart = () => window.location.replace("/?restarted=1");
   const SUITS = { S: ["\u2660", false], H: ["\u2665", true], D: ["\u2666", true], C: ["\u2663", false] };
   const PHASES = {
     waiting: "waiting",
@@ -479,7 +484,7 @@
         body: JSON.stringify(payload),
       });
       result = await reply.json();
-      if (reply.status === 401) checkSession();
+      if (reply.status === 401 || reply.status === 403) checkSession(); // signed out, or the console restarted
     } catch (error) {
       result = { status: "error", error: `the console did not answer: ${error}` };
     }
@@ -578,8 +583,16 @@
       setTimeout(checkSession, 2000);
       return;
     }
+    if (info.boot && info.boot !== BOOT) {
+      // served by an earlier start of the console: this page's token is stale and its sign-in is gone
+      reloadAfterRestart();
+      return;
+    }
     setText($("studio"), info.studio);
     user = info.user;
+    // the broker is the signed-in supervisor's connection: nothing to say of it before (it was a red
+    // "connecting…" on the sign-in page)
+    $("link").hidden = !user;
     setText($("user-name"), user ? `Signed in as ${user}` : "");
     $("btn-sign-out").hidden = !(user && info.sign_in);
     if (user) {
@@ -591,6 +604,9 @@
       for (const id of [...tables.keys()]) removeTable(id);
       closeTable();
       $("sign-in").hidden = false;
+      if (RESTARTED && !$("si-error").textContent) {
+        setText($("si-error"), "The console restarted: sign in again.");
+      }
       $("si-user").focus();
     }
   }
@@ -606,6 +622,10 @@
         body: JSON.stringify({ username: $("si-user").value.trim(), password: $("si-password").value }),
       });
       const result = await reply.json();
+      if (reply.status === 403 && String(result.error).startsWith("stale page")) {
+        reloadAfterRestart(); // the console restarted since this page was served
+        return;
+      }
       if (reply.ok) {
         $("si-password").value = "";
         await checkSession();
