@@ -441,6 +441,18 @@ def create_app(console: Console) -> Starlette:
         outcome = await current.link.send(table_id, name, payload)
         return JSONResponse(outcome)
 
+    async def dismiss(request: Request) -> Response:
+        """A missing table (the broker held nothing of it after a reconnection) leaves this supervisor's
+        grid; any other is refused: a table that is there cannot be dismissed."""
+        current = session_of(request)
+        if current is None:
+            return _error(401, "sign in first")
+        table_id = request.path_params["table"]
+        if not current.model.dismiss(table_id):
+            return _error(409, f"{table_id} is not missing: only a table not heard from can be dismissed")
+        current.notifier.notify()
+        return JSONResponse({"status": "ok"})
+
     return page_app(
         page_html,
         [
@@ -448,6 +460,7 @@ def create_app(console: Console) -> Starlette:
             Route("/api/stream", stream, methods=["GET"]),
             Route("/api/tables/{table}", table, methods=["GET"]),
             Route("/api/tables/{table}/commands/{name}", command, methods=["POST"]),
+            Route("/api/tables/{table}/dismiss", dismiss, methods=["POST"]),
         ],
         static_dir=STATIC_DIR,
         guard=ConsoleGuard,

@@ -4,7 +4,8 @@ The connection is made with the supervisor's own broker user name and password (
 config file), so the broker's ACL decides what they see and what they may send. It subscribes to every
 table's retained `status`, `state` and `devices/+`, and to their `events/+` and `replies/#`, and feeds each
 message to the `StudioModel`. It reconnects with backoff (jittered) after a broker restart, and re-reads the
-retained topics: what the broker no longer holds is forgotten (`StudioModel.end_resync`).
+retained topics: what the broker no longer holds is forgotten, and a table it holds nothing of is listed as
+missing (`StudioModel.end_resync`).
 
 A command goes to `<root>/commands/<name>/<user>` at QoS 1 with a fresh `transaction`; under MQTT 5 a
 broker that refuses it (ACL: 0x87 "not authorized") says so in the PUBACK, which is reported as it came.
@@ -228,9 +229,13 @@ class StudioLink:
             if quiet_for >= RESYNC_QUIET_SECONDS or now - started >= RESYNC_MAX_SECONDS:
                 break
             await asyncio.sleep(RESYNC_QUIET_SECONDS - quiet_for + 0.01)
-        gone = self.model.end_resync()
-        if gone:
-            log.info("console: %d table(s) left while the console was away: %s", len(gone), ", ".join(gone))
+        missing = self.model.end_resync(self.clock())
+        if missing:
+            log.warning(
+                "console: the broker holds nothing of %d table(s) after reconnecting; listed as missing: %s",
+                len(missing),
+                ", ".join(missing),
+            )
         self._on_change()
 
     def _on_message(self, message: aiomqtt.Message) -> None:

@@ -11,7 +11,10 @@ did what (the events' `by`, the replies, and the commands this console sent).
 Tables come and go: a retained topic cleared (an empty retained payload) is forgotten, and a table with no
 retained topic left leaves the grid. After a reconnection the broker sends every retained value again:
 `begin_resync()` marks what is known as unconfirmed, each retained message confirms (or replaces) its value,
-and `end_resync()` drops whatever was not sent again (a table removed while the console was away).
+and `end_resync()` drops whatever was not sent again. A table the broker sent nothing of again is not dropped
+but kept as *missing* ("not heard from since …", its last values kept) until it is heard of again or a
+supervisor dismisses it: a broker restarted without its retained messages must not make a dead table
+vanish without a word.
 """
 
 from __future__ import annotations
@@ -57,6 +60,8 @@ class TableView:
     unconfirmed: set[str] = field(default_factory=set)
     #: bumped on every change: the page redraws a table whose revision moved
     rev: int = 0
+    #: when a reconnection found nothing of it on the broker (epoch s); None while it is heard of
+    missing_since: float | None = None
 
     @property
     def has_retained(self) -> bool:
@@ -138,6 +143,9 @@ class StudioModel:
         if table is None:
             return None
         table.unconfirmed.discard(topic)
+        if value is not None and table.missing_since is not None:
+            table.missing_since = None  # heard of again
+            self._changed(table)
         if value is None:  # cleared: the table (or this device) is gone
             if topic == "status":
                 table.status = None
@@ -186,6 +194,7 @@ class StudioModel:
         if table is None or event_id in table.event_ids:
             return None  # a re-sent event (same id): already known
         table.event_ids[event_id] = None
+        table.missing_since = None  # it publishes: it is there
         if len(table.event_ids) > 2 * RECENT_EVENTS:
             table.event_ids = {e["id"]: None for e in table.events}
             table.event_ids[event_id] = None
@@ -293,11 +302,21 @@ class StudioModel:
             table.unconfirmed = {"status", "state", *(f"devices/{name}" for name in table.devices)}
             table.unconfirmed -= {t for t in ("status", "state") if getattr(table, t) is None}
 
-    def end_resync(self) -> list[str]:
-        """Forget the retained values the broker did not send again; returns the tables that left."""
+    def end_resync(self, now: float) -> list[str]:
+        """Forget the retained values the broker did not send again; returns the tables it sent nothing of
+        again, which are kept as missing (their last values with them) until heard of or dismissed."""
         gone: list[str] = []
         for table in list(self.tables.values()):
             if not table.unconfirmed:
+                continue
+            retained = {"status", "state", *(f"devices/{name}" for name in table.devices)}
+            retained -= {t for t in ("status", "state") if getattr(table, t) is None}
+            if table.unconfirmed >= retained:
+                table.unconfirmed = set()
+                if table.missing_since is None:
+                    table.missing_since = now
+                    self._changed(table)
+                gone.append(table.table_id)
                 continue
             for topic in table.unconfirmed:
                 if topic == "status":
@@ -307,13 +326,17 @@ class StudioModel:
                 else:
                     table.devices.pop(topic.partition("/")[2], None)
             table.unconfirmed = set()
-            if table.has_retained:
-                self._changed(table)
-            else:
-                del self.tables[table.table_id]
-                gone.append(table.table_id)
-                self.version += 1
+            self._changed(table)
         return gone
+
+    def dismiss(self, table_id: str) -> bool:
+        """A supervisor dismisses a missing table: it leaves the grid. Only a missing one can be."""
+        table = self.tables.get(table_id)
+        if table is None or table.missing_since is None:
+            return False
+        del self.tables[table_id]
+        self.version += 1
+        return True
 
     # --- output --------------------------------------------------------------------------------------
 
@@ -327,12 +350,15 @@ class StudioModel:
         paused = bool(state.get("paused"))
         pause = state.get("pause") if paused and isinstance(state.get("pause"), dict) else None
         link = status.get("status") if isinstance(status.get("status"), str) else "unknown"
+        if table.missing_since is not None:
+            link = "missing"  # the broker had nothing of it after a reconnection: not heard from since
         devices = self._devices(table)
-        offline = link == "offline"
+        offline = link in ("offline", "missing")
         if offline:
             # what an offline table last said of its devices is not their health now: unknown, and when
             # last seen (before, a table killed outright kept its green "shoe online")
-            last_seen = iso_ms(table.offline_since) if table.offline_since is not None else None
+            silent = table.missing_since if table.offline_since is None else table.offline_since
+            last_seen = iso_ms(silent) if silent is not None else None
             devices = {name: _unknown_since(device, last_seen) for name, device in devices.items()}
         faults = [name for name, device in devices.items() if device.get("status") != "online"]
         delivery = None
@@ -348,6 +374,8 @@ class StudioModel:
         waiting_known = True
         if link == "offline" and table.offline_since is not None:
             waiting_since, waiting_known = iso_ms(table.offline_since), table.offline_since_known
+        if link == "missing" and table.missing_since is not None:
+            waiting_since, waiting_known = iso_ms(table.missing_since), False
         if pause is not None and isinstance(pause.get("since"), str):
             since = pause["since"]
             if link != "offline" or waiting_since is None or since < waiting_since:
@@ -379,8 +407,8 @@ class StudioModel:
             "backlog": self._backlog(table),
             "last_sequence_seen": table.max_sequence,
             "last_result": None if last is None else {k: last[k] for k in ("round_id", "time", "text")},
-            "attention": link == "offline" or paused,
-            "waiting_since": waiting_since if (link == "offline" or paused) else None,
+            "attention": offline or paused,
+            "waiting_since": waiting_since if (offline or paused) else None,
             "waiting_since_known": waiting_known,
         }
 

@@ -97,7 +97,7 @@
     entry.summary = summary;
     const tile = entry.tile;
     const q = (cls) => entry.parts[cls];
-    const offline = summary.link === "offline";
+    const offline = summary.link === "offline" || summary.link === "missing";
     const linkShown = brokerUp ? summary.link : "unknown";
     tile.classList.toggle("paused", !!summary.paused);
     tile.classList.toggle("offline", offline);
@@ -168,6 +168,7 @@
     const alert = entry.parts["tile-alert"];
     const parts = [];
     if (s.link === "offline") parts.push("OFFLINE");
+    if (s.link === "missing") parts.push("NOT HEARD FROM (the broker has nothing of it)");
     if (s.paused) parts.push(`PAUSED: ${pauseHeadline(s)}`);
     alert.hidden = !parts.length;
     if (!parts.length) return;
@@ -207,7 +208,7 @@
       if (tile.style.order !== order) tile.style.order = order;
     });
     const paused = all.filter((s) => s.paused).length;
-    const offline = all.filter((s) => s.link === "offline").length;
+    const offline = all.filter((s) => s.link === "offline" || s.link === "missing").length;
     setText($("count-tables"), `${all.length} table${all.length === 1 ? "" : "s"}`);
     setText($("count-paused"), `${paused} paused`);
     $("count-paused").hidden = !paused;
@@ -324,12 +325,13 @@
 
   function renderPause(d) {
     const box = $("d-pause");
-    box.hidden = !(d.paused || d.link === "offline");
+    box.hidden = !(d.paused || d.link === "offline" || d.link === "missing");
     if (box.hidden) return;
     const pause = d.pause || {};
     const explained = d.explanation;
     const what = [];
     if (d.link === "offline") what.push("OFFLINE (Last Will)");
+    if (d.link === "missing") what.push("NOT HEARD FROM: the broker held nothing of this table after it came back");
     if (d.paused) what.push(`PAUSED: ${pauseHeadline(d)}`);
     setText($("d-pause-reason"), what.join(" · "));
     let waits = "";
@@ -384,6 +386,8 @@
     $("btn-resume").title = d.paused && !ready && d.explanation ? `waiting for ${d.explanation.waits_for}` : "";
     $("btn-void").disabled = !d.round_id;
     $("btn-pause").disabled = !!d.paused;
+    $("btn-dismiss").hidden = d.link !== "missing";
+    $("btn-dismiss").disabled = d.link !== "missing";
     const devices = Object.keys(d.devices || {});
     const select = $("d-device");
     const current = select.value;
@@ -561,6 +565,20 @@
     send("device_action", { device: $("d-device").value, action: $("d-device-action").value });
   });
   $("btn-close-detail").addEventListener("click", closeTable);
+  $("btn-dismiss").addEventListener("click", async () => {
+    const id = selected;
+    const reply = await fetch(`/api/tables/${encodeURIComponent(id)}/dismiss`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-console-token": TOKEN },
+      body: "{}",
+    });
+    if (!reply.ok) {
+      const outcome = $("d-outcome");
+      outcome.hidden = false;
+      outcome.dataset.status = "error";
+      setText(outcome, `dismiss → ${id}: ${(await reply.json()).error}`);
+    }
+  });
 
   // ---- session and stream ------------------------------------------------------------------------------
   function startStream() {

@@ -107,7 +107,7 @@ def test_offline_and_paused_tables_need_attention_and_say_since_when() -> None:
     assert summary["pause"]["reason"] == "shoe offline: link lost"
 
 
-def test_a_reconnection_forgets_what_the_broker_no_longer_holds() -> None:
+def test_a_reconnection_forgets_what_the_broker_no_longer_holds_and_lists_a_silent_table_as_missing() -> None:
     model = StudioModel("s1")
     for table in ("t1", "t2"):
         msg(model, f"{table}/status", {"status": "online", "boot": 1}, retained=True)
@@ -117,9 +117,29 @@ def test_a_reconnection_forgets_what_the_broker_no_longer_holds() -> None:
     # the broker sends t1's topics again, but not t2's, nor t1's device
     msg(model, "t1/status", {"status": "online", "boot": 1}, retained=True)
     msg(model, "t1/state", state(), retained=True)
-    assert model.end_resync() == ["t2"]
-    assert list(model.tables) == ["t1"]
+    assert model.end_resync(2000.0) == ["t2"]
     assert model.tables["t1"].devices == {}
+    # t2: nothing of it came back (a broker restarted without its retained messages, or a dead table): it
+    # is not dropped without a word but listed as missing, "not heard from since", until dismissed
+    missing = model.summary("t2")
+    assert missing is not None and missing["link"] == "missing" and missing["attention"]
+    assert missing["waiting_since"] == "1970-01-01T00:33:20.000Z"
+    assert missing["devices"]["shoe"]["status"] == "unknown"
+    assert model.dismiss("t1") is False  # a table that is there cannot be dismissed
+    assert model.dismiss("t2") is True
+    assert list(model.tables) == ["t1"]
+
+
+def test_a_missing_table_heard_of_again_is_no_longer_missing() -> None:
+    model = StudioModel("s1")
+    msg(model, "t1/status", {"status": "online", "boot": 1}, retained=True)
+    model.begin_resync()
+    assert model.end_resync(2000.0) == ["t1"]
+    assert model.summary("t1")["link"] == "missing"  # type: ignore[index]
+    # the same retained status again, when the table reconnects: it is there
+    msg(model, "t1/status", {"status": "online", "boot": 1}, retained=True)
+    assert model.summary("t1")["link"] == "online"  # type: ignore[index]
+    assert model.dismiss("t1") is False
 
 
 def test_events_are_kept_once_each_with_results_backlog_and_who_did_what() -> None:
