@@ -58,6 +58,21 @@ async def test_two_hundred_tables_paused_and_offline_first_within_a_second(
         await expect(page.locator("#grid .tile-result").filter(has_text="PLAYER").first).to_be_visible(
             timeout=20_000
         )
+        # as cards (K♥, not KH), the outcome at the end not cut off; no tile text under 13 px; the round
+        # without the table's id it repeats
+        # (a table's first round may have begun before the simulation: its result has no cards)
+        result = page.locator("#grid .tile-result").filter(has_text=re.compile("[♠♥♦♣].*PLAYER")).first
+        await expect(result).to_be_visible(timeout=20_000)
+        text = await result.inner_text()
+        assert not re.search(r"\b[2-9TJQKA][SHDC]\b", text), text
+        assert await result.evaluate("node => node.scrollHeight <= node.clientHeight + 1"), text
+        sizes = await page.locator("#grid .tile").first.evaluate(
+            """tile => [...tile.querySelectorAll('*')].filter(n => n.textContent.trim() && !n.children.length)
+                .map(n => parseFloat(getComputedStyle(n).fontSize))"""
+        )
+        assert sizes and min(sizes) >= 13, sizes
+        round_text = await page.locator('#grid .tile[data-table="sim-001"] .tile-round').inner_text()
+        assert "sim-001" not in round_text, round_text
 
         studio.pause("sim-150", "shoe offline: link lost")
         paused = page.locator('#grid .tile[data-table="sim-150"]')

@@ -60,6 +60,13 @@
     return (rank === "T" ? "10" : rank) + suit[0];
   }
 
+  // the card codes in a result's words as cards ("KH" -> "K♥"), the way the detail view draws them
+  const cardsInText = (text) => String(text).replace(/\b([2-9TJQKA])([SHDC])\b/g, (code) => cardText(code));
+
+  // a round id without the table's id it begins with (the tile already names the table)
+  const shortRound = (tableId, roundId) =>
+    roundId && roundId.startsWith(`${tableId}-`) ? `#${roundId.slice(tableId.length + 1)}` : roundId || "";
+
   // ---- the grid ---------------------------------------------------------------------------------------
   function tileFor(id) {
     let entry = tables.get(id);
@@ -112,7 +119,7 @@
     setText(link, linkShown.toUpperCase());
     link.dataset.link = linkShown;
     link.title = brokerUp ? "" : `last seen ${summary.link}; this console has no broker`;
-    setText(q("tile-round"), [PHASES[summary.phase] || summary.phase || "", summary.round_id || ""].join("  "));
+    setText(q("tile-round"), [PHASES[summary.phase] || summary.phase || "", shortRound(summary.table_id, summary.round_id)].join("  "));
     q("tile-round").dataset.phase = summary.phase || "";
     renderTileAlert(entry);
     // the devices and flags are rebuilt only when they changed (most updates are a new event and state)
@@ -186,8 +193,9 @@
     const s = entry.summary;
     const box = entry.parts["tile-result"];
     // how long ago first: the result's words may be cut at the tile's edge (all of them are in its title)
-    setText(box, s.last_result ? `${since(s.last_result.time)} ago: ${s.last_result.text}` : "no result seen yet");
-    box.title = s.last_result ? s.last_result.text : "";
+    const text = s.last_result ? cardsInText(s.last_result.text) : "";
+    setText(box, s.last_result ? `${since(s.last_result.time)} ago: ${text}` : "no result seen yet");
+    box.title = text;
   }
 
   // paused and offline tables first, the longest waiting first; then the others by name
@@ -413,7 +421,7 @@
     $("d-results").replaceChildren(
       ...(d.results || []).map((r) => {
         const li = el("li");
-        li.append(el("span", "ev-time", clock(r.time)), el("span", "ev-round", r.round_id), el("span", "ev-text", r.text));
+        li.append(el("span", "ev-time", clock(r.time)), el("span", "ev-round", r.round_id), el("span", "ev-text", cardsInText(r.text)));
         return li;
       }),
     );
