@@ -95,6 +95,33 @@ async def test_two_hundred_tables_paused_and_offline_first_within_a_second(
         rest = (await tile_order(page))[2:]
         assert rest == sorted(rest)
 
+        # cues beyond the grid: the count in the tab's title, and each table that came to need attention
+        # counted (a tone with sound on)
+        await expect(page).to_have_title("(2) Studio console — sim-studio")
+        assert await page.evaluate("document.body.dataset.alerts") == "2"
+        # the counts are filters; a search; the game
+        visible = page.locator("#grid .tile:visible")
+        await page.click("#count-paused")
+        await expect(visible).to_have_count(1)
+        await page.click("#count-paused")
+        await page.click("#count-offline")
+        await expect(visible).to_have_count(1)
+        await expect(visible).to_have_attribute("data-table", "sim-020")
+        await page.click("#count-offline")
+        await page.fill("#search", "sim-15")
+        await expect(visible).to_have_count(10)
+        await page.fill("#search", "")
+        await page.select_option("#filter-game", "baccarat")
+        await expect(visible).to_have_count(200)
+        # the wall: all 200 tables on one 1920x1080 screen, no scrolling
+        await page.set_viewport_size({"width": 1920, "height": 1080})
+        await page.click("#btn-wall")
+        await expect(page.locator("body")).to_have_class(re.compile(r"\bwall\b"))
+        fits = await page.locator("#grid").evaluate("grid => grid.scrollHeight <= grid.clientHeight")
+        assert fits, await page.locator("#grid").evaluate("grid => [grid.scrollHeight, grid.clientHeight]")
+        await page.click("#btn-wall")
+        await page.set_viewport_size({"width": 1600, "height": 1000})
+
         # the broker refusing a table's events, and its disk filling up, show on its tile
         studio.set_status(
             "sim-077",

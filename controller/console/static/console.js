@@ -38,6 +38,20 @@
   // whether this console hears the broker now: while it does not, nothing shown of any table is known to
   // be true, and every tile says so (grey, "unknown") instead of keeping its last green ONLINE
   let brokerUp = true;
+  // what the grid shows: the paused or offline ones only, one game, a search; and whether a table that
+  // comes to need attention sounds (kept in this browser)
+  const filters = { paused: false, offline: false, game: "", text: "" };
+  const store = (() => {
+    try {
+      return window.localStorage;
+    } catch (_) {
+      return null;
+    }
+  })();
+  let sound = !!(store && store.getItem("console-sound") === "on");
+  let audio = null;
+  let studioName = "";
+  let alerts = 0; // tables that came to need attention since the page opened (also on body[data-alerts])
 
   const now = () => Date.now() + clockOffset;
 
@@ -101,6 +115,8 @@
 
   function renderTile(summary) {
     const entry = tileFor(summary.table_id);
+    const before = entry.summary;
+    if (before && !before.attention && summary.attention) needsAttention(summary);
     entry.summary = summary;
     const tile = entry.tile;
     const q = (cls) => entry.parts[cls];
@@ -166,6 +182,36 @@
   // a pause in a person's words (the table's raw reason is in the details, once)
   const pauseHeadline = (s) => (s.explanation && s.explanation.headline) || (s.pause && s.pause.reason) || "";
 
+  // a table that came to need attention: counted, and a short tone if sound is on
+  function needsAttention(summary) {
+    alerts += 1;
+    document.body.dataset.alerts = String(alerts);
+    if (!sound) return;
+    try {
+      audio = audio || new AudioContext();
+      const tone = audio.createOscillator();
+      const gain = audio.createGain();
+      tone.frequency.value = summary.paused ? 880 : 660;
+      gain.gain.value = 0.15;
+      tone.connect(gain).connect(audio.destination);
+      tone.start();
+      tone.stop(audio.currentTime + 0.25);
+    } catch (_) {
+      // no audio in this browser: the tab title and the tile still say it
+    }
+  }
+
+  function shown(s) {
+    if (filters.paused && !s.paused) return false;
+    if (filters.offline && !(s.link === "offline" || s.link === "missing")) return false;
+    if (filters.game && s.game !== filters.game) return false;
+    if (filters.text) {
+      const words = `${s.table_id} ${s.title || ""} ${s.game || ""}`.toLowerCase();
+      if (!words.includes(filters.text)) return false;
+    }
+    return true;
+  }
+
   function hasTrouble(s) {
     return !!(s.delivery_refused || (s.disk && s.disk.status !== "ok") || (s.device_problems || []).length);
   }
@@ -214,18 +260,33 @@
       const tile = tables.get(summary.table_id).tile;
       const order = String(index);
       if (tile.style.order !== order) tile.style.order = order;
+      const hide = !shown(summary);
+      if (tile.hidden !== hide) tile.hidden = hide;
     });
+    const games = [...new Set(all.map((s) => s.game).filter(Boolean))].sort();
+    const select = $("filter-game");
+    const known = [...select.options].slice(1).map((o) => o.value);
+    if (known.join() !== games.join()) {
+      select.replaceChildren(el("option", null, "all games"), ...games.map((g) => el("option", null, g)));
+      select.options[0].value = "";
+      select.value = games.includes(filters.game) ? filters.game : "";
+    }
     const paused = all.filter((s) => s.paused).length;
     const offline = all.filter((s) => s.link === "offline" || s.link === "missing").length;
     setText($("count-tables"), `${all.length} table${all.length === 1 ? "" : "s"}`);
     setText($("count-paused"), `${paused} paused`);
-    $("count-paused").hidden = !paused;
     setText($("count-offline"), `${offline} offline`);
-    $("count-offline").hidden = !offline;
+    $("count-offline").hidden = !offline && !filters.offline;
+    $("count-paused").hidden = !paused && !filters.paused;
+    // the count in the tab's title: seen from another tab or window
+    const needing = all.filter((s) => s.attention).length;
+    const title = `${needing ? `(${needing}) ` : ""}Studio console${studioName ? ` — ${studioName}` : ""}`;
+    if (document.title !== title) document.title = title;
   }
 
   function applyUpdate(update) {
     clockOffset = Date.parse(update.now) - Date.now();
+    studioName = update.studio;
     setText($("studio"), update.studio);
     const link = update.link;
     const wasUp = brokerUp;
@@ -346,7 +407,7 @@
     if (d.paused && explained) {
       waits = explained.ready_to_resume
         ? `Ready to resume — ${explained.supervisor_action}`
-        : `Waiting for ${explained.waits_for}: Resume is possible once it is — ${explained.supervisor_action}`;
+        : `Waiting for ${explained.waits_for} — Resume is offered once it is`;
     }
     setText($("d-pause-waits"), waits);
     $("d-pause-waits").dataset.ready = String(!!(explained && explained.ready_to_resume));
@@ -573,6 +634,36 @@
     send("device_action", { device: $("d-device").value, action: $("d-device-action").value });
   });
   $("btn-close-detail").addEventListener("click", closeTable);
+  for (const [id, key] of [["count-paused", "paused"], ["count-offline", "offline"]]) {
+    $(id).addEventListener("click", () => {
+      filters[key] = !filters[key];
+      $(id).setAttribute("aria-pressed", String(filters[key]));
+      reorder();
+    });
+  }
+  $("search").addEventListener("input", () => {
+    filters.text = $("search").value.trim().toLowerCase();
+    reorder();
+  });
+  $("filter-game").addEventListener("change", () => {
+    filters.game = $("filter-game").value;
+    reorder();
+  });
+  $("btn-wall").addEventListener("click", () => {
+    const on = !document.body.classList.contains("wall");
+    document.body.classList.toggle("wall", on);
+    $("btn-wall").setAttribute("aria-pressed", String(on));
+  });
+  const showSound = () => {
+    $("btn-sound").setAttribute("aria-pressed", String(sound));
+    setText($("btn-sound"), sound ? "Sound on" : "Sound off");
+  };
+  $("btn-sound").addEventListener("click", () => {
+    sound = !sound;
+    if (store) store.setItem("console-sound", sound ? "on" : "off");
+    showSound();
+  });
+  showSound();
   $("btn-dismiss").addEventListener("click", async () => {
     const id = selected;
     const reply = await fetch(`/api/tables/${encodeURIComponent(id)}/dismiss`, {
