@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -40,6 +41,7 @@ from starlette.routing import Route
 
 from controller.commands import CommandError, check_remote_identity, parse_command
 from controller.console.link import USER_PATTERN, SignInRefused, StudioLink
+from controller.console.metrics import ConsoleMetrics
 from controller.console.model import StudioModel
 from controller.console.settings import ConsoleConfig
 from controller.events import iso_ms
@@ -441,6 +443,11 @@ def create_app(console: Console) -> Starlette:
         outcome = await current.link.send(table_id, name, payload)
         return JSONResponse(outcome)
 
+    metrics = ConsoleMetrics(console)
+
+    async def metrics_page(request: Request) -> Response:
+        return Response(metrics.exposition(), media_type=CONTENT_TYPE_LATEST)
+
     async def dismiss(request: Request) -> Response:
         """A missing table (the broker held nothing of it after a reconnection) leaves this supervisor's
         grid; any other is refused: a table that is there cannot be dismissed."""
@@ -461,6 +468,7 @@ def create_app(console: Console) -> Starlette:
             Route("/api/tables/{table}", table, methods=["GET"]),
             Route("/api/tables/{table}/commands/{name}", command, methods=["POST"]),
             Route("/api/tables/{table}/dismiss", dismiss, methods=["POST"]),
+            Route("/metrics", metrics_page, methods=["GET"]),
         ],
         static_dir=STATIC_DIR,
         guard=ConsoleGuard,

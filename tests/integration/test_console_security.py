@@ -168,8 +168,13 @@ async def test_a_sign_in_whose_page_is_closed_ends_and_frees_its_place(broker: M
         async with closed_tab.stream("GET", "/api/stream") as page:
             assert page.status_code == 200
             await wait_until(lambda: gone.streams == 1, timeout=5, what="the page's stream")
-        # the tab is closed; the console is full meanwhile
+        # the tab is closed; the console is full meanwhile, and its /metrics says why (no sign-in needed)
         assert (await sign_in(newcomer, "supervisor-x", "any")).status_code == 503
+        scrape = (await newcomer.get("/metrics")).text
+        assert 'tablectl_console_sessions{studio="s1"} 2.0' in scrape
+        assert 'tablectl_console_sessions_without_page{studio="s1"} 2.0' in scrape
+        assert 'tablectl_console_broker_connections_up{studio="s1"} 2.0' in scrape
+        assert "process_resident_memory_bytes" in scrape
         async with open_tab.stream("GET", "/api/stream") as page:
             assert page.status_code == 200
             await wait_until(lambda: gone.closed.is_set(), timeout=15, what="the abandoned session's end")
@@ -179,6 +184,8 @@ async def test_a_sign_in_whose_page_is_closed_ends_and_frees_its_place(broker: M
             assert (await open_tab.get("/api/session")).json()["user"] == "supervisor-b"
             signed = await sign_in(newcomer, "supervisor-a", PASSWORDS["supervisor-a"])
             assert signed.status_code == 200, signed.text
+            scrape = (await newcomer.get("/metrics")).text
+            assert 'tablectl_console_pages{studio="s1"} 1.0' in scrape
 
 
 async def test_a_deeply_nested_json_body_is_a_400_with_a_reason_and_no_traceback(

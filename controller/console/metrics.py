@@ -1,0 +1,75 @@
+"""`/metrics` of `tablectl console`, in the Prometheus text format: what a studio monitors of its console.
+
+Served on the console's own address (its host names only, as the page), without a sign-in: it shows counts
+and no names of people, no passwords, no tokens. The sessions (signed in, with a page open, abandoned),
+the open pages, the broker connections that are up, the tables the console knows (the most any session
+knows: each supervisor sees what the broker's ACL lets them), and the refused requests by reason — plus
+the console process's own CPU seconds and memory, so that the cost of sessions x tables x time shows.
+Read at scrape time; nothing is kept for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from prometheus_client import CollectorRegistry, ProcessCollector, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from controller.web.server import REJECTIONS
+
+if TYPE_CHECKING:
+    from controller.console.app import Console
+
+
+class ConsoleMetrics(Collector):
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.registry.register(self)
+        ProcessCollector(registry=self.registry)  # process_cpu_seconds_total, process_resident_memory_bytes
+
+    def collect(self) -> Iterator[Metric]:
+        console = self.console
+        studio = console.settings.studio_id
+        sessions = [*console.sessions.values(), *([console.fixed] if console.fixed else [])]
+
+        def gauge(name: str, doc: str, value: float) -> GaugeMetricFamily:
+            family = GaugeMetricFamily(name, doc, labels=["studio"])
+            family.add_metric([studio], value)
+            return family
+
+        yield gauge(
+            "tablectl_console_sessions", "Sign-ins alive (the configured user's included)", len(sessions)
+        )
+        yield gauge(
+            "tablectl_console_sessions_without_page",
+            "Sign-ins with no page open (they end after page_gone_seconds)",
+            sum(1 for s in sessions if s.streams == 0),
+        )
+        yield gauge(
+            "tablectl_console_pages", "Console pages open (live streams)", sum(s.streams for s in sessions)
+        )
+        yield gauge(
+            "tablectl_console_broker_connections_up",
+            "Sign-ins whose broker connection is up",
+            sum(1 for s in sessions if s.link.connected),
+        )
+        yield gauge(
+            "tablectl_console_tables",
+            "Tables the console knows (the most any sign-in sees)",
+            max((len(s.model.tables) for s in sessions), default=0),
+        )
+        refused = CounterMetricFamily(
+            "tablectl_console_requests_refused",
+            "Requests the console refused, by reason",
+            labels=["studio", "reason"],
+        )
+        for (server, reason), count in sorted(REJECTIONS.counts.items()):
+            if server == "console":
+                refused.add_metric([studio, reason], count)
+        yield refused
+
+    def exposition(self) -> bytes:
+        return generate_latest(self.registry)
