@@ -17,7 +17,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -363,6 +363,26 @@ class DemoTable:
     supervisor: VirtualSupervisor | None
 
 
+@dataclass
+class DemoTally:
+    """What a demo published, counted for its last line."""
+
+    started: float
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def add(self, kind: str) -> None:
+        self.counts[kind] = self.counts.get(kind, 0) + 1
+
+    def summary(self, now: float) -> str:
+        count = self.counts.get
+        return (
+            f"demo over after {now - self.started:.0f} s: {count('round.closed', 0)} round(s) played, "
+            f"{count('round.result', 0)} result(s), {count('round.voided', 0)} voided, "
+            f"{count('round.paused', 0)} pause(s), {count('card.rejected', 0)} card(s) refused, "
+            f"{sum(self.counts.values())} event(s) in all"
+        )
+
+
 def describe(envelope: dict[str, Any]) -> str:
     data = envelope["data"]
     kind = envelope["type"]
@@ -373,6 +393,12 @@ def describe(envelope: dict[str, Any]) -> str:
         return f"shake {data['cycle_id']}: {read} (frame {data['frame'].rsplit('/', 1)[-1] or 'none'})"
     if kind == "card.dealt":
         return f"{data['card']} to {data['position']}{' (re-scan)' if data.get('rescan') else ''}"
+    if kind == "shuffle.done":
+        # not the device's protocol line (`raw`): what it means
+        return (
+            f"{data.get('decks')} deck(s), {data.get('cards')} cards shuffled by {data.get('device')} "
+            f"(shuffle {data.get('shuffle_id')}): the next deck is ready"
+        )
     skip = {"round_id"}
     return ", ".join(f"{k}={v}" for k, v in data.items() if k not in skip and v not in (None, "", False))
 
@@ -465,6 +491,8 @@ async def run_demo(
         done = asyncio.Event()
         host, _, port_s = mqtt_url.split("://", 1)[1].partition(":")
 
+        tally = DemoTally(started=time.monotonic())
+
         async def watch() -> None:
             closed = 0
             async with aiomqtt.Client(host, int(port_s or 1883), identifier=f"demo-watch-{seed}") as client:
@@ -483,6 +511,7 @@ async def run_demo(
                             file=out,
                             flush=True,
                         )
+                    tally.add(envelope["type"])
                     if envelope["type"] in ("round.closed", "round.voided"):
                         closed += 1
                         if rounds and closed >= rounds:
@@ -519,6 +548,8 @@ async def run_demo(
                 await _bounded("the simulated shuffler's stop", shuffler.stop())
             if broker is not None:
                 await _bounded("the embedded broker's shutdown", broker.shutdown())
+            # one line at the end, also after Ctrl-C; with --json on stderr, so stdout stays envelopes only
+            print(tally.summary(time.monotonic()), file=sys.stderr if as_json else out, flush=True)
     return 0 if done.is_set() else 1
 
 

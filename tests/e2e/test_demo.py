@@ -48,6 +48,8 @@ def test_baccarat_demo_prints_complete_rounds_past_the_shoes_end_on_the_embedded
     assert "MQTT 3.1.1" not in stderr, stderr
     check_rounds(envelopes, 4)
     check_past_the_shoes_end(envelopes)
+    # with --json the last line goes to stderr: stdout is envelopes only (each line parsed above)
+    assert "demo over after " in stderr and "4 round(s) played" in stderr
     for result in (e["data"] for e in envelopes if e["type"] == "round.result"):
         dealt = [
             e["data"] for e in envelopes if e["type"] == "card.dealt" and e["subject"] == result["round_id"]
@@ -60,4 +62,6 @@ def test_demo_on_an_external_broker_human_output(mosquitto: MosquittoBroker) -> 
     stdout, _ = run_demo("--game", "baccarat", "--rounds", "1", "--mqtt-url", mosquitto.url, "--no-faults")
     lines = stdout.splitlines()
     assert any("round.result" in line and "Player" in line and "Banker" in line for line in lines)
-    assert "round.closed" in lines[-1]
+    assert "round.closed" in lines[-2]
+    # the demo's last line: what it published
+    assert lines[-1].startswith("demo over after ") and "1 round(s) played, 1 result(s)" in lines[-1]

@@ -14,7 +14,8 @@ def describe_result(data: dict[str, Any]) -> str:
     return (
         f"game card {data['game_card']}: Andar {' '.join(data['andar'])}"
         f" | Bahar {' '.join(data['bahar'])}"
-        f" -> {data['winner'].upper()} ({data['cards_dealt']} cards, {data['bucket']}{first_three})"
+        f" -> {data['winner'].upper()} ({data['cards_dealt']} cards dealt: the cards-dealt bet's range"
+        f" {data['bucket']}{first_three})"
     )
 
 

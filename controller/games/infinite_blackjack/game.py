@@ -5,8 +5,10 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from controller.cards import Card
 from controller.games.blackjack.flow import dealer_words
 from controller.games.blackjack.game import BLACKJACK_DEMO, BLACKJACK_EVENTS, BLACKJACK_REPLAY
+from controller.games.blackjack_rules import hand_total, is_blackjack
 from controller.games.infinite_blackjack.events import ShoeBurn
 from controller.games.infinite_blackjack.flow import (
     BurnDone,
@@ -17,15 +19,28 @@ from controller.games.infinite_blackjack.flow import (
 from controller.games.spec import Demo, DemoInput, GameSpec, View
 
 
+def _total_words(cards: list[Card]) -> str:
+    total = hand_total(cards)
+    if is_blackjack(cards):
+        return "blackjack"
+    return "bust" if total.bust else f"{'soft ' if total.soft else ''}{total.total}"
+
+
 def describe_result(data: dict[str, Any]) -> str:
-    """One line for the demo."""
+    """One line for the demo and the console. Every player shares the two first cards and takes the
+    sequence's cards in order until they stand, so there is no one outcome to name: the common hand's total
+    after each card is, against the dealer's ("a player who stood on 17 lost to 18")."""
     dealer = data["dealer"]
     said = dealer_words(dealer)
-    sequence = " ".join(data["sequence"]) or "-"
+    hand = [Card.parse(code) for code in data["initial"]]
+    steps = [f"{' '.join(data['initial'])} ({_total_words(hand)})"]
+    for code in data["sequence"]:
+        hand.append(Card.parse(code))
+        steps.append(f"+{code} ({_total_words(hand)})")
     last = " (last of the shoe)" if data["last_round_of_shoe"] else ""
     return (
-        f"round {data['round_in_shoe']}{last}: player {' '.join(data['initial'])} + {sequence} | "
-        f"dealer {' '.join(dealer['cards'])} ({said})"
+        f"round {data['round_in_shoe']}{last}: common hand {' '.join(steps)} | "
+        f"dealer {' '.join(dealer['cards'])} ({said}); each player: where they stood vs the dealer"
     )
 
 
