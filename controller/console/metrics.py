@@ -61,6 +61,18 @@ class ConsoleMetrics(Collector):
             "Tables the console knows (the most any sign-in sees)",
             max((len(s.model.tables) for s in sessions), default=0),
         )
+        known = max(sessions, key=lambda s: len(s.model.tables), default=None)
+        views = [] if known is None else [known.model.summary(t) for t in list(known.model.tables)]
+        yield gauge(
+            "tablectl_console_tables_offline",
+            "Tables offline (their Last Will, or their own word) or missing (nothing of them on the broker)",
+            sum(1 for v in views if v is not None and v["link"] in ("offline", "missing")),
+        )
+        yield gauge(
+            "tablectl_console_tables_offline_with_broker",
+            "Tables whose Last Will fired as the console lost the broker: the broker's shutdown, not theirs",
+            sum(1 for v in views if v is not None and v["offline_with_broker"]),
+        )
         refused = CounterMetricFamily(
             "tablectl_console_requests_refused",
             "Requests the console refused, by reason",

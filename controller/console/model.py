@@ -39,6 +39,9 @@ MAX_TABLES = 5000
 MAX_PAYLOAD_BYTES = 512 * 1024
 #: the events that say who did something to a table
 BY_EVENTS = ("round.paused", "round.resumed", "round.voided")
+#: a table's Last Will that came this shortly before the console lost the broker is taken for the broker's
+#: shutdown (a broker stopping disconnects every client and fires their Wills), not for the table's death
+WILL_WITH_BROKER_LOSS_SECONDS = 3.0
 
 
 @dataclass
@@ -62,6 +65,9 @@ class TableView:
     rev: int = 0
     #: when a reconnection found nothing of it on the broker (epoch s); None while it is heard of
     missing_since: float | None = None
+    #: its `offline` came as the broker went away: probably the broker's shutdown firing its Will, not the
+    #: table's death; unknown until the broker, back, says again what the table's status is
+    offline_with_broker: bool = False
 
     @property
     def has_retained(self) -> bool:
@@ -143,6 +149,9 @@ class StudioModel:
         if table is None:
             return None
         table.unconfirmed.discard(topic)
+        if topic == "status" and table.offline_with_broker and retained:
+            table.offline_with_broker = False  # the broker, back, says what it holds of the table now
+            self._changed(table)
         if value is not None and table.missing_since is not None:
             table.missing_since = None  # heard of again
             self._changed(table)
@@ -292,6 +301,16 @@ class StudioModel:
     # --- the link ------------------------------------------------------------------------------------
 
     def set_link(self, connected: bool, detail: str, now: float) -> None:
+        if not connected and self.link.connected:
+            for table in self.tables.values():
+                since = table.offline_since
+                if (
+                    since is not None
+                    and table.offline_since_known
+                    and now - since <= WILL_WITH_BROKER_LOSS_SECONDS
+                ):
+                    table.offline_with_broker = True
+                    self._changed(table)
         if connected != self.link.connected or detail != self.link.detail:
             self.link = Link(connected, now, detail)
             self.version += 1
@@ -352,6 +371,8 @@ class StudioModel:
         link = status.get("status") if isinstance(status.get("status"), str) else "unknown"
         if table.missing_since is not None:
             link = "missing"  # the broker had nothing of it after a reconnection: not heard from since
+        elif link == "offline" and table.offline_with_broker:
+            link = "unknown"  # its Will fired as the broker went down: the broker's shutdown, not the table
         devices = self._devices(table)
         offline = link in ("offline", "missing")
         if offline:
@@ -395,6 +416,7 @@ class StudioModel:
             # an offline table's last prompt is not what its dealer is told now
             "prompt": None if offline else state.get("prompt"),
             "link": link,
+            "offline_with_broker": table.offline_with_broker,
             "boot": status.get("boot"),
             "paused": paused,
             "pause": pause,

@@ -174,6 +174,7 @@ async def test_a_sign_in_whose_page_is_closed_ends_and_frees_its_place(broker: M
         assert 'tablectl_console_sessions{studio="s1"} 2.0' in scrape
         assert 'tablectl_console_sessions_without_page{studio="s1"} 2.0' in scrape
         assert 'tablectl_console_broker_connections_up{studio="s1"} 2.0' in scrape
+        assert 'tablectl_console_tables_offline_with_broker{studio="s1"} 0.0' in scrape
         assert "process_resident_memory_bytes" in scrape
         async with open_tab.stream("GET", "/api/stream") as page:
             assert page.status_code == 200

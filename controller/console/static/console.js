@@ -134,7 +134,11 @@
     const link = q("tile-link");
     setText(link, linkShown.toUpperCase());
     link.dataset.link = linkShown;
-    link.title = brokerUp ? "" : `last seen ${summary.link}; this console has no broker`;
+    link.title = !brokerUp
+      ? `last seen ${summary.link}; this console has no broker`
+      : summary.offline_with_broker
+        ? "its Last Will fired as the broker went down: probably the broker's shutdown, not the table"
+        : "";
     setText(q("tile-round"), [PHASES[summary.phase] || summary.phase || "", shortRound(summary.table_id, summary.round_id)].join("  "));
     q("tile-round").dataset.phase = summary.phase || "";
     renderTileAlert(entry);

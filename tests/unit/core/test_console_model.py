@@ -288,3 +288,25 @@ def test_the_rounds_story_is_in_the_tables_order_and_tells_the_driver_text_in_sh
     assert lines[1]["text"] == "shoe offline by device"
     assert all(raw not in e["text"] for e in detail["recent_events"])
     assert detail["history"][-1]["detail"] == "shoe offline (device shoe)"
+
+
+def test_wills_that_fire_as_the_broker_goes_down_are_not_taken_for_dead_tables() -> None:
+    # a broker that stops disconnects every client and fires their Last Wills: healthy tables turned
+    # OFFLINE (1 of 50, then 7 of 49) as it went down
+    model = StudioModel("s1")
+    model.set_link(True, "connected", 1000.0)
+    for table in ("t1", "t2"):
+        msg(model, f"{table}/status", {"status": "online", "boot": 1}, retained=True, now=1000.0)
+    msg(model, "t2/status", {"status": "offline", "boot": 1}, now=1500.0)  # died long before
+    msg(model, "t1/status", {"status": "offline", "boot": 1}, now=1999.0)  # its Will, as the broker stops
+    model.set_link(False, "connection lost", 2000.0)
+    t1, t2 = model.summary("t1"), model.summary("t2")
+    assert t1 is not None and t2 is not None
+    assert (t1["link"], t1["offline_with_broker"], t1["attention"]) == ("unknown", True, False)
+    assert (t2["link"], t2["attention"]) == ("offline", True)
+    # the broker is back: what it holds of t1 decides (a live table says online again; a dead one stays
+    # offline, now for real)
+    model.set_link(True, "connected", 2010.0)
+    model.begin_resync()
+    msg(model, "t1/status", {"status": "offline", "boot": 1}, retained=True, now=2011.0)
+    assert model.summary("t1")["link"] == "offline"  # type: ignore[index]
