@@ -383,6 +383,30 @@ class DemoTally:
         )
 
 
+#: the narrator looks at the table's prompt this often, and says it once nothing was printed for QUIET_SECONDS
+NARRATE_EVERY_SECONDS = 0.25
+QUIET_SECONDS = 0.75
+
+
+@dataclass
+class Narrator:
+    """When the demo says what the table waits for: its prompt, once per prompt, only after a quiet spell
+    (a prompt that changes with every card is not repeated between the cards' own lines)."""
+
+    said: str | None = None
+    last_printed: float = 0.0
+
+    def event_printed(self, now: float) -> None:
+        self.last_printed = now
+
+    def line(self, prompt: str, now: float) -> str | None:
+        if not prompt or prompt == self.said or now - self.last_printed < QUIET_SECONDS:
+            return None
+        self.said = prompt
+        self.last_printed = now
+        return f"{'':6} {'':12} {'(table waits)':<20} {prompt}"
+
+
 def describe(envelope: dict[str, Any]) -> str:
     data = envelope["data"]
     kind = envelope["type"]
@@ -492,6 +516,16 @@ async def run_demo(
         host, _, port_s = mqtt_url.split("://", 1)[1].partition(":")
 
         tally = DemoTally(started=time.monotonic())
+        narrator = Narrator()
+
+        async def narrate() -> None:
+            """Human output: what the table waits for when it waits a while with nothing published (stud's
+            players deciding, a betting window): the gap is said, not silent."""
+            while True:
+                await asyncio.sleep(NARRATE_EVERY_SECONDS)
+                line = narrator.line(service.core.state()["prompt"], time.monotonic())
+                if line is not None:
+                    print(line, file=out, flush=True)
 
         async def watch() -> None:
             closed = 0
@@ -511,6 +545,7 @@ async def run_demo(
                             file=out,
                             flush=True,
                         )
+                        narrator.event_printed(time.monotonic())
                     tally.add(envelope["type"])
                     if envelope["type"] in ("round.closed", "round.voided"):
                         closed += 1
@@ -522,6 +557,8 @@ async def run_demo(
         # subscribed before the table starts, so that it prints every event; then the table's run owns it
         watcher = asyncio.create_task(watch(), name="the event watcher")
         parts["the event watcher"] = lambda: watcher
+        if not as_json:
+            parts["the narrator"] = narrate
         if dealer.has_work:
             parts["the virtual dealer"] = dealer.run
         if overseer is not None:

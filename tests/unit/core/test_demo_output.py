@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from controller.demo import DemoTally, describe
+from controller.demo import DemoTally, Narrator, describe
 from controller.games import GAMES
 
 pytestmark = pytest.mark.unit
@@ -79,3 +79,16 @@ def test_the_demos_last_line_counts_what_it_published() -> None:
         "demo over after 12 s: 1 round(s) played, 1 result(s), 1 voided, 1 pause(s), 0 card(s) refused, "
         "6 event(s) in all"
     )
+
+
+def test_the_narrator_says_what_the_table_waits_for_once_after_a_quiet_spell() -> None:
+    # stud's players deciding for 2 s printed nothing: the wait is said, once, but not between the cards
+    narrator = Narrator()
+    narrator.event_printed(10.0)
+    assert narrator.line("Deal to hand1", 10.25) is None  # the cards' own lines are coming
+    line = narrator.line("Players decide: bet or fold — do not deal", 10.9)
+    assert line is not None and line.endswith(
+        "(table waits)        Players decide: bet or fold — do not deal"
+    )
+    assert narrator.line("Players decide: bet or fold — do not deal", 12.0) is None  # said once
+    assert narrator.line("", 14.0) is None
