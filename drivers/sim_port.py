@@ -50,6 +50,12 @@ class SimulatedPort:
         self.device = device
         self.clock = clock
         self.poll_interval = poll_interval
+        #: how long the port may sleep between polls when the device says when it is next due
+        #: (`next_deadline`) and nothing is waiting to be written: `poll_interval` (a fixed period) unless set
+        #: longer, as `tablectl simulate` does (an idle simulator woke 100 times a second). Bytes from the
+        #: host, an action on the device and a plug wake it at once.
+        self.idle_sleep = poll_interval
+        self._wake: asyncio.Event | None = None
         self._mode: str | None = None  # "pty" | "tcp"
         self._silenced = False
         self._plugged = False
@@ -124,6 +130,7 @@ class SimulatedPort:
         if self._mode == "pty":
             self._open_pty()
             self.device.connected(self.clock())
+            self._wake_poller()
         elif self._mode == "tcp":
             await self._open_server()
         else:
@@ -143,6 +150,12 @@ class SimulatedPort:
         if emitted and not self._silenced:
             self._deliver(emitted)
         self._flush_pending()
+        self._wake_poller()
+
+    def _wake_poller(self) -> None:
+        """Something may have moved the device's next deadline: the poll loop looks again now."""
+        if self._wake is not None:
+            self._wake.set()
 
     async def stop(self) -> None:
         if self._poll_task is not None:
@@ -174,12 +187,27 @@ class SimulatedPort:
         self._poll_task = asyncio.get_running_loop().create_task(self._poll_loop())
 
     async def _poll_loop(self) -> None:
+        self._wake = asyncio.Event()
         while True:
+            self._wake.clear()
             try:
                 self.pump()
             except Exception:  # a simulator bug must not silently stop the line; make it visible
                 log.exception("simulated device poll failed")
-            await asyncio.sleep(self.poll_interval)
+            self._wake.clear()  # this very poll is not news
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self._sleep_for())
+
+    def _sleep_for(self) -> float:
+        """Until the device's next deadline, between `poll_interval` and `idle_sleep`; the fixed period if
+        the device cannot say (the wheel's simulator) or bytes still wait for the host to read them."""
+        deadline_of = getattr(self.device, "next_deadline", None)
+        if self.idle_sleep <= self.poll_interval or deadline_of is None or self._pending:
+            return self.poll_interval
+        due = deadline_of()
+        if due is None:
+            return self.idle_sleep
+        return min(self.idle_sleep, max(self.poll_interval, due - self.clock()))
 
     def _deliver(self, data: bytes) -> None:
         if not self._plugged or not data:
@@ -211,6 +239,7 @@ class SimulatedPort:
     def _from_host(self, data: bytes) -> None:
         if data:
             self.device.receive(data, self.clock())
+            self._wake_poller()
 
     # -- pty -----------------------------------------------------------------------------------------
     def _open_pty(self) -> None:

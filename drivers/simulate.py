@@ -72,6 +72,10 @@ def parse_faults(device: str, text: str | None, seed: int) -> Any:
     return cls(**values)
 
 
+#: the longest a simulated port sleeps between polls (`SimulatedPort.idle_sleep`) under `tablectl simulate`
+IDLE_SLEEP_SECONDS = 0.5
+
+
 def actions(device: str, simulator: Any) -> Actions:
     """What a line on standard input does: name -> (help, function of the line's arguments)."""
     return common_actions(simulator) | simulated(device).actions(simulator)
@@ -148,6 +152,11 @@ async def serve(
         seed=seed, faults=parse_faults(device, faults, seed), speed=speed, decks=decks
     )
     simulator = serving.make(settings)
+    port = getattr(simulator, "port", None)
+    if port is not None:
+        # a simulator serving a table for hours sleeps until its device is next due (a heartbeat, a
+        # retransmission, a timed step), not 100 times a second
+        port.idle_sleep = IDLE_SLEEP_SECONDS
     url = await (simulator.start_tcp(port=tcp) if tcp is not None else simulator.start_pty(pty))
     (ready or (lambda u: print(u, flush=True)))(url)
     stop = asyncio.Event()

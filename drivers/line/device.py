@@ -235,6 +235,21 @@ class LineDeviceCore(ABC, Generic[HostMessageT, FaultsT]):
             break
         return b"".join(self._emit(line, now) for line in lines)
 
+    def next_deadline(self) -> float | None:
+        """The earliest time at which `poll` has something to do if no bytes arrive meanwhile (a HELLO or a
+        line waiting to go: at once; a retransmission, a timed action, the next heartbeat); None before
+        power-up. The port that serves the device sleeps until then instead of polling on a fixed period."""
+        if self._boot_time is None:
+            return None
+        if self._hello_pending:
+            return 0.0
+        due = self._last_heartbeat + HEARTBEAT_S
+        if self._timers:
+            due = min(due, self._timers[0][0])
+        if self._queue:
+            due = min(due, self._retransmit_at if self._queue[0][0] is not None else 0.0)
+        return due
+
     # -- for subclasses ------------------------------------------------------------------------------------
     def _say_state(self) -> None:
         """Queue `STATE <s>` with the device's state now (an answer, or news of a change)."""
