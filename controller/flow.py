@@ -252,6 +252,12 @@ class GameFlow(ABC):
         """The table resumes: continue where the round was."""
         return FlowOutput()
 
+    def device_online(self, device: str, now: float, *, paused: bool) -> FlowOutput:
+        """`device`'s link is (back) up. What the table asked of it just before the link fell may never have
+        reached it (bytes into a pulled cable, a restart between a decision and its write), so a flow that
+        keeps a device in a state (the shoe's gate) asks for that state again. Default: nothing."""
+        return FlowOutput()
+
     def settle_pause(self, now: float, by: str, decision: str) -> FlowOutput:
         """The supervisor `by` decided on a pause (`decision`: "resume" or "void"): whatever the flow held for
         that decision (a card out of procedure: `FlowOutput.hold_out_of_procedure`) is settled now. Called

@@ -495,6 +495,8 @@ class TableCore:
             step.devices_changed.add(name)
             return
         if isinstance(reading, DeviceOnline):
+            # the device is asked again for the state the game keeps it in (the shoe's gate)
+            step.add(self.flow.device_online(name, now, paused=self.paused))
             if health.status == "fault":
                 # the link came back but the fault was not reported cleared: stay in fault
                 health.seen_online = True

@@ -776,6 +776,17 @@ class CardFlow(GameFlow):
             self._request_shuffle(now, out, "again")
         return out
 
+    def device_online(self, device: str, now: float, *, paused: bool) -> FlowOutput:
+        # The gate as it must be now, whatever the shoe did with the last request: a gate left open by a
+        # lost LOCK lets a card out during betting (an out-of-procedure pause at best).
+        out = FlowOutput()
+        if device == self.settings.shoe_device:
+            self._request_shoe(out, "unlock" if self._gate_wanted_open(paused) else "lock")
+        return out
+
+    def _gate_wanted_open(self, paused: bool) -> bool:
+        return not paused and self._why_no_card_now() is None
+
     def _request_shoe(self, out: FlowOutput, command: str) -> None:
         out.requests.append(DeviceRequest(self.settings.shoe_device, DeviceCommand(command)))
 

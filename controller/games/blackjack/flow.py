@@ -392,6 +392,12 @@ class BlackjackTable(CardFlow):
         self.gate_open = self._why_no_card_now() is None
         return out
 
+    def device_online(self, device: str, now: float, *, paused: bool) -> FlowOutput:
+        out = super().device_online(device, now, paused=paused)
+        if device == self.settings.shoe_device:
+            self.gate_open = self._gate_wanted_open(paused)
+        return out
+
     def on_tick(self, now: float) -> FlowOutput:
         out = super().on_tick(now)
         self._sync_gate(out)

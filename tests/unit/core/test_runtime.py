@@ -9,7 +9,7 @@ import json
 import pytest
 
 from controller.commands import CommandError, ManualCard, Pause, Resume, VoidRound, parse_command
-from controller.runtime import MAX_HELD_READINGS, TableCore
+from controller.runtime import MAX_HELD_READINGS, Step, TableCore
 from drivers.readings import (
     CardSeen,
     CardUnread,
@@ -261,3 +261,31 @@ def test_a_supervisors_void_lifts_the_pause_but_an_automatic_one_does_not() -> N
     core.on_tick(later)
     step = core.on_reading(DeviceFault(device="shoe", time=later, code="JAM", reason="jam"), later)
     assert "round.voided" in types(step) and core.paused
+
+
+def gate_requests(step: Step) -> list[str]:
+    return [r.command.name for r in step.requests if r.device == "shoe" and r.command.name in GATE]
+
+
+GATE = ("lock", "unlock")
+
+
+def test_a_shoe_back_online_is_told_the_gate_the_game_wants_now() -> None:
+    # A LOCK written just before the cable was pulled may never have reached the shoe: whenever the link is
+    # back, the gate is asked for again (locked while betting is open or the table paused, open while a
+    # card is expected), so that a lost request cannot leave the gate open during betting.
+    core = make_core()
+    online(core)
+    core.on_tick(0)  # betting open
+    offline = DeviceOffline(device="shoe", time=1, reason="cable pulled")
+    core.on_reading(offline, 1)  # the round had not started: voided, the table paused
+    assert core.paused
+    assert gate_requests(online(core, 2)) == ["lock"]
+    core.on_command(Resume(), 3)
+    now = open_and_close_betting(core, 10)
+    assert gate_requests(online(core, now)) == ["unlock"]  # already online: the gate is asked all the same
+    core.on_reading(card("9S", now), now)  # the round has started: a pause keeps it
+    core.on_reading(DeviceOffline(device="shoe", time=now + 1, reason="cable pulled"), now + 1)
+    assert gate_requests(online(core, now + 2)) == ["lock"]  # paused mid-round
+    core.on_command(Resume(), now + 3)
+    assert gate_requests(online(core, now + 4)) == ["unlock"]

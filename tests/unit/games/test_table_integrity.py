@@ -155,6 +155,9 @@ class Table:
     last_drawn: int = 0
     #: an unread card drawn while none was expected (held, then set aside): the dealer may pass it again
     stray_unread: int | None = None
+    #: the shoe's gate as the shoe has it (True: open), and as it was before the last request reached it
+    gate: bool | None = None
+    gate_before: bool | None = None
 
     def __post_init__(self) -> None:
         spec = game_spec(self.game)
@@ -185,6 +188,8 @@ class Table:
     def apply(self, step: Step) -> list[Envelope]:
         published = self.journal.append(step.events, snapshot=self.core.export_state_json())
         for request in step.requests:
+            if request.command.name in ("lock", "unlock"):
+                self.gate_before, self.gate = self.gate, request.command.name == "unlock"
             self._readings(self.session.command(request.command, self.now))
         self.session.data_to_send()
         self.envelopes += published
@@ -344,6 +349,8 @@ class Table:
         if mistake == "restart":
             self.restart()
         elif mistake == "unplug":
+            # the cable was pulled as the last gate request went out: it never reached the shoe
+            self.gate = self.gate_before
             self._readings(self.session.connection_lost(self.now, reason="cable pulled"))
             self.now += 1.0
             self._connect()  # the next line may well be a card: no heartbeat first
@@ -425,6 +432,22 @@ class Table:
         sequences = [int(e.sequence) for e in self.envelopes]
         assert sequences == list(range(1, len(sequences) + 1))
 
+    def check_gate(self) -> None:
+        """5. While the shoe is online and a round is in progress (or the table paused), its gate is open
+        exactly while the game expects a card, whatever requests a pulled cable lost; between rounds it is
+        open whenever a card is expected (it may stay open after a round's last card until the next round
+        opens)."""
+        if self.core.devices["shoe"].status != "online":
+            return
+        wanted = self.core.flow._gate_wanted_open(self.core.paused)  # type: ignore[attr-defined]
+        if not (wanted or self.core.paused or self.core.flow.rounds.in_round):
+            return
+        said = {True: "open", False: "locked"}
+        assert self.gate == wanted, (
+            f"the shoe's gate is {said.get(self.gate, 'never set')} (the game wants it {said[wanted]}): "
+            f"{self.core.state()['prompt']}"
+        )
+
     def public_text(self) -> str:
         return json.dumps([[e.type, e.data] for e in self.envelopes]) + json.dumps(self.core.state())
 
@@ -457,6 +480,7 @@ def run_table(game: str, plan: Plan, deck_seed: int, logs: list[str] | None = No
         before = len(table.envelopes)
         hole_before = table.hole
         table.turn()
+        table.check_gate()
         if hole_before is not None or table.hole is not None or table.burned:
             check_secrets(table, logs, before)
     table.settle()
