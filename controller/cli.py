@@ -392,6 +392,13 @@ def cmd_check_config(args: argparse.Namespace) -> int:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
+    if args.device == "studio":
+        return _simulate_studio(args)
+    studio_only = [
+        f"--{name.replace('_', '-')}" for name in STUDIO_OPTIONS if getattr(args, name) not in (None, False)
+    ]
+    if studio_only:
+        raise OperatorError(f"simulate {args.device}: {', '.join(studio_only)} is for `simulate studio`")
     from drivers.simulate import SimulateError, serve
 
     if args.pty is not None and args.tcp is not None:
@@ -414,6 +421,42 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise OperatorError(f"simulate: {exc}") from None
     return 0
+
+
+#: the options of `tablectl simulate studio` alone
+STUDIO_OPTIONS = ("tables", "mqtt_url", "studio", "games", "no_faults", "no_supervisor")
+
+
+def _simulate_studio(args: argparse.Namespace) -> int:
+    from controller.studio_demo import GAME_ORDER, StudioError, run_studio
+
+    device_only = [
+        option
+        for option, given in (
+            ("--pty", args.pty is not None),
+            ("--tcp", args.tcp is not None),
+            ("--faults", args.faults is not None),
+            ("--deal-every", bool(args.deal_every)),
+        )
+        if given
+    ]
+    if device_only:
+        raise OperatorError(f"simulate studio: {', '.join(device_only)} is for one simulated device")
+    games = tuple(g.strip() for g in args.games.split(",") if g.strip()) if args.games else GAME_ORDER
+    try:
+        return asyncio.run(
+            run_studio(
+                8 if args.tables is None else args.tables,
+                mqtt_url=args.mqtt_url,
+                studio_id=args.studio or "sim",
+                seed=args.seed,
+                faults=not args.no_faults,
+                supervisor=not args.no_supervisor,
+                games=games,
+            )
+        )
+    except StudioError as exc:
+        raise OperatorError(f"simulate studio: {exc}") from None
 
 
 def _read_pin() -> str:
@@ -511,9 +554,10 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "simulate",
-        help="serve a simulated device on a pty or TCP port (prints the path to put in devices.<name>.port)",
+        help="serve a simulated device on a pty or TCP port (prints the path to put in devices.<name>.port), "
+        "or a whole simulated studio on a broker (simulate studio --tables N)",
     )
-    p.add_argument("device", choices=tuple(SIMULATED))
+    p.add_argument("device", choices=(*SIMULATED, "studio"))
     p.add_argument("--pty", metavar="PATH", help="also make PATH a symlink to the pty (e.g. /tmp/shoe)")
     p.add_argument(
         "--tcp", type=int, metavar="PORT", help="serve on socket://127.0.0.1:PORT (0: any free port)"
@@ -536,6 +580,18 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="shoe: an automatic dealer draws a card this often while the gate is open "
         "(0: only 'draw' on stdin)",
+    )
+    p.add_argument("--tables", type=int, help="studio: how many tables (default 8, one of each game)")
+    p.add_argument(
+        "--mqtt-url", help="studio: the studio's broker, mqtt://host:port (default: an embedded one)"
+    )
+    p.add_argument("--studio", help="studio: the studio id (default sim: tables under studio/sim/table/+)")
+    p.add_argument("--games", metavar="GAME,...", help="studio: the games, in turn (default: all eight)")
+    p.add_argument("--no-faults", action="store_true", help="studio: no injected no-reads, noise, checksums")
+    p.add_argument(
+        "--no-supervisor",
+        action="store_true",
+        help="studio: no virtual supervisor, so a pause waits for the console (by default resumed after 3 s)",
     )
     p.set_defaults(func=cmd_simulate)
 

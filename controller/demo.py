@@ -439,6 +439,8 @@ async def run_demo(
     panel_port: int | None = None,
     supervisor: bool = True,
     on_ready: Callable[[DemoTable], None] | None = None,
+    studio_id: str = "demo",
+    table_id: str | None = None,
 ) -> int:
     spec = game_spec(game)
     check_demo_extras(game, embedded_broker=mqtt_url is None)
@@ -464,7 +466,12 @@ async def run_demo(
             game_settings["shuffler_device"] = "shuffler"
         config: TableConfig = TABLE_CONFIGS.from_dict(
             {
-                "table": {"studio_id": "demo", "table_id": f"demo-{game}", "game": game, "data_dir": tmp},
+                "table": {
+                    "studio_id": studio_id,
+                    "table_id": table_id or f"demo-{game}",
+                    "game": game,
+                    "data_dir": tmp,
+                },
                 "broker": {"url": mqtt_url, "protocol": "3.1.1" if broker is not None else "5"},
                 "devices": devices,
                 "game": game_settings,
@@ -529,7 +536,11 @@ async def run_demo(
 
         async def watch() -> None:
             closed = 0
-            async with aiomqtt.Client(host, int(port_s or 1883), identifier=f"demo-watch-{seed}") as client:
+            async with aiomqtt.Client(
+                host,
+                int(port_s or 1883),
+                identifier=f"demo-watch-{config.table.studio_id}-{config.table.table_id}-{seed}",
+            ) as client:
                 await client.subscribe(f"{config.topic_root}/events/#", qos=1)
                 subscribed.set()
                 async for message in client.messages:

@@ -81,7 +81,7 @@ def actions(device: str, simulator: Any) -> Actions:
     return common_actions(simulator) | simulated(device).actions(simulator)
 
 
-def _stdin_can_be_watched() -> bool:
+def stdin_can_be_watched() -> bool:
     """Whether the event loop can wait on standard input: a terminal, a pipe or a socket can be, /dev/null or
     a regular file cannot (epoll refuses them). asyncio's `connect_read_pipe` accepts them all the same and
     fails later, in a callback of its own, with a PermissionError traceback on the log (seen when run in the
@@ -101,7 +101,7 @@ def _stdin_can_be_watched() -> bool:
 
 
 async def _read_commands(device: str, simulator: Any) -> None:
-    if not _stdin_can_be_watched():
+    if not stdin_can_be_watched():
         log.info("standard input is not a terminal or a pipe: no commands on stdin, signals only")
         return
     loop = asyncio.get_running_loop()

@@ -1,4 +1,5 @@
-"""The CLI's operator errors, in process: replaying a game that has no replay rules is refused.
+"""The CLI's operator errors, in process: replaying a game that has no replay rules is refused; `simulate
+studio`'s options.
 
 Its unit tests; the integration ones are in `tests/integration/test_cli.py`, the e2e ones in
 `tests/e2e/test_cli.py`."""
@@ -24,3 +25,30 @@ def test_replay_of_a_game_without_replay_rules_is_refused(monkeypatch) -> None:
         replay_config("andar_bahar", "shoe-line")
     # a table's own capture (with its `meta` record) needs no replay policy
     assert replay_config("andar_bahar", "shoe-line", meta={"table_id": "ab-1", "settings": {}})
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["simulate", "shoe", "--tables", "3"], "--tables is for `simulate studio`"),
+        (["simulate", "studio", "--pty", "/tmp/x"], "--pty is for one simulated device"),
+        (["simulate", "studio", "--tables", "0"], "--tables is between 1 and 64"),
+        (["simulate", "studio", "--games", "baccarat,poker"], "unknown game(s) poker"),
+    ],
+)
+def test_simulate_studio_options_are_checked_before_anything_starts(
+    argv: list[str], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from controller.cli import EXIT_USAGE, main
+
+    assert main(argv) == EXIT_USAGE
+    assert said in capsys.readouterr().err
+
+
+def test_a_simulated_studio_has_every_game_in_its_first_eight_tables() -> None:
+    from controller.studio_demo import GAME_ORDER, studio_tables
+
+    layout = studio_tables(10)
+    assert [game for _, game in layout[:8]] == list(GAME_ORDER) and len(set(GAME_ORDER)) == 8
+    assert layout[0] == ("bac-01", "baccarat") and layout[8] == ("bac-09", "baccarat")
+    assert len({table for table, _ in layout}) == 10
