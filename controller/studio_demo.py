@@ -55,8 +55,8 @@ SHORT = {
     "infinite_blackjack": "ibj",
     "single_deck_blackjack": "sdbj",
 }
-#: more tables than this in one process, and the event loop is the bottleneck (bench/studio_demo.py)
-MAX_TABLES = 64
+#: the most tables in one process measured keeping up (bench/studio_demo.py: 32 tables, 68 events/s)
+MAX_TABLES = 32
 
 
 class StudioError(ValueError):

@@ -94,6 +94,8 @@ FACE_HALF_EXTENT = 1.5
 NOISE_SIDE_FRACTION = 0.45  # blobs smaller than this fraction of the smallest die are specks, not dice
 TOUCHING_AREA_RATIO = 1.8  # a blob this many times a usual die's area is two dice (a stacked die: ~1.3)
 SIDE_BY_SIDE_ASPECT = 1.75  # an oblong this long (and large enough for two) is two dice edge to edge
+NO_DIE_AREA = 0.5  # a blob smaller than this many usual dice is no die (a die half hidden is refused anyway)
+NO_DIE_ASPECT = 3.5  # nor is a sliver this oblong (three dice in a row make 3) of less than two dice's area
 # a pip-sized mark at least this fraction of the least pip roundness is nearly a pip: a reading that it would
 # make another legal face is doubted (refused as ambiguous)
 NEAR_PIP_ROUNDNESS = 0.8
@@ -381,9 +383,33 @@ class DiceReader:
         located = self.locate(image, whole=whole_tray)
         if isinstance(located, str):
             return DiceRefusal("image", located, frame=reference)
-        readings = [self.read_region(view.lab, region, view) for view, region in located]
+        readings: list[DieReading] = []
+        no_die: list[DieReading] = []  # blobs no die of this table makes: passed over like those at the edge
+        for view, region in located:
+            reading = self.read_region(view.lab, region, view)
+            if reading.value is None and (self.no_die_makes(region) or self.blank(view.lab, region)):
+                no_die.append(reading)
+            readings.append(reading)
         readings.sort(key=lambda reading: reading.box[0] + reading.box[2] / 2)
-        return _combine(tuple(readings), expect, self.calibration.roi, reference)
+        return _combine(tuple(readings), expect, self.calibration.roi, reference, no_die)
+
+    def blank(self, lab: Pixels, region: DieRegion) -> bool:
+        """Whether a blob of at most one die's size shows not one pip-like mark (with either polarity the
+        calibration allows): every face of a die has one, so the blob is clutter of die colour (a key, a cup,
+        a sleeve). A larger blob is not judged so: its pips are looked for at the scale of one die its size,
+        so two touching dice's pips would look too small to be pips."""
+        cal = self.calibration
+        if region.side > cal.die_side_px[1]:
+            return False
+        return all(not measure.pips for measure in self.measure_face(lab, region))
+
+    def no_die_makes(self, region: DieRegion) -> bool:
+        """Whether no die (nor two or three touching) makes a blob of this shape: smaller than half a die, or
+        a sliver longer than three dice in a row are for their width (a shadow, a rim, clutter in view)."""
+        usual_area = self.calibration.die_side_median**2
+        return region.area < NO_DIE_AREA * usual_area or (
+            region.aspect >= NO_DIE_ASPECT and region.area < 2 * usual_area
+        )
 
     def locate(self, image: object, *, whole: bool = False) -> list[tuple[View, DieRegion]] | str:
         """Every die-coloured blob of the tray with the view it was found in; or why the image has none.
@@ -923,13 +949,25 @@ def _problem_of(reason: str) -> RefusalReason:
 
 
 def _combine(
-    readings: tuple[DieReading, ...], expect: int | None, roi: Box | None, frame: str
+    readings: tuple[DieReading, ...],
+    expect: int | None,
+    roi: Box | None,
+    frame: str,
+    no_die: list[DieReading] | None = None,
 ) -> AcceptedDice | DiceRefusal:
+    passable = {id(r) for r in no_die or ()}
     read = tuple(r for r in readings if r.value is not None)
-    if expect and len(read) == expect and all(r.problem == "edge" for r in readings if r.value is None):
+    if (
+        expect
+        and len(read) == expect
+        and all(r.problem == "edge" or id(r) in passable for r in readings if r.value is None)
+    ):
         # every die the table has is read, each whole in view and past every check: a blob cut by the edge of
         # the view is then no die of this table (the tray's rim, a shadow; beyond a view without a tray, the
-        # desk). A die at the edge is one of `expect`: then fewer are read, and the frame is refused.
+        # desk), nor is a blob no die makes (`DiceReader.no_die_makes`: a speck, a sliver; `DiceReader.blank`:
+        # not one pip). A die at the edge is one of `expect`: then fewer are read, and the frame is refused
+        # (a refusal names every blob and the most basic reason among them: a blurred die that shows no pip
+        # is still a blurred die).
         readings = read
     unreadable = [(i, r) for i, r in enumerate(readings, 1) if r.value is None]
     details = [f"die {i}: {r.reason}" for i, r in unreadable]

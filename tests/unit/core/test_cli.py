@@ -32,7 +32,7 @@ def test_replay_of_a_game_without_replay_rules_is_refused(monkeypatch) -> None:
     [
         (["simulate", "shoe", "--tables", "3"], "--tables is for `simulate studio`"),
         (["simulate", "studio", "--pty", "/tmp/x"], "--pty is for one simulated device"),
-        (["simulate", "studio", "--tables", "0"], "--tables is between 1 and 64"),
+        (["simulate", "studio", "--tables", "0"], "--tables is between 1 and 32"),
         (["simulate", "studio", "--games", "baccarat,poker"], "unknown game(s) poker"),
     ],
 )

@@ -14,7 +14,7 @@ from typing import Any
 import cv2
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from calibration.dice import calibrate, load_yolo_folder
@@ -132,6 +132,18 @@ def test_two_dice_touching_at_an_angle_are_refused(reader: DiceReader) -> None:
     result = reader.read(scene(dice))
     assert not result.readable
     assert reasons(result) == ["touching another die", ""]
+
+
+def test_a_blank_die_coloured_blob_is_no_die_once_every_expected_die_is_read(reader: DiceReader) -> None:
+    """Every face of a die has a pip: a die-coloured blob with no pip-like mark in it (a cup, a key, a
+    sleeve in view) is no die of the table when the expected dice are all read; reading any number of dice
+    it may be a die whose pips were missed, so the frame is refused."""
+    image = scene(THREE)
+    image[380:440, 300:360] = IVORY  # a die's size, no pips
+    result = reader.read(image, expect=3)
+    assert result.readable and result.values == (2, 5, 6), result
+    assert not reader.read(image, expect=4).readable
+    assert not reader.read(image, expect=None).readable
 
 
 def test_a_blurred_image_is_refused(reader: DiceReader) -> None:
@@ -309,6 +321,11 @@ def test_never_a_confident_wrong_value(
     seed: int,
 ) -> None:
     """Any turn, place, size, focus, exposure, a stray mark on or near the die: read right, or refused."""
+    if mark is not None and value in (2, 4):
+        dx, dy, radius, darkness = mark
+        # a smudge as dark and as large as a pip on the centre of a 2 or a 4 IS a 3 or a 5 to any eye (found
+        # by this test: a 2 with such a dot read as 3); the second strategy keeps dots off pip places too
+        assume(not (abs(dx) < 0.1 and abs(dy) < 0.1 and radius >= 0.07 and darkness <= 0.4))
     image = scene([die((x, y), value, angle, side)], size=(320, 240), seed=seed)
     if blur:
         image = cv2.GaussianBlur(image, (0, 0), blur)
