@@ -145,6 +145,12 @@ def machine_line(report: dict[str, Any], *extras: str) -> str:
     return f"Date {report['date_utc']}; tablectl commit {report['git_commit']}; {', '.join(where)}."
 
 
+def cpu_seconds(pid: int) -> float:
+    """CPU seconds (user + system) a live process has used, from /proc/<pid>/stat (fields 14 and 15)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def load_average() -> list[float]:
     # other work on the machine shows in the numbers: record how busy it was
     return [round(value, 2) for value in os.getloadavg()]

@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import os
 import random
 import subprocess
 import sys
@@ -62,11 +61,6 @@ OBSERVE_JS = """() => {
 }"""
 
 
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 async def scenario(
     broker: MosquittoBroker, tables: int, round_seconds: float, seconds: float, clicks: int
 ) -> dict[str, Any]:
@@ -103,7 +97,7 @@ async def scenario(
             await asyncio.sleep(2.0)  # settled
             await page.evaluate(OBSERVE_JS)
             started = time.time()
-            cpu_before = cpu_seconds(console.pid)
+            cpu_before = common.cpu_seconds(console.pid)
             click_ms: list[float] = []
             rng = random.Random(1)
             pause = seconds / (clicks + 1)
@@ -117,7 +111,7 @@ async def scenario(
                 click_ms.append((time.monotonic() - clicked) * 1000)
             await asyncio.sleep(max(0.0, started + seconds - time.time()))
             ended = time.time()
-            cpu = cpu_seconds(console.pid) - cpu_before
+            cpu = common.cpu_seconds(console.pid) - cpu_before
             await asyncio.sleep(1.0)  # the last events reach the page
             seen = await page.evaluate("window.__seen")
             long_tasks = await page.evaluate("window.__long")

@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import signal
 import sys
 import time
@@ -31,12 +30,6 @@ from drivers.shoe.session import ShoeSession
 from drivers.shuffler.session import ShufflerSession
 
 SESSIONS: dict[str, Any] = {"shoe": ShoeSession, "shuffler": ShufflerSession, "shaker": ShakerSession}
-TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime (fields 14 and 15 of stat)
 
 
 async def measure(repo: Path, device: str, seconds: float) -> dict[str, Any]:
@@ -64,9 +57,9 @@ async def measure(repo: Path, device: str, seconds: float) -> dict[str, Any]:
         runner = DeviceRunner(SESSIONS[device](device), url, on_readings=keep)
         task = asyncio.create_task(runner.run())
         await asyncio.sleep(2.0)  # connected, HELLO answered
-        before, started = cpu_seconds(process.pid), time.monotonic()
+        before, started = common.cpu_seconds(process.pid), time.monotonic()
         await asyncio.sleep(seconds)
-        used, elapsed = cpu_seconds(process.pid) - before, time.monotonic() - started
+        used, elapsed = common.cpu_seconds(process.pid) - before, time.monotonic() - started
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task

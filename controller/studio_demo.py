@@ -30,6 +30,7 @@ from typing import Any, TextIO
 
 from controller.demo import DemoTable, check_demo_extras, free_port, run_demo, start_embedded_broker
 from controller.games import game_spec
+from drivers.simulate import actions, stdin_reader
 
 log = logging.getLogger(__name__)
 
@@ -160,8 +161,6 @@ class SimulatedStudioRun:
         return f"{table.table_id} {' '.join(words[1:])} -> {result}"
 
     def _device_actions(self, table: StudioTable) -> dict[str, tuple[str, Callable[..., Any]]]:
-        from drivers.simulate import actions
-
         if table.demo is None:
             return {}
         return actions(_device_kind(table.game), table.demo.simulator)
@@ -271,7 +270,7 @@ async def run_studio(
     if on_ready is not None:
         on_ready(studio)
     helpers = [asyncio.create_task(_report(studio, report_every))]
-    reader = commands if commands is not None else await _stdin_reader()
+    reader = commands if commands is not None else await stdin_reader()
     if reader is not None:
         helpers.append(asyncio.create_task(_read_commands(studio, reader)))
     try:
@@ -356,27 +355,14 @@ async def _report(studio: SimulatedStudioRun, every: float) -> None:
         print(studio.report(), file=studio.out, flush=True)
 
 
-async def _stdin_reader() -> asyncio.StreamReader | None:
-    from drivers.simulate import stdin_can_be_watched
-
-    if not stdin_can_be_watched():
-        log.info("standard input is not a terminal or a pipe: no commands on stdin, signals only")
-        return None
-    reader = asyncio.StreamReader()
-    try:
-        await asyncio.get_running_loop().connect_read_pipe(
-            lambda: asyncio.StreamReaderProtocol(reader), sys.stdin
-        )
-    except (OSError, ValueError):
-        return None
-    return reader
-
-
 async def _read_commands(studio: SimulatedStudioRun, reader: asyncio.StreamReader) -> None:
     while line := await reader.readline():
         try:
             said = await studio.command(line.decode(errors="replace"))
         except StudioError as exc:
             said = str(exc)
+        except Exception as exc:  # a simulator's action that failed: said, and the next line is read
+            log.exception("studio: %r failed", line.decode(errors="replace").strip())
+            said = f"failed: {exc}"
         if said:
             print(said, file=studio.out, flush=True)

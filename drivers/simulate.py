@@ -100,16 +100,25 @@ def stdin_can_be_watched() -> bool:
     return True
 
 
-async def _read_commands(device: str, simulator: Any) -> None:
+async def stdin_reader() -> asyncio.StreamReader | None:
+    """Standard input as a stream of command lines, or None when it cannot be watched (signals only)."""
     if not stdin_can_be_watched():
         log.info("standard input is not a terminal or a pipe: no commands on stdin, signals only")
-        return
-    loop = asyncio.get_running_loop()
+        return None
     reader = asyncio.StreamReader()
     try:
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+        await asyncio.get_running_loop().connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(reader), sys.stdin
+        )
     except (OSError, ValueError):
-        return  # no usable standard input after all: signals only
+        return None  # no usable standard input after all: signals only
+    return reader
+
+
+async def _read_commands(device: str, simulator: Any) -> None:
+    reader = await stdin_reader()
+    if reader is None:
+        return
     table = actions(device, simulator)
     while line := await reader.readline():
         words = line.decode(errors="replace").split()
