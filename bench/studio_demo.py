@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
 import signal
 import time
@@ -23,13 +22,7 @@ from typing import Any
 
 import common
 
-TICKS = os.sysconf("SC_CLK_TCK")
 REPORT = re.compile(r"(\d+) table\(s\) running, (\d+) event\(s\) journaled")
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS
 
 
 def rss_mib(pid: int) -> float:
@@ -52,40 +45,38 @@ async def measure(url: str, tables: int, warmup: float, seconds: float) -> dict[
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
     )
-    lines: list[str] = []
+    lines: list[tuple[float, str]] = []  # (when it was read, the line)
 
     async def read() -> None:
         assert process.stdout is not None
         while line := await process.stdout.readline():
-            lines.append(line.decode(errors="replace"))
+            lines.append((time.monotonic(), line.decode(errors="replace")))
 
     reader = asyncio.create_task(read())
-
-    def journaled() -> int:
-        found = [int(m.group(2)) for line in lines if (m := REPORT.search(line))]
-        return found[-1] if found else 0
-
     try:
         await asyncio.sleep(warmup)
-        before, events_before, started = cpu_seconds(process.pid), journaled(), time.monotonic()
-        log_before = len(lines)
+        before, started = common.cpu_seconds(process.pid), time.monotonic()
         await asyncio.sleep(seconds)
-        used, elapsed = cpu_seconds(process.pid) - before, time.monotonic() - started
+        used, elapsed = common.cpu_seconds(process.pid) - before, time.monotonic() - started
         rss = rss_mib(process.pid)
-        events = journaled() - events_before
-        window = lines[log_before:]
+        window = [(at, line) for at, line in lines if at >= started]
     finally:
         process.send_signal(signal.SIGTERM)
         await process.wait()
         reader.cancel()
+    # the rate between the first and the last report line inside the window (each says the events so far)
+    reports = [(at, int(m.group(2))) for at, line in window if (m := REPORT.search(line))]
+    rate = None
+    if len(reports) >= 2 and reports[-1][0] > reports[0][0]:
+        rate = round((reports[-1][1] - reports[0][1]) / (reports[-1][0] - reports[0][0]), 1)
     return {
         "tables": tables,
         "seconds": round(elapsed, 1),
         "cpu_share_of_a_core": round(used / elapsed, 3),
         "rss_mib": round(rss, 1),
-        "events_journaled_per_second": round(events / elapsed, 1),
-        "ack_timeouts_in_window": sum("timed out" in line for line in window),
-        "reconnections_in_window": sum("reconnecting to the MQTT broker" in line for line in window),
+        "events_journaled_per_second": rate,  # None: fewer than two report lines in the window
+        "ack_timeouts_in_window": sum("timed out" in line for _, line in window),
+        "reconnections_in_window": sum("reconnecting to the MQTT broker" in line for _, line in window),
     }
 
 

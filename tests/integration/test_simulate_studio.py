@@ -7,18 +7,26 @@ import asyncio
 import contextlib
 import io
 import json
+import re
+from collections.abc import Callable
 
 import pytest
 
 from controller.studio_demo import run_studio
-from controller.testing.mosquitto import MosquittoBroker, MqttRecorder, Received, wait_until
+from controller.testing.mosquitto import (
+    MosquittoBroker,
+    MqttRecorder,
+    Received,
+    require_mosquitto,
+    wait_until,
+)
 
 pytestmark = pytest.mark.integration
 
 TABLES = ("bac-01", "rou-02", "stud-03")
 
 
-def status_is(value: str):  # type: ignore[no-untyped-def]
+def status_is(value: str) -> Callable[[Received], bool]:
     return lambda message: json.loads(message.payload).get("status") == value
 
 
@@ -79,3 +87,30 @@ async def test_a_simulated_studio_plays_mixed_games_and_takes_faults_on_demand(
             studio.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await studio
+
+
+@pytest.mark.timeout(60)
+async def test_without_a_broker_given_the_studio_runs_its_own_mosquitto(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    require_mosquitto()  # the studio's own broker is the system's Mosquitto (skipped locally, failed in CI)
+    out = io.StringIO()
+    studio = asyncio.create_task(
+        run_studio(
+            1, mqtt_url=None, games=("baccarat",), out=out, commands=asyncio.StreamReader(), signals=False
+        )
+    )
+    try:
+        await wait_until(lambda: "studio sim on mqtt://" in out.getvalue(), timeout=20, what="the first line")
+        match = re.search(r"mqtt://127\.0\.0\.1:(\d+)", out.getvalue())
+        assert match is not None, out.getvalue()
+        broker = MosquittoBroker.__new__(MosquittoBroker)  # only its port, for the recorder
+        broker.port = int(match.group(1))
+        async with MqttRecorder(broker, ["studio/sim/table/+/status"], port=broker.port) as recorder:
+            await recorder.wait_for_message("studio/sim/table/bac-01/status", status_is("online"), 30)
+    finally:
+        studio.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await studio
+    # the broker went with the studio
+    with pytest.raises(OSError):
+        _, writer = await asyncio.open_connection("127.0.0.1", int(match.group(1)))
+        writer.close()
