@@ -252,6 +252,13 @@ class GameFlow(ABC):
         """The table resumes: continue where the round was."""
         return FlowOutput()
 
+    def gate(self, paused: bool) -> tuple[str, bool] | None:
+        """The device whose gate the game keeps (the card shoe), and whether it must be open now: exactly
+        while the game would take a card from it (`paused`: the table is paused, so it would not). The
+        runtime writes it once per step, as it is at the step's end (`TableCore._settle_gate`). Default: no
+        gate."""
+        return None
+
     def device_online(self, device: str, now: float, *, paused: bool) -> FlowOutput:
         """`device`'s link is (back) up. What the table asked of it just before the link fell may never have
         reached it (bytes into a pulled cable, a restart between a decision and its write), so a flow that

@@ -201,6 +201,8 @@ class TableCore:
         self.pause: PauseRecord | None = None
         self.held: list[Reading] = []
         self.rejected: dict[str, int] = {}
+        #: the gate last asked of the game's gate device (True: open); None: not asked since its link came up
+        self._gate_asked: bool | None = None
 
     # -- state -----------------------------------------------------------------------------------------
     def export_state(self) -> dict[str, Any]:
@@ -321,6 +323,7 @@ class TableCore:
             reading, DeviceOnline | DeviceOffline | DeviceFault | DeviceFaultCleared | DeviceStatus
         ):
             self._on_health(step, health, reading, now)
+            self._settle_gate(step)
             return step
         if health.status != "online":
             # the link is flaky but bytes still came: readings from a device we consider down are not trusted
@@ -332,8 +335,9 @@ class TableCore:
             self._catch_up(step, now)
         if self.paused:
             self._hold(step, reading, now)
-            return step
-        self._apply_reading(step, reading, now)
+        else:
+            self._apply_reading(step, reading, now)
+        self._settle_gate(step)
         return step
 
     def _catch_up(self, step: Step, now: float) -> None:
@@ -383,6 +387,7 @@ class TableCore:
         if self.paused or not self.devices_ready:
             return step
         self._tick(step, now)
+        self._settle_gate(step)
         return step
 
     def _tick(self, step: Step, now: float) -> None:
@@ -442,6 +447,7 @@ class TableCore:
             if settles_pause and self.paused and not self._unhealthy_devices():
                 # the supervisor's decision ends the interruption, as a void does: one action, not two
                 self._lift_pause(step, now, by, round_id)
+        self._settle_gate(step)
         return step, {"state": self.state()}
 
     def recovered(self, now: float) -> Step:
@@ -460,6 +466,8 @@ class TableCore:
             self._pause(
                 step, now, "controller restarted mid-round", by="system", device=None, cause="restart"
             )
+        self._gate_asked = None
+        self._settle_gate(step)
         return step
 
     # -- internals -------------------------------------------------------------------------------------
@@ -495,7 +503,9 @@ class TableCore:
             step.devices_changed.add(name)
             return
         if isinstance(reading, DeviceOnline):
-            # the device is asked again for the state the game keeps it in (the shoe's gate)
+            # the device is asked again for the state the game keeps it in (the shoe's gate): what was asked
+            # before its link fell may never have reached it
+            self._gate_asked = None
             step.add(self.flow.device_online(name, now, paused=self.paused))
             if health.status == "fault":
                 # the link came back but the fault was not reported cleared: stay in fault
@@ -556,6 +566,38 @@ class TableCore:
         ):
             # the fault policy: a round that had not started is cancelled and every bet refunded
             step.add(self.flow.void_round(now, f"{reason} before the round started", "system"))
+
+    def _settle_gate(self, step: Step) -> None:
+        """Ask the gate device (the shoe) once for the gate as the game wants it at the end of this step.
+
+        The flows ask for the gate where their procedure changes it, and a step may go through several of
+        those: a resume unlocks for the card the round waits for, then the card held by the pause ends the
+        round. Written as asked, that is `UNLOCK` then `LOCK`, and the shoe is open between the two lines: a
+        dealer's card can come out of procedure in that instant. So the requests of one step collapse into
+        the last state, put where the last of them was; and a change no flow asked for (a round's last card:
+        no card is expected until the next round's betting closes) is asked too. Nothing is written to a
+        device that is not online unless a flow asked (it is asked again when it comes online)."""
+        gate = self.flow.gate(self.paused)
+        if gate is None:
+            return
+        device, wanted = gate
+        asked = [
+            n
+            for n, request in enumerate(step.requests)
+            if request.device == device and request.command.name in ("lock", "unlock")
+        ]
+        if not asked:
+            health = self.devices.get(device)
+            if self._gate_asked == wanted or health is None or health.status != "online":
+                return
+        request = DeviceRequest(device, DeviceCommand("unlock" if wanted else "lock"))
+        if asked:
+            keep = [r for n, r in enumerate(step.requests) if n not in asked[:-1]]
+            keep[asked[-1] - (len(asked) - 1)] = request
+            step.requests = keep
+        else:
+            step.requests.append(request)
+        self._gate_asked = wanted
 
     def _pause_on_bug(self, step: Step, now: float) -> None:
         reason = "internal error in the game flow"

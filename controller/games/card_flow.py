@@ -32,7 +32,9 @@ game follows the same procedure, and it lives here so that a game module holds o
 - While the game holds a secret card (a face-down card, burned cards: `_holds_secret`), no card reading and
   no refusal of a hand-entered card names a card: any of them could be a copy of the secret one.
 - Every rejection is a `card.rejected` event; bad readings never raise.
-- The shoe's gate is locked while the table is paused, and on resume unlocked only if a card is expected.
+- The shoe's gate is open exactly while a card would be taken (`gate`): locked while the table is paused,
+  while bets are taken and from a round's last card until a card is expected again. The runtime writes
+  it as it stands at the end of each step, whatever the flow asked on the way.
 
 The shuffler (optional: `shuffler_device`). A game says only *when* it needs the cards shuffled
 (`_want_shuffle`: a fresh-deck game after every round, a shoe game when its shoe is finished; a new table
@@ -786,6 +788,9 @@ class CardFlow(GameFlow):
 
     def _gate_wanted_open(self, paused: bool) -> bool:
         return not paused and self._why_no_card_now() is None
+
+    def gate(self, paused: bool) -> tuple[str, bool] | None:
+        return self.settings.shoe_device, self._gate_wanted_open(paused)
 
     def _request_shoe(self, out: FlowOutput, command: str) -> None:
         out.requests.append(DeviceRequest(self.settings.shoe_device, DeviceCommand(command)))

@@ -289,3 +289,33 @@ def test_a_shoe_back_online_is_told_the_gate_the_game_wants_now() -> None:
     assert gate_requests(online(core, now + 2)) == ["lock"]  # paused mid-round
     core.on_command(Resume(), now + 3)
     assert gate_requests(online(core, now + 4)) == ["unlock"]
+
+
+def test_the_gate_locks_with_a_rounds_last_card() -> None:
+    # No card is expected from a round's last card until the next round's betting closes: a gate left open
+    # there lets the dealer draw the next round's first card while its bets are still taken.
+    core = make_core()
+    now = open_and_close_betting(core)
+    for n, code in enumerate(("9S", "2H", "KD")):
+        assert gate_requests(core.on_reading(card(code, now + n), now + n)) == []
+    last = core.on_reading(card("3C", now + 5), now + 5)  # the player's natural 9 ends the hand
+    assert "round.result" in types(last)
+    assert gate_requests(last) == ["lock"]
+
+
+def test_a_resume_that_ends_the_round_with_a_held_card_never_opens_the_gate() -> None:
+    # Restarted mid-round, with the round's last card read while paused: the resume unlocks for the card
+    # the round waits for, and the held card ends the round in the same step. Written as asked, the shoe
+    # would get UNLOCK then LOCK and be open between the two lines, for the next round's first card.
+    core = make_core()
+    now = open_and_close_betting(core)
+    for n, code in enumerate(("9S", "2H", "KD")):
+        core.on_reading(card(code, now + n), now + n)
+    restarted = restore(core)
+    restarted.recovered(now + 10)
+    assert restarted.paused
+    assert gate_requests(online(restarted, now + 11)) == ["lock"]
+    assert types(restarted.on_reading(card("3C", now + 12), now + 12)) == ["reading.held"]
+    step, _ = restarted.on_command(Resume(), now + 13)
+    assert "round.result" in types(step)
+    assert gate_requests(step) == ["lock"]

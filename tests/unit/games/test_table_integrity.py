@@ -433,15 +433,12 @@ class Table:
         assert sequences == list(range(1, len(sequences) + 1))
 
     def check_gate(self) -> None:
-        """5. While the shoe is online and a round is in progress (or the table paused), its gate is open
-        exactly while the game expects a card, whatever requests a pulled cable lost; between rounds it is
-        open whenever a card is expected (it may stay open after a round's last card until the next round
-        opens)."""
+        """5. While the shoe is online its gate is open exactly while the game expects a card, whatever
+        requests a pulled cable lost: in a round, paused, and between rounds (locked from a round's last card
+        until a card is expected again)."""
         if self.core.devices["shoe"].status != "online":
             return
         wanted = self.core.flow._gate_wanted_open(self.core.paused)  # type: ignore[attr-defined]
-        if not (wanted or self.core.paused or self.core.flow.rounds.in_round):
-            return
         said = {True: "open", False: "locked"}
         assert self.gate == wanted, (
             f"the shoe's gate is {said.get(self.gate, 'never set')} (the game wants it {said[wanted]}): "
