@@ -334,3 +334,39 @@ async def test_on_the_example_broker_a_second_sign_in_of_a_user_replaces_the_fir
             assert example.log().count("New client connected") == connects
     finally:
         example.kill()
+
+
+async def test_tablectl_console_stops_within_seconds_on_sigterm_with_sessions_and_open_streams(
+    tmp_path: Path, broker: MosquittoBroker
+) -> None:
+    # A service manager sends SIGTERM and waits; the console must not hold its stop on the signed-in
+    # supervisors' broker connections or on the event streams their pages keep open.
+    port = free_port()
+    process, log = console_process(tmp_path, "--broker", broker.url, "--port", str(port))
+    try:
+        wait_listening(port, process, log)
+        url = f"http://{HOST}:{port}"
+        async with page_client(url) as desk_a, page_client(url) as desk_b:
+            for client, user in ((desk_a, "supervisor-a"), (desk_b, "supervisor-b")):
+                assert (await sign_in(client, user, PASSWORDS[user])).status_code == 200
+            async with (
+                desk_a.stream("GET", "/api/stream") as stream_a,
+                desk_b.stream("GET", "/api/stream") as stream_b,
+            ):
+                for stream in (stream_a, stream_b):
+                    assert stream.status_code == 200
+                    lines = stream.aiter_lines()
+                    # the page's first update: the stream is open and the session is using it
+                    while await asyncio.wait_for(anext(lines), 10) != "event: update":
+                        pass
+                asked = time.monotonic()
+                process.terminate()
+                code = await asyncio.to_thread(process.wait, 15)
+                took = time.monotonic() - asked
+        assert code == 0, log.read_text()
+        assert took < 5.0, (took, log.read_text())
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(5)
+    assert "Traceback" not in log.read_text(), log.read_text()
