@@ -71,6 +71,7 @@ from controller.flow import DeviceRequest, FlowOutput, GameFlow, InputRejected
 from controller.pause_reasons import device_pause_reason
 from drivers import readings as reading_types
 from drivers.readings import (
+    CardSeen,
     DeviceFault,
     DeviceFaultCleared,
     DeviceOffline,
@@ -290,6 +291,8 @@ class TableCore:
             },
             "waiting_for_devices": waiting_for,
             "held_readings": len(self.held),
+            # what is held, so that a supervisor sees it before resuming (the count alone said nothing)
+            "held": [self._public_held(reading) for reading in self.held],
             "prompt": self._prompt(),
             "devices": {name: d.public() for name, d in self.devices.items()},
             "game_state": self.flow.public_state(),
@@ -616,6 +619,18 @@ class TableCore:
             held=len(self.held),
         )
         step.events.append(make_event("reading.held", held, now, subject=self.flow.rounds.round_id))
+
+    def _public_held(self, reading: Reading) -> dict[str, Any]:
+        """A held reading as the retained state tells it, by the rule of `reading.held`: one that may be a
+        face-down card names no card and carries no device text."""
+        secret = self.flow.reading_is_secret(reading)
+        card = reading.code if isinstance(reading, CardSeen) and not secret else None
+        return {
+            "device": reading.device,
+            "reading": type(reading).__name__,
+            "card": card,
+            "raw": self._public_raw(reading),
+        }
 
     def _public_raw(self, reading: Reading) -> str:
         """The device text an event may carry: none while the game expects a face-down card (it names it)."""

@@ -195,12 +195,16 @@ def test_readings_during_a_pause_are_held_and_applied_in_order_on_resume() -> No
         "held": 1,
     }
     assert core.state()["held_readings"] == 1
+    # what is held, not only how many: a supervisor sees it before resuming
+    assert core.state()["held"] == [
+        {"device": "shoe", "reading": "CardSeen", "card": "9S", "raw": "RESCAN 0007 9S"}
+    ]
     assert core.state()["game_state"]["player"] == []
     step, _ = core.on_command(Resume(), now + 3)
     assert types(step) == ["round.resumed", "card.dealt"]
     assert step.events[1].data["card"] == "9S" and step.events[1].data["rescan"] is True
     assert step.events[1].time == now + 2  # the device's time, not the resume's
-    assert core.state()["held_readings"] == 0
+    assert core.state()["held_readings"] == 0 and core.state()["held"] == []
 
 
 def test_a_pause_holds_a_bounded_number_of_readings() -> None:

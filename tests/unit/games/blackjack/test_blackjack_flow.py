@@ -665,6 +665,9 @@ def test_a_face_down_card_rejected_or_held_is_published_without_its_name() -> No
     )
     held = [e.data for e in step.events if e.type == "reading.held"]
     assert held and held[0]["raw"] == ""
+    # the retained state lists what is held by the same rule: the device and the kind, not the card
+    assert core.state()["held"] == [{"device": "shoe", "reading": "CardSeen", "card": None, "raw": ""}]
+    assert not names_card(json.dumps(core.state()), "KC")
     # the re-scan of an unread hole card that is not a card the deck still holds: held without its name
     other = single()
     other.open_round()
