@@ -1,4 +1,4 @@
-"""The table's MQTT side: retained status/state/devices, the event outbox, commands and inputs.
+"""The table's MQTT side: retained status/state/devices/result, the event outbox, commands and inputs.
 
 What it guarantees (see the MQTT contract):
 - `<root>/status` is retained `online` with the journal's boot counter on every (re)connect; the Last Will
@@ -14,6 +14,10 @@ What it guarantees (see the MQTT contract):
   refused event leaves the outbox before it: the events that were already in flight behind it are sent again
   after it (same ids), and retries go one at a time until the broker takes one. MQTT 3.1.1 has no reason
   code: a broker that drops a publish still acknowledges it, and the bus cannot tell.
+- Each `round.result` the broker acknowledged is also retained on `<root>/result`, the same bytes as its
+  event: a late subscriber (a console signing in) sees the table's last result at once. It is published
+  from the outbox's PUBACK, so never before the event is journaled, nor for an event the broker refused,
+  and only the latest of a backlog; a replay never changes it, and nothing clears it (a void does not).
 - Commands and inputs arrive on `<root>/commands/<name>/<user>` and `<root>/inputs/<name>/<user>`; the last
   level is the sender's identity, which the broker's ACL confines to the publisher's user name. A payload
   never names its sender.
@@ -175,6 +179,8 @@ class TableBus:
         self._state_dirty = False
         self._devices: dict[str, bytes] = {}
         self._dirty_devices: set[str] = set()
+        self._result: bytes | None = None  # the last round.result the broker took, retained on `result`
+        self._result_dirty = False
         self._retained_changed = asyncio.Event()
         self._sender: _EventSender | None = None  # publishes the outbox while connected
 
@@ -249,6 +255,13 @@ class TableBus:
         if changed:
             self._status_dirty = True
             self._retained_changed.set()
+
+    def _result_delivered(self, envelope: str) -> None:
+        """A `round.result` event left the outbox (the broker's PUBACK): retain its copy on `<root>/result`.
+        Events are acknowledged in sequence order, so the latest one is the table's last result."""
+        self._result = envelope.encode()
+        self._result_dirty = True
+        self._retained_changed.set()
 
     async def run(self) -> None:
         """Stay connected until close() or cancellation, reconnecting with backoff."""
@@ -485,6 +498,9 @@ class TableBus:
             await self._publish_retained(client, self._topic("state"), state)
         for name, health in list(self._devices.items()):
             await self._publish_retained(client, self._topic("devices", name), health)
+        self._result_dirty = False
+        if self._result is not None:  # a broker that lost its retained messages gets it again
+            await self._publish_retained(client, self._topic("result"), self._result)
 
     async def _publish_retained_changes(self, client: aiomqtt.Client) -> None:
         while True:
@@ -503,6 +519,9 @@ class TableBus:
             while self._dirty_devices:
                 name = self._dirty_devices.pop()
                 await self._publish_retained(client, self._topic("devices", name), self._devices[name])
+            if self._result_dirty and self._result is not None:
+                self._result_dirty = False
+                await self._publish_retained(client, self._topic("result"), self._result)
 
     async def _publish_retained(self, client: aiomqtt.Client, topic: str, payload: bytes) -> None:
         await client.publish(topic, payload, qos=1, retain=True)
@@ -786,10 +805,7 @@ class _EventSender:
         topic_prefix = self.bus._root + "/events/"
         now = time.monotonic()
         for event in batch:
-            payload = event.envelope
-            # Same-format ISO strings compare like the instants they name.
-            if event.recordedtime < self.since:
-                payload = _historical(payload)
+            payload = self._payload(event)
             entry = [event.sequence, now, None]
             self.client.publish_nowait(topic_prefix + event.type, payload, partial(self._ack, entry))
             self.inflight.append(entry)
@@ -798,6 +814,11 @@ class _EventSender:
         self.client.flush()
         stats = self.bus.stats
         stats.inflight_peak = max(stats.inflight_peak, len(self.inflight))
+
+    def _payload(self, event: PendingEvent) -> str:
+        """The envelope as published on this connection: marked historical if it waited through an outage."""
+        # Same-format ISO strings compare like the instants they name.
+        return _historical(event.envelope) if event.recordedtime < self.since else event.envelope
 
     def _ack(self, entry: list[Any], code: ReasonCode) -> None:
         if self._closed:
@@ -814,6 +835,8 @@ class _EventSender:
                 continue
             self._acked.append(sequence)
             self.bus.stats.published += 1
+            if event.type == "round.result":
+                self.bus._result_delivered(self._payload(event))
             if self.probing:
                 self.probing = False
                 self.restored = True

@@ -24,7 +24,8 @@ from controller import bus as bus_module
 from controller.bus import TableBus
 from controller.commands import CloseBetting, Command, CommandError, Pause, VoidRound
 from controller.config import BrokerSettings, TableConfig
-from controller.events import Envelope, Event, RoundClosed, RoundOpened, make_event
+from controller.events import Envelope, Event, RoundClosed, RoundOpened, RoundVoided, make_event
+from controller.games.baccarat.events import BaccaratHand, BaccaratResult
 from controller.journal import Journal
 from controller.mqtt_client import AcknowledgingClient
 from controller.table_build import TABLE_CONFIGS
@@ -96,6 +97,25 @@ def round_opened(n: int) -> Event:
     return make_event("round.opened", opened, time=1_700_000_000.0 + n)
 
 
+def round_result(n: int) -> Event:
+    hand = BaccaratHand(cards=["9S", "KC"], total=9)
+    other = BaccaratHand(cards=["8D", "5H"], total=3)
+    result = BaccaratResult(
+        round_id=f"r{n}",
+        player=hand,
+        banker=other,
+        winner="player",
+        player_pair=False,
+        banker_pair=False,
+        natural=True,
+        player_natural=True,
+        banker_natural=False,
+        round_number_in_shoe=n,
+        last_round_of_shoe=False,
+    )
+    return make_event("round.result", result, time=1_700_000_000.0 + n)
+
+
 def commit(journal: Journal, bus: TableBus, *numbers: int) -> list[Envelope]:
     envelopes = journal.append([round_opened(n) for n in numbers])
     bus.events_committed()
@@ -163,6 +183,50 @@ async def test_status_state_and_devices_are_retained_for_late_subscribers(
         (offline,) = await after.wait_for_count(f"{ROOT}/status", 1)
         assert offline.retain
         assert offline.json() == {"status": "offline", "boot": 1}
+
+
+async def test_the_last_result_the_broker_took_is_retained_on_result_and_outlives_a_void(
+    mosquitto: MosquittoBroker, journal: Journal
+) -> None:
+    # A console signing in saw "no result seen yet" on every table: results were only live events.
+    journal.append([round_result(1), round_opened(2)])  # a backlog: sent late, as historical
+    async with (
+        MqttRecorder(mosquitto, [f"{ROOT}/result", f"{ROOT}/events/#", f"{ROOT}/replies/#"]) as live,
+        running_bus(settings_for(mosquitto), journal) as bus,
+    ):
+        await live.wait_for_count(f"{ROOT}/events/#", 2)
+        first = await live.wait_for_count(f"{ROOT}/result", 1)
+        # the same bytes as the event, as published (historical: it waited in the outbox)
+        assert first[0].payload == live.on(f"{ROOT}/events/round.result")[0].payload
+        assert first[0].json()["historical"] is True
+        (latest,) = journal.append([round_result(3)])
+        bus.events_committed()
+        await live.wait_for_count(f"{ROOT}/result", 2)
+        await wait_until(lambda: not journal.outbox(), what="the outbox to empty")
+        # a void, and a replay of the first result, leave the last result as it is
+        voided = RoundVoided(round_id="r4", reason="misdeal", by="supervisor")
+        journal.append([make_event("round.voided", voided, time=1_700_000_004.0)])
+        bus.events_committed()
+        replay = {"transaction": "again", "from_sequence": 1}
+        live.publish(f"{ROOT}/commands/replay_events/supervisor", replay)
+        await live.wait_for_message(f"{ROOT}/replies/replay_events", transaction_is("again"))
+        assert len(live.on(f"{ROOT}/events/#")) == 4 + 4  # the four events, then the four replayed
+        await wait_until(lambda: not journal.outbox(), what="the outbox to empty")
+        async with MqttRecorder(mosquitto, [f"{ROOT}/result"]) as late:
+            (retained,) = await late.wait_for_count(f"{ROOT}/result", 1)
+            assert retained.retain
+            assert retained.payload == latest.model_dump_json().encode()
+        assert len(live.on(f"{ROOT}/result")) == 2
+
+        # a broker that restarted without its retained messages gets it again when the table reconnects
+        connects = bus.stats.connects
+        mosquitto.stop()
+        mosquitto.persistence = False
+        mosquitto.start()
+        await wait_until(lambda: bus.stats.connects > connects and bus.connected, what="the bus back")
+        async with MqttRecorder(mosquitto, [f"{ROOT}/result"]) as late:
+            (retained,) = await late.wait_for_count(f"{ROOT}/result", 1)
+            assert retained.payload == latest.model_dump_json().encode()
 
 
 async def test_cancelling_run_without_close_still_leaves_offline(
@@ -627,6 +691,10 @@ async def test_example_acl_lets_each_identity_do_only_its_job(tmp_path: Path) ->
         async with desk, rules, running_bus(table, journal, handler, root=root) as bus:
             commit(journal, bus, 1)
             await rules.wait_for_count(f"{root}/events/#", 1)
+            # the table retains its last result; supervisors read it
+            journal.append([round_result(1)])
+            bus.events_committed()
+            await desk.wait_for_count(f"{root}/result", 1)
             await desk.wait_for_message(f"{root}/status", lambda m: m.json()["status"] == "online")
 
             desk.publish(f"{root}/commands/pause/supervisor-desk-1", {"transaction": "sup"})
