@@ -868,6 +868,10 @@ class Campaign:
         return events
 
     def _check(self) -> None:
+        # The dealer stopped reading the table once the campaign quiesced, but the table may still have set
+        # cards aside since (the held cards of the last restart, released by the supervisor's resume): the
+        # shoe's account of what was played must know them before it is compared with the journal.
+        self._notice_rejections()
         journal = self._journal_events()
         self.journal_events = len(journal)
         self._check_sequences(journal)
