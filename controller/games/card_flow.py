@@ -306,6 +306,10 @@ class CardFlow(GameFlow):
         """The gap after the last round is over and the cards are shuffled (if the table has a shuffler):
         open the next round, or ask for what opens it (Andar Bahar's game card)."""
 
+    def shoe_started(self, now: float, out: FlowOutput) -> None:
+        """Hook: the part the cards come from (`controller.games.card_source`) started a new shoe or deck
+        (`shoe.started` is out): what else that means for the game (Infinite Blackjack: its burn)."""
+
     def _unread_card_out(self, now: float, out: FlowOutput) -> None:
         """A card left the shoe but is not known yet; called before it is announced for a re-scan.
 

@@ -1,9 +1,13 @@
 """Where a card game's cards come from, as a part its flow holds (`flow.shoe`), not a base class.
 
 - `ShoeOfRounds` (Baccarat, Live and Infinite Blackjack): a shoe of many rounds that its cut card ends. The
-  shoe's number and id; the cut card making the round it comes out in (between rounds: the next one) the
-  shoe's last; the finished shoe that stops new rounds until the next shoe starts; the input `new_shoe`
-  (between rounds only, and not while the shuffler is still shuffling the next one).
+  shoe's number and id; the table's first shoe started before its first round or cut card
+  (`ready_for_round`, `cut_card`); the cut card making the round it comes out in (between rounds: the next
+  one) the shoe's last; the cut-card round finishing the shoe and asking the shuffler for the next one
+  (`round_finished`); the finished shoe that stops new rounds until the next shoe starts (by itself, with
+  `auto_new_shoe`, or by the input `new_shoe`: `handlers`, between rounds only, and not while the shuffler
+  is still shuffling the next one). A game dealt from it writes only what is its own: where the cards go,
+  and what a new shoe means to it besides (`CardFlow.shoe_started`).
 - `DeckPerRound` (Single-deck Blackjack): a fresh deck for every round, announced as a shoe of its own
   (`shoe.started`), with no cut card: a cut card is refused, a deck is never "finished", and there is no
   `new_shoe`.
@@ -19,13 +23,14 @@ it does to the flow it is given (`ShoeHolder`): it keeps no reference to it.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, Protocol
 
 from controller.cards import ShoeComposition
-from controller.command_base import NewShoe
+from controller.command_base import Command, NewShoe
 from controller.events import CutCardSeen as CutCardEvent
 from controller.events import ShoeStarted
-from controller.flow import FlowOutput, InputRejected, RoundBook
+from controller.flow import FlowOutput, Handler, InputRejected, RoundBook
 from controller.games.card_flow import CardFlowRecord
 from controller.lifecycle import NEXT_ROUND
 
@@ -48,18 +53,14 @@ class ShoeHolder(Protocol):
     prompt: str
     idle_reason: str
 
-
-class LoadsShoes(ShoeHolder, Protocol):
-    """A flow that takes the input `new_shoe` (`ShoeOfRounds.new_shoe`)."""
-
     @property
     def waiting_for_shuffle(self) -> bool: ...
 
-    def _start_shoe(self, now: float, out: FlowOutput) -> None:
-        """Start the next shoe (the part's `start`, and what else a new shoe means for the game)."""
+    def shoe_started(self, now: float, out: FlowOutput) -> None:
+        """What else a new shoe means for the game (`CardFlow.shoe_started`)."""
 
-    def _shoe_loaded(self, now: float, out: FlowOutput) -> None:
-        """A new shoe is in, by input (`ShoeOfRounds.loaded` says what it usually means)."""
+    def _want_shuffle(self, reason: str) -> None:
+        """The cards must be shuffled before the next round (`CardFlow._want_shuffle`)."""
 
 
 class NumberedShoe:
@@ -78,6 +79,7 @@ class NumberedShoe:
         flow.rounds.new_shoe()
         self.shoe_finished = False
         out.emit("shoe.started", ShoeStarted(shoe_id=self.shoe_id, decks=flow.composition.decks), now)
+        flow.shoe_started(now, out)
 
     def restore_conflict(self, data: dict[str, Any], decks: int) -> str | None:
         composition = data.get("composition", {})
@@ -100,6 +102,27 @@ class NumberedShoe:
 class ShoeOfRounds(NumberedShoe):
     """A shoe of many rounds that its cut card ends (see the module's docstring)."""
 
+    def ready_for_round(self, flow: ShoeHolder, now: float, out: FlowOutput, *, auto_new_shoe: bool) -> bool:
+        """The next round is due: the table's first shoe starts now, and after the cut-card round so does
+        the next one if `auto_new_shoe`. False: the shoe is finished and waits for the input `new_shoe`."""
+        if self.shoe_id is None:
+            self.start(flow, now, out)
+        if self.shoe_finished:
+            if not auto_new_shoe:
+                return False
+            self.start(flow, now, out)
+        return True
+
+    def cut_card(self, flow: ShoeHolder, now: float, *, next_shoe_starts: bool) -> FlowOutput:
+        """The reading: the cut card came out. Before the table's first shoe it is that shoe's (it starts
+        now); after the cut-card round, with `next_shoe_starts`, it belongs to the shoe that comes next (the
+        finished one already gave its cut card), else to the finished shoe."""
+        out = FlowOutput()
+        if self.shoe_id is None or (self.shoe_finished and next_shoe_starts):
+            self.start(flow, now, out)
+        self.cut_card_out(flow, now, out)
+        return out
+
     def cut_card_out(self, flow: ShoeHolder, now: float, out: FlowOutput) -> None:
         """The cut card came out of the shoe in play."""
         assert self.shoe_id is not None
@@ -114,7 +137,18 @@ class ShoeOfRounds(NumberedShoe):
         """The cut-card round is over."""
         self.shoe_finished = True
 
-    def new_shoe(self, flow: LoadsShoes, command: NewShoe, now: float) -> FlowOutput:
+    def round_finished(self, flow: ShoeHolder, last_of_shoe: bool) -> None:
+        """A round's result is out: the cut-card round finishes the shoe, and with a shuffler at the table
+        the next shoe waits for it."""
+        if last_of_shoe:
+            self.finish()
+            flow._want_shuffle("shoe finished")
+
+    def handlers(self, flow: ShoeHolder) -> dict[type[Command], Handler]:
+        """The inputs the shoe takes for `flow`: `new_shoe`."""
+        return {NewShoe: partial(self.new_shoe, flow)}
+
+    def new_shoe(self, flow: ShoeHolder, command: NewShoe, now: float) -> FlowOutput:
         """Input `new_shoe`: a freshly shuffled shoe is in (between rounds only)."""
         if flow.rounds.in_round:
             raise InputRejected(
@@ -124,8 +158,8 @@ class ShoeOfRounds(NumberedShoe):
         if flow.waiting_for_shuffle:
             raise InputRejected("the shuffler has not finished the next shoe: wait for it")
         out = FlowOutput()
-        flow._start_shoe(now, out)
-        flow._shoe_loaded(now, out)
+        self.start(flow, now, out)
+        self.loaded(flow, now)
         return out
 
     def loaded(self, flow: ShoeHolder, now: float) -> None:

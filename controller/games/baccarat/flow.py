@@ -12,13 +12,12 @@ produces the same events, and a restored state record resumes exactly where it w
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import partial
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
 from controller.cards import Card, CardCode
-from controller.command_base import Command, ManualCard, NewShoe, Shuffle
+from controller.command_base import Command, ManualCard, Shuffle
 from controller.flow import FlowOutput, FlowRecord, Handler, Phase
 from controller.games.baccarat.events import BaccaratHand, BaccaratResult
 from controller.games.card_flow import CardFlow, CardGameSettings, position_view
@@ -125,12 +124,8 @@ class BaccaratFlow(CardFlow):
     # -- time ------------------------------------------------------------------------------------------
 
     def _next_round_due(self, now: float, out: FlowOutput) -> None:
-        if self.shoe.shoe_id is None:
-            self._start_shoe(now, out)
-        if self.shoe.shoe_finished and not self.settings.auto_new_shoe:
+        if not self.shoe.ready_for_round(self, now, out, auto_new_shoe=self.settings.auto_new_shoe):
             return  # the input new_shoe opens the next round
-        if self.shoe.shoe_finished:
-            self._start_shoe(now, out)
         self._open_round(now, out)
 
     # -- readings (the card-reading procedure itself is CardFlow's) ------------------------------------------
@@ -142,12 +137,9 @@ class BaccaratFlow(CardFlow):
         super()._unread_card_out(now, out)
 
     def _on_cut_card(self, reading: CutCardSeen, now: float) -> FlowOutput:
-        out = FlowOutput()
-        if self.shoe.shoe_id is None or (self.shoe.shoe_finished and self.settings.auto_new_shoe):
-            # The finished shoe already gave its cut card: this one belongs to the shoe that comes next.
-            self._start_shoe(now, out)
+        # With auto_new_shoe the shoe after a finished one starts by itself: the cut card is that shoe's.
+        out = self.shoe.cut_card(self, now, next_shoe_starts=self.settings.auto_new_shoe)
         self.cut_card_seen = True
-        self.shoe.cut_card_out(self, now, out)
         return out
 
     # -- inputs ----------------------------------------------------------------------------------------
@@ -155,7 +147,7 @@ class BaccaratFlow(CardFlow):
     def handlers(self) -> dict[type[Command], Handler]:
         return {
             ManualCard: self._manual_card,
-            NewShoe: partial(self.shoe.new_shoe, self),
+            **self.shoe.handlers(self),
             Shuffle: self._shuffle_input,
             **super().handlers(),
         }
@@ -198,12 +190,8 @@ class BaccaratFlow(CardFlow):
     def restore_conflict(self, data: dict[str, Any]) -> str | None:
         return self.shoe.restore_conflict(data, self.composition.decks)
 
-    def _start_shoe(self, now: float, out: FlowOutput) -> None:
-        self.shoe.start(self, now, out)
+    def shoe_started(self, now: float, out: FlowOutput) -> None:
         self.cut_card_seen = False
-
-    def _shoe_loaded(self, now: float, out: FlowOutput) -> None:
-        self.shoe.loaded(self, now)
 
     def _open_round(self, now: float, out: FlowOutput) -> None:
         self.player, self.banker = [], []
@@ -283,9 +271,7 @@ class BaccaratFlow(CardFlow):
             manual_cards=self._manual_codes(),
         )
         self.finish_round(now, out, result)
-        if result.last_round_of_shoe:
-            self.shoe.finish()
-            self._want_shuffle("shoe finished")
+        self.shoe.round_finished(self, result.last_round_of_shoe)
         self.idle_reason = "the hand is complete: no card is expected until the next round's betting closes"
         self.prompt = self._result_prompt(result)
         if self.shoe.shoe_finished and not self.settings.auto_new_shoe:

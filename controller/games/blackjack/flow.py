@@ -44,13 +44,12 @@ from abc import abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from functools import partial
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from controller.cards import Card, CardCode
-from controller.command_base import Command, ManualCard, NewShoe
+from controller.command_base import Command, ManualCard
 from controller.events import CardDealt, iso_ms
 from controller.flow import SECRET, FlowOutput, FlowRecord, Handler, InputRejected, Phase
 from controller.games.blackjack.events import (
@@ -307,23 +306,18 @@ class BlackjackTable(CardFlow):
     def restore_conflict(self, data: dict[str, Any]) -> str | None:
         return self.shoe.restore_conflict(data, self.composition.decks)
 
-    def _start_shoe(self, now: float, out: FlowOutput) -> None:
-        self.shoe.start(self, now, out)
-
     def _new_deck(self, now: float, out: FlowOutput) -> None:
         """A fresh deck for the round (Single-deck). The hook for the shuffler: a table whose shuffler the
         controller drives asks it here for the next deck and waits for its `shuffle.done` before dealing."""
-        self._start_shoe(now, out)
+        self.shoe.start(self, now, out)
 
     def _on_cut_card(self, reading: CutCardSeen, now: float) -> FlowOutput:
-        out = FlowOutput()
         if isinstance(self.shoe, DeckPerRound):
+            out = FlowOutput()
             self._reject(out, now, reading, self.shoe.CUT_CARD_REFUSAL)
             return out
-        if self.shoe.shoe_id is None:
-            self._start_shoe(now, out)
-        self.shoe.cut_card_out(self, now, out)
-        return out
+        # a cut card after the cut-card round is the finished shoe's: the next shoe starts with its round
+        return self.shoe.cut_card(self, now, next_shoe_starts=False)
 
     # -- the face-down card --------------------------------------------------------------------------------
 
@@ -636,8 +630,7 @@ class BlackjackTable(CardFlow):
         """After a round's result: the cut-card round finishes the shoe."""
         if last_of_shoe:
             assert isinstance(self.shoe, ShoeOfRounds), "a fresh deck has no cut card: no round is its last"
-            self.shoe.finish()
-            self._want_shuffle("shoe finished")  # with a shuffler at the table, the next shoe waits for it
+            self.shoe.round_finished(self, last_of_shoe)
 
 
 # --- a table with boxes (Live, Single-deck) ---------------------------------------------------------------
@@ -786,15 +779,10 @@ class BoxedBlackjackFlow(BlackjackTable):
     def _next_round_due(self, now: float, out: FlowOutput) -> None:
         if isinstance(self.shoe, DeckPerRound):
             self._new_deck(now, out)
-        else:
-            if self.shoe.shoe_id is None:
-                self._start_shoe(now, out)
-            if self.shoe.shoe_finished:
-                if not getattr(self.settings, "auto_new_shoe", False):
-                    self.prompt = "Shoe finished: load a new shoe"
-                    self.idle_reason = "the shoe is finished: load a new shoe"
-                    return
-                self._start_shoe(now, out)
+        elif not self.shoe.ready_for_round(self, now, out, auto_new_shoe=self.settings.auto_new_shoe):
+            self.prompt = "Shoe finished: load a new shoe"
+            self.idle_reason = "the shoe is finished: load a new shoe"
+            return
         self._open_round(now, out)
 
     # -- the round -----------------------------------------------------------------------------------------
@@ -1233,10 +1221,7 @@ class LiveBlackjackFlow(BoxedBlackjackFlow):
         super().__init__(table_id, settings)
 
     def handlers(self) -> dict[type[Command], Handler]:
-        return {**super().handlers(), NewShoe: partial(self.shoe.new_shoe, self), Seated: self._seated}
-
-    def _shoe_loaded(self, now: float, out: FlowOutput) -> None:
-        self.shoe.loaded(self, now)
+        return {**super().handlers(), **self.shoe.handlers(self), Seated: self._seated}
 
     def _seated(self, command: Seated, now: float) -> FlowOutput:
         """Deal only the boxes with a bet (docs/games/blackjack.md: one card to each seated box), said while

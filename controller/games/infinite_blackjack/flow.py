@@ -24,13 +24,12 @@ SECRET field of the record until its reveal.
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Any, ClassVar
 
 from pydantic import Field
 
 from controller.cards import Card, CardCode
-from controller.command_base import Command, NewShoe, PlayersDone
+from controller.command_base import Command, PlayersDone
 from controller.flow import SECRET, FlowOutput, FlowRecord, Handler, InputRejected
 from controller.games import blackjack_rules
 from controller.games.blackjack.flow import (
@@ -45,7 +44,7 @@ from controller.games.blackjack.flow import (
     dealer_words,
 )
 from controller.games.card_flow import position_view
-from controller.games.card_source import ShoeOfRounds
+from controller.games.card_source import ShoeHolder, ShoeOfRounds
 from controller.games.infinite_blackjack.events import InfiniteBlackjackResult, ShoeBurn
 from controller.lifecycle import NEXT_ROUND
 from controller.stages import StageTable
@@ -79,6 +78,14 @@ class BurnDone(Command):
     """The dealer says the burn after a shuffle is complete (Infinite Blackjack)."""
 
 
+class ShoeBurnedFirst(ShoeOfRounds):
+    """Infinite Blackjack's shoe of rounds: a new shoe's burn, not its loading, opens the next round."""
+
+    def loaded(self, flow: ShoeHolder, now: float) -> None:
+        """A new shoe loaded by input waits for its burn: the prompt asks for its first card
+        (`InfiniteBlackjackFlow.shoe_started`), and the burn's end opens the next round."""
+
+
 class DealCard(Command):
     """Some player hand still wants a card: the dealer deals one more common card (Infinite Blackjack)."""
 
@@ -90,7 +97,8 @@ class InfiniteBlackjackFlow(BlackjackTable):
     dealer_hits_soft_17: ClassVar[bool] = False
     stages: ClassVar[StageTable[Stage]] = INFINITE_STAGES
     settings: InfiniteBlackjackSettings
-    shoe: ShoeOfRounds
+    shoe_kind: ClassVar[type[ShoeOfRounds]] = ShoeBurnedFirst
+    shoe: ShoeBurnedFirst
 
     def __init__(self, table_id: str, settings: InfiniteBlackjackSettings) -> None:
         super().__init__(table_id, settings, decks=settings.decks)
@@ -106,33 +114,23 @@ class InfiniteBlackjackFlow(BlackjackTable):
             PlayersDone: self._players_done,
             BurnDone: self._burn_done,
         }
-        return {**super().handlers(), **own, NewShoe: partial(self.shoe.new_shoe, self)}
+        return {**super().handlers(), **own, **self.shoe.handlers(self)}
 
     # -- the shoe and its burn ------------------------------------------------------------------------------
 
-    def _start_shoe(self, now: float, out: FlowOutput) -> None:
-        super()._start_shoe(now, out)
+    def shoe_started(self, now: float, out: FlowOutput) -> None:
         self._to(Stage.BURN)
         self.burn_shown, self.burn_to, self.burned = None, None, 0
         self.burned_cards = []
         self.prompt = "New shoe: show the first card"
 
-    def _shoe_loaded(self, now: float, out: FlowOutput) -> None:
-        self.prompt = "New shoe: show the first card"
-
     def _next_round_due(self, now: float, out: FlowOutput) -> None:
-        if self.shoe.shoe_id is None:
-            self._start_shoe(now, out)
-            return
-        if self.shoe.shoe_finished:
-            if self.settings.auto_new_shoe:
-                self._start_shoe(now, out)
-            else:
-                self._to(Stage.SHUFFLE)
-                self.prompt = "Shoe finished: shuffle the decks and load the shoe (new_shoe)"
+        if not self.shoe.ready_for_round(self, now, out, auto_new_shoe=self.settings.auto_new_shoe):
+            self._to(Stage.SHUFFLE)
+            self.prompt = "Shoe finished: shuffle the decks and load the shoe (new_shoe)"
             return
         if self.stage == Stage.BURN:
-            return  # the burn's end opens the next round
+            return  # a new shoe's burn, and the burn's end opens the next round
         self._open_round(now, out)
 
     def _burn_event(self, now: float, out: FlowOutput, done: bool) -> None:
