@@ -39,7 +39,7 @@ pytestmark = pytest.mark.unit
 
 def declared_settlements(module: Path) -> set[str]:
     """The games a folder's `settlement.py` gives functions for: the keys of its `SETTLEMENTS` literal (read,
-    not imported: the folders are found on disk, and nothing imports a tests folder by a computed name)."""
+    not imported: the folders are found on disk, and only their keys are needed here)."""
     for node in ast.parse(module.read_text()).body:
         if isinstance(node, ast.AnnAssign) and isinstance(node.value, ast.Dict):
             target, value = node.target, node.value

@@ -44,44 +44,14 @@ from controller.runtime import Step, TableCore
 from controller.table_state import decode_state
 from drivers.line.framing import encode_line
 from drivers.shoe.session import ShoeSession
+from tests.helpers.card_game import card_game_kit, card_games
 
 pytestmark = pytest.mark.unit
 
-GAMES = ["baccarat", "andar_bahar", "stud", "blackjack", "single_deck_blackjack", "infinite_blackjack"]
-#: one deck each, so that a card's code names one physical card; short windows
-SETTINGS: dict[str, dict[str, Any]] = {
-    "baccarat": {"betting_seconds": 2, "round_gap_seconds": 1, "decks": 1},
-    "andar_bahar": {"betting_seconds": 2, "round_gap_seconds": 1},
-    "stud": {"betting_seconds": 2, "round_gap_seconds": 1, "decision_seconds": 2},
-    "blackjack": {
-        "betting_seconds": 2,
-        "round_gap_seconds": 1,
-        "decision_seconds": 1,
-        "insurance_seconds": 1,
-        "seats": 2,
-        "decks": 1,
-    },
-    "single_deck_blackjack": {
-        "betting_seconds": 2,
-        "round_gap_seconds": 1,
-        "decision_seconds": 1,
-        "insurance_seconds": 1,
-    },
-    "infinite_blackjack": {
-        "betting_seconds": 2,
-        "round_gap_seconds": 1,
-        "decision_seconds": 1,
-        "insurance_seconds": 1,
-        "decks": 1,
-        "burn_confirmation": False,
-    },
-}
-#: a fresh deck every round (the physical deck is replaced when a round ends)
-FRESH_DECK = {"andar_bahar", "stud", "single_deck_blackjack"}
-#: physical cards one example deals at most (one deck: no shoe runs out)
-MAX_CARDS = 34
-#: Andar Bahar deals up to 49 cards in a round
-MAX_CARDS_OF = {"andar_bahar": 90}
+#: every card game of the registry: what only the game knows (its settings here, one deck each so that a
+#: card's code names one physical card, with short windows; how its result reads; how many cards an example
+#: deals) is its tests folder's `card_game.py` (tests/helpers/card_game.py)
+GAMES = card_games()
 MISTAKES = (
     "stray",
     "noread_then_other",
@@ -97,17 +67,6 @@ MISTAKES = (
 T0 = 1_800_000_000.0
 _TOKEN = re.compile(r"\b([A2-9TJQK][SHDC])\b")
 _CHECKSUM = re.compile(r"\*[0-9A-F]{2}\b")
-
-
-def result_cards(game: str, data: dict[str, Any]) -> list[str]:
-    """Every card a round's published result puts on the felt."""
-    if game == "baccarat":
-        return [*data["player"]["cards"], *data["banker"]["cards"]]
-    if game == "andar_bahar":
-        return [data["game_card"], *data["andar"], *data["bahar"]]
-    if game == "infinite_blackjack":
-        return [*data["initial"], *data["sequence"], *data["dealer"]["cards"]]
-    return [card for hand in data["hands"] for card in hand["cards"]] + list(data["dealer"]["cards"])
 
 
 def seq_of(raw: str) -> int | None:
@@ -161,7 +120,10 @@ class Table:
 
     def __post_init__(self) -> None:
         spec = game_spec(self.game)
-        self.settings = spec.settings.model_validate(SETTINGS[self.game])
+        self.kit = card_game_kit(self.game)
+        self.settings = spec.settings.model_validate(self.kit.settings)
+        #: the physical deck is replaced when a round ends
+        self.fresh_deck = spec.fresh_deck_each_round
         self.core = self._core()
         self.journal = Journal(":memory:", source="studio/s1/table/t1")
         self.session = ShoeSession("shoe")
@@ -271,7 +233,7 @@ class Table:
                 self.unread = None
         elif envelope.type == "round.result":
             on_felt = sorted(self.out[seq] for seq in self.felt)
-            published = sorted(result_cards(self.game, data))
+            published = sorted(self.kit.result_cards(data))
             assert published == on_felt, f"published {published}, on the felt {on_felt}"
             self.collected |= set(self.felt)
             self.felt = []
@@ -284,7 +246,7 @@ class Table:
             self.unread = None
         elif envelope.type == "round.paused":
             assert data["cause"] != "internal_error", data
-        if envelope.type in ("round.closed", "round.voided") and self.game in FRESH_DECK:
+        if envelope.type in ("round.closed", "round.voided") and self.fresh_deck:
             self._new_deck()
 
     # -- the dealer ---------------------------------------------------------------------------------------
@@ -301,9 +263,10 @@ class Table:
             return None
         if state["round_phase"] == "betting_open":
             return None  # the prompt says: do not deal yet (a card now is a dealer's mistake: "stray")
-        places = [p["name"] for p in state["game_state"].get("positions", []) if p["next"]]
-        if not places and self.game == "infinite_blackjack" and self.core.flow.stage == "burn":  # type: ignore[attr-defined]
-            return "burn"
+        positions = state["game_state"].get("positions", [])
+        places = [p["name"] for p in positions if p["next"]]
+        if not places and [p["name"] for p in positions] == ["burn"]:
+            return "burn"  # a new shoe's burn (Infinite): the shown card, then the cards burned face down
         return places[0] if places else None
 
     def draw(self, place: str | None, *, unread: bool = False) -> int:
@@ -472,7 +435,7 @@ def run_table(game: str, plan: Plan, deck_seed: int, logs: list[str] | None = No
     table = Table(game, plan, deck_seed)
     logs = logs if logs is not None else []
     turns = 0
-    while len(table.out) < MAX_CARDS_OF.get(game, MAX_CARDS) and table.deck and turns < 900:
+    while len(table.out) < table.kit.max_cards and table.deck and turns < 900:
         turns += 1
         before = len(table.envelopes)
         hole_before = table.hole
