@@ -82,6 +82,10 @@ class GameSpec:
     devices: Mapping[str, tuple[str, ...]]
     #: the result's data dict in words, for the demo and the supervisor's console
     describe: Callable[[dict[str, Any]], str]
+    #: the result in two parts for a console tile: what was dealt, and the outcome in few words (the extras
+    #: shortened), which the tile always shows whole however long the cards run. None: `describe`'s words,
+    #: cut at the tile's edge where they must be.
+    tile_result: Callable[[dict[str, Any]], tuple[str, str]] | None = None
     #: the game's own events: type -> data model (each a `GameEvent` of that `TYPE`)
     events: tuple[type[GameEvent], ...] = ()
     #: the game's own inputs: name -> payload model

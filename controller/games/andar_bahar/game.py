@@ -19,6 +19,14 @@ def describe_result(data: dict[str, Any]) -> str:
     )
 
 
+def tile_result(data: dict[str, Any]) -> tuple[str, str]:
+    """The game card and the sides, and the winner with the cards dealt and their range in short."""
+    andar, bahar = " ".join(data["andar"]), " ".join(data["bahar"])
+    dealt = f"game card {data['game_card']}: Andar {andar} | Bahar {bahar}"
+    first_three = f", first 3 {data['first_three'].replace('_', ' ')}" if data.get("first_three") else ""
+    return dealt, f"{data['winner'].upper()}, {data['cards_dealt']} cards ({data['bucket']}){first_three}"
+
+
 GAME = GameSpec(
     flow=AndarBaharFlow,
     settings=AndarBaharSettings,
@@ -29,5 +37,6 @@ GAME = GameSpec(
     optional_devices=SHUFFLER,
     fresh_deck_each_round=True,
     describe=describe_result,
+    tile_result=tile_result,
     demo=Demo(settings={"betting_seconds": 2.0, "round_gap_seconds": 1.0}, decks=1),
 )
