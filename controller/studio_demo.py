@@ -4,7 +4,8 @@ a dashboard or the alerts without hardware.
 Each table is the demo's table (`controller.demo.run_demo`): a real `TableService` (journal, MQTT bus, the
 game's flow) on its own simulated devices over pseudo-terminals, played by the demo's virtual dealer (and
 players, shuffler and dice camera where the game has them), with the demo's line faults unless `--no-faults`.
-The games are mixed in a fixed order, so that a studio of eight tables has one of each. All tables run in this
+The games are mixed in a fixed order (each game's `Demo.studio_place`), so that a studio of as many tables as
+games has one of each. All tables run in this
 one process, on one event loop: what that costs per table is measured by `bench/studio_demo.py`.
 
 Faults on demand come from standard input, one line each: `<table> <action> [args]` acts on the table's
@@ -29,33 +30,16 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from controller.demo import DemoTable, check_demo_extras, free_port, run_demo, start_embedded_broker
-from controller.games import game_spec
+from controller.games import GAMES, game_spec
 from drivers.simulate import actions, stdin_reader
 
 log = logging.getLogger(__name__)
 
-#: the order the games are given to the tables: every game once in the first eight tables
-GAME_ORDER = (
-    "baccarat",
-    "blackjack",
-    "roulette",
-    "andar_bahar",
-    "sicbo",
-    "stud",
-    "infinite_blackjack",
-    "single_deck_blackjack",
-)
-#: the table ids' prefixes
-SHORT = {
-    "baccarat": "bac",
-    "blackjack": "bj",
-    "roulette": "rou",
-    "andar_bahar": "ab",
-    "sicbo": "sb",
-    "stud": "stud",
-    "infinite_blackjack": "ibj",
-    "single_deck_blackjack": "sdbj",
-}
+#: the order the games are given to the tables (each game's `Demo.studio_place`; sorted() is stable, so
+#: equal places keep the registry's order): every game once in the first tables
+GAME_ORDER = tuple(spec.name for spec in sorted(GAMES.values(), key=lambda spec: spec.demo.studio_place))
+#: the table ids' prefixes (each game's `short`)
+SHORT = {name: spec.short for name, spec in GAMES.items()}
 #: the most tables in one process measured keeping up (bench/studio_demo.py: 32 tables, 68 events/s)
 MAX_TABLES = 32
 

@@ -70,6 +70,9 @@ class Demo:
     cut_position: int | None = None
     #: the stand-in for the rules engine's players (None: the game's inputs come from the policy or nobody)
     players: DemoPlayers | None = None
+    #: the game's place in a simulated studio's mix (`tablectl simulate studio`): its tables take the games
+    #: in this order (equal places in the registry's), so that the first tables have one of each game
+    studio_place: int = 100
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +85,8 @@ class GameSpec:
     devices: Mapping[str, tuple[str, ...]]
     #: the result's data dict in words, for the demo and the supervisor's console
     describe: Callable[[dict[str, Any]], str]
+    #: the game in a few letters (`bac`): a simulated studio's table ids start with it (`bac-01`)
+    short: str
     #: the result in two parts for a console tile: what was dealt, and the outcome in few words (the extras
     #: shortened), which the tile always shows whole however long the cards run. None: `describe`'s words,
     #: cut at the tile's edge where they must be.

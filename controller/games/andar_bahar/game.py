@@ -29,6 +29,7 @@ def tile_result(data: dict[str, Any]) -> tuple[str, str]:
 
 GAME = GameSpec(
     flow=AndarBaharFlow,
+    short="ab",
     settings=AndarBaharSettings,
     # the game card: one card, as big as it gets
     view=View("game-card-and-sides", "Andar Bahar", usual_cards=6, usual_cards_at={"game": 1}),
@@ -38,5 +39,5 @@ GAME = GameSpec(
     fresh_deck_each_round=True,
     describe=describe_result,
     tile_result=tile_result,
-    demo=Demo(settings={"betting_seconds": 2.0, "round_gap_seconds": 1.0}, decks=1),
+    demo=Demo(studio_place=4, settings={"betting_seconds": 2.0, "round_gap_seconds": 1.0}, decks=1),
 )

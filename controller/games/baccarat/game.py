@@ -32,6 +32,7 @@ def tile_result(data: dict[str, Any]) -> tuple[str, str]:
 
 GAME = GameSpec(
     flow=BaccaratFlow,
+    short="bac",
     settings=BaccaratSettings,
     view=View("cards-two-hands", "Baccarat", usual_cards=3),
     devices={"shoe": CARD_READERS},
@@ -40,6 +41,7 @@ GAME = GameSpec(
     describe=describe_result,
     tile_result=tile_result,
     demo=Demo(
+        studio_place=1,
         settings={"betting_seconds": 2.0, "round_gap_seconds": 1.0},
         # 8 decks are 416 cards: the cut card 16 cards in ends the first shoe within a few rounds (the
         # table starts the next one by itself)

@@ -89,6 +89,7 @@ def demo_players(table: dict[str, Any], rng: random.Random) -> list[DemoInput]:
 
 GAME = GameSpec(
     flow=LiveBlackjackFlow,
+    short="bj",
     settings=LiveBlackjackSettings,
     view=View("boxes", "Live Blackjack", usual_cards=3, usual_cards_at={"dealer": 5}),
     devices={"shoe": ("shoe-line",)},
@@ -97,6 +98,7 @@ GAME = GameSpec(
     inputs={**BOXED_INPUTS, "seated": Seated},
     describe=describe_result,
     demo=Demo(
+        studio_place=2,
         settings={**BLACKJACK_DEMO, "seats": 3},
         # the cut card some 30 cards in: the shoe's end (the dealer loads a new shoe and says so) within a
         # few rounds

@@ -62,6 +62,7 @@ def demo_players(table: dict[str, Any], rng: random.Random) -> list[DemoInput]:
 
 GAME = GameSpec(
     flow=InfiniteBlackjackFlow,
+    short="ibj",
     settings=InfiniteBlackjackSettings,
     view=View("cards-two-hands", "Infinite Blackjack", usual_cards=5, usual_cards_at={"burn": 1}),
     devices={"shoe": ("shoe-line",)},
@@ -70,6 +71,7 @@ GAME = GameSpec(
     inputs={"deal_card": DealCard, "burn_done": BurnDone},
     describe=describe_result,
     demo=Demo(
+        studio_place=7,
         settings={**BLACKJACK_DEMO, "auto_new_shoe": True, "burn_confirmation": False},
         # 8 decks are 416 cards: the cut card some 30 cards in shows the shoe's end, the reshuffle and the
         # burn within a few rounds

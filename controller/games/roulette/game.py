@@ -16,10 +16,11 @@ def describe_result(data: dict[str, Any]) -> str:
 
 GAME = GameSpec(
     flow=RouletteFlow,
+    short="rou",
     settings=RouletteSettings,
     view=View("wheel", "Roulette"),
     devices={"wheel": ("cammegh-ss2",)},
     replay_overrides={"round_gap_seconds": 0.0, "user_start": False},
     describe=describe_result,
-    demo=Demo(settings={"betting_seconds": 2.0, "round_gap_seconds": 1.0}),
+    demo=Demo(studio_place=3, settings={"betting_seconds": 2.0, "round_gap_seconds": 1.0}),
 )

@@ -19,6 +19,7 @@ def describe_result(data: dict[str, Any]) -> str:
 
 GAME = GameSpec(
     flow=SicBoFlow,
+    short="sb",
     settings=SicBoSettings,
     view=View("dice", "Sic Bo"),
     devices={"shaker": ("shaker-line",), "camera": ("camera",)},
@@ -29,5 +30,5 @@ GAME = GameSpec(
     commands={"manual_dice": ManualDice},
     captured_devices=("camera",),
     describe=describe_result,
-    demo=Demo(settings={"betting_seconds": 2.0, "round_gap_seconds": 1.0}),
+    demo=Demo(studio_place=5, settings={"betting_seconds": 2.0, "round_gap_seconds": 1.0}),
 )

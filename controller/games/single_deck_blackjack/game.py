@@ -16,6 +16,7 @@ from controller.games.spec import Demo, GameSpec, View
 
 GAME = GameSpec(
     flow=SingleDeckBlackjackFlow,
+    short="sdbj",
     settings=SingleDeckBlackjackSettings,
     view=View("boxes", "Single-deck Blackjack", usual_cards=4),
     devices={"shoe": ("shoe-line",)},
@@ -24,5 +25,5 @@ GAME = GameSpec(
     inputs=BOXED_INPUTS,
     fresh_deck_each_round=True,
     describe=describe_result,
-    demo=Demo(settings=BLACKJACK_DEMO, decks=1, players=demo_players),
+    demo=Demo(studio_place=8, settings=BLACKJACK_DEMO, decks=1, players=demo_players),
 )

@@ -21,6 +21,7 @@ def describe_result(data: dict[str, Any]) -> str:
 
 GAME = GameSpec(
     flow=StudFlow,
+    short="stud",
     settings=StudSettings,
     view=View("boxes", "5 Card Stud", usual_cards=5),
     devices={"shoe": CARD_READERS},
@@ -33,6 +34,7 @@ GAME = GameSpec(
     fresh_deck_each_round=True,
     describe=describe_result,
     demo=Demo(
+        studio_place=6,
         settings={"hands": 3, "betting_seconds": 2.0, "decision_seconds": 2.0, "round_gap_seconds": 1.0},
         decks=1,
     ),

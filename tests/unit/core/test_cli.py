@@ -45,10 +45,14 @@ def test_simulate_studio_options_are_checked_before_anything_starts(
     assert said in capsys.readouterr().err
 
 
-def test_a_simulated_studio_has_every_game_in_its_first_eight_tables() -> None:
-    from controller.studio_demo import GAME_ORDER, studio_tables
+def test_a_simulated_studio_has_every_game_in_its_first_tables() -> None:
+    from controller.games import GAMES
+    from controller.studio_demo import GAME_ORDER, SHORT, studio_tables
 
-    layout = studio_tables(10)
-    assert [game for _, game in layout[:8]] == list(GAME_ORDER) and len(set(GAME_ORDER)) == 8
-    assert layout[0] == ("bac-01", "baccarat") and layout[8] == ("bac-09", "baccarat")
-    assert len({table for table, _ in layout}) == 10
+    games = len(GAMES)
+    layout = studio_tables(games + 2)
+    assert [game for _, game in layout[:games]] == list(GAME_ORDER)
+    assert sorted(GAME_ORDER) == sorted(GAMES)  # every game of the registry, once
+    assert len(set(SHORT.values())) == games  # two games' tables never share an id
+    assert layout[0] == ("bac-01", "baccarat") and layout[games] == (f"bac-{games + 1:02d}", "baccarat")
+    assert len({table for table, _ in layout}) == games + 2
