@@ -2,10 +2,10 @@
 
 The connection is made with the supervisor's own broker user name and password (or the console's, from its
 config file), so the broker's ACL decides what they see and what they may send. It subscribes to every
-table's retained `status`, `state` and `devices/+`, and to their `events/+` and `replies/#`, and feeds each
-message to the `StudioModel`. It reconnects with backoff (jittered) after a broker restart, and re-reads the
-retained topics: what the broker no longer holds is forgotten, and a table it holds nothing of is listed as
-missing (`StudioModel.end_resync`).
+table's retained `status`, `state`, `devices/+` and `result`, and to their `events/+` and `replies/#`, and
+feeds each message to the `StudioModel`. It reconnects with backoff (jittered) after a broker restart, and
+re-reads the retained topics: what the broker no longer holds is forgotten, and a table it holds nothing of
+is listed as missing (`StudioModel.end_resync`).
 
 A command goes to `<root>/commands/<name>/<user>` at QoS 1 with a fresh `transaction`; under MQTT 5 a
 broker that refuses it (ACL: 0x87 "not authorized") says so in the PUBACK, which is reported as it came.
@@ -201,9 +201,10 @@ class StudioLink:
             self.connects += 1
             self.model.begin_resync()
             prefix = self.model.prefix
-            topics = [
-                f"{prefix}+/{level}" for level in ("status", "state", "devices/+", "events/+", "replies/#")
-            ]
+            # `result` (each table's last result, retained) after the topics that make a table known: a
+            # broker sends the retained messages of each filter in turn, so its table is there already
+            levels = ("status", "state", "devices/+", "result", "events/+", "replies/#")
+            topics = [f"{prefix}+/{level}" for level in levels]
             await client.subscribe([(topic, 1) for topic in topics])
             self._last_retained = time.monotonic()
             self.model.set_link(True, "connected", self.clock())

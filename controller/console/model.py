@@ -5,8 +5,13 @@ retained, now)`), and the summaries the grid draws and the details of one table 
 reads a clock or touches the network (`controller.console.link` does).
 
 What it keeps per table: the retained `status`, `state` and `devices/<name>` (the latest of each), the
-recent events (de-duplicated by id: a re-sent event keeps its id), the recent results, and a history of who
-did what (the events' `by`, the replies, and the commands this console sent).
+recent events (de-duplicated by id: a re-sent event keeps its id), the recent results (from the live
+`round.result` events, and the retained `result`, the table's copy of its last one, read at subscription:
+a supervisor who signs in sees every table's last result at once), and a history of who did what (the
+events' `by`, the replies, and the commands this console sent).
+
+While a table is offline (its Last Will) or missing, what it last said of its phase, prompt and devices is
+not what is true now: the summary says them unknown, with when the table was last seen.
 
 Tables come and go: a retained topic cleared (an empty retained payload) is forgotten, and a table with no
 retained topic left leaves the grid. After a reconnection the broker sends every retained value again:
@@ -37,6 +42,10 @@ RECENT_HISTORY = 60
 MAX_TABLES = 5000
 #: payloads larger than this are ignored (a table's state is a few KiB)
 MAX_PAYLOAD_BYTES = 512 * 1024
+#: what the page gets of a result: its words, and for a tile what was dealt and the outcome apart
+RESULT_SHOWN = ("round_id", "time", "text", "dealt", "outcome")
+#: held readings listed in a table's details at most (a pause holds at most 64)
+MAX_HELD_SHOWN = 64
 #: the events that say who did something to a table
 BY_EVENTS = ("round.paused", "round.resumed", "round.voided")
 #: a table's Last Will that came this shortly before the console lost the broker is taken for the broker's
@@ -93,6 +102,9 @@ class StudioModel:
         self._revisions = 0
         #: how a result is told in words: `describe(game, data) -> str` (default: the game's registration)
         self._describe = describe or _describe_result
+        #: a retained `result` of a table not known yet (its other retained topics come after it): kept
+        #: until the table is, at most one per table
+        self._early_results: dict[str, dict[str, Any]] = {}
 
     # --- input ---------------------------------------------------------------------------------------
 
@@ -123,6 +135,8 @@ class StudioModel:
             return self._on_retained(table_id, rest, value, retained, now)
         if value is None:
             return None
+        if kind == "result" and not name:
+            return self._on_result(table_id, value)
         if kind == "events":
             return self._on_event(table_id, value)
         if kind == "replies":
@@ -134,6 +148,9 @@ class StudioModel:
         table = self.tables.get(table_id)
         if table is None and create and len(self.tables) < MAX_TABLES:
             table = self.tables[table_id] = TableView(table_id)
+            early = self._early_results.pop(table_id, None)
+            if early is not None:
+                self._add_result(table, early)
         return table
 
     def _changed(self, table: TableView) -> str:
@@ -214,15 +231,7 @@ class StudioModel:
         data = envelope.get("data") if isinstance(envelope.get("data"), dict) else {}
         assert isinstance(data, dict)
         if type_ == "round.result":
-            game = str(data.get("game") or (table.state or {}).get("game") or "")
-            table.results.append(
-                {
-                    "round_id": envelope.get("subject"),
-                    "time": envelope.get("time"),
-                    "text": self._describe(game, data),
-                    "data": data,
-                }
-            )
+            self._add_result(table, envelope)
         if type_ in BY_EVENTS:
             detail = _short_reason(data)
             if data.get("device"):
@@ -238,6 +247,49 @@ class StudioModel:
                 }
             )
         return self._changed(table)
+
+    def _on_result(self, table_id: str, envelope: dict[str, Any] | None) -> str | None:
+        """The retained `result`: the table's copy of its last `round.result` event. A result only: it does
+        not make a table appear, nor count as one of its retained topics (a table whose status, state and
+        devices are cleared leaves the grid, its last result with it)."""
+        if envelope is None:
+            return None  # cleared: what was seen stays among the recent results
+        if not isinstance(envelope.get("id"), str) or envelope.get("type") != "round.result":
+            self.ignored += 1
+            return None
+        table = self._table(table_id, create=False)
+        if table is None:
+            if table_id in self._early_results or len(self._early_results) < MAX_TABLES:
+                self._early_results[table_id] = envelope
+            return None
+        return self._changed(table) if self._add_result(table, envelope) else None
+
+    def _add_result(self, table: TableView, envelope: dict[str, Any]) -> bool:
+        """Keep a result (from its event or the retained copy), once per event id, in the table's order."""
+        event_id = envelope.get("id")
+        if any(result["id"] == event_id for result in table.results):
+            return False
+        data = envelope.get("data") if isinstance(envelope.get("data"), dict) else {}
+        assert isinstance(data, dict)
+        game = str(data.get("game") or (table.state or {}).get("game") or "")
+        dealt_and_outcome = _tile_words(game, data)
+        result: dict[str, Any] = {
+            "id": event_id,
+            "sequence": _sequence(envelope),
+            "round_id": envelope.get("subject"),
+            "time": envelope.get("time"),
+            "text": self._describe(game, data),
+            "dealt": None if dealt_and_outcome is None else dealt_and_outcome[0],
+            "outcome": None if dealt_and_outcome is None else dealt_and_outcome[1],
+            "data": data,
+        }
+        table.results.append(result)
+        # the retained copy may come after newer live results (a reconnection): the last one stays last
+        if len(table.results) > 1 and (table.results[-2]["sequence"] or 0) > (result["sequence"] or 0):
+            ordered = sorted(table.results, key=lambda r: r["sequence"] or 0)
+            table.results.clear()
+            table.results.extend(ordered)
+        return True
 
     def _on_reply(self, table_id: str, name: str, reply: dict[str, Any], now: float) -> str | None:
         table = self._table(table_id)
@@ -375,11 +427,15 @@ class StudioModel:
             link = "unknown"  # its Will fired as the broker went down: the broker's shutdown, not the table
         devices = self._devices(table)
         offline = link in ("offline", "missing")
+        last_seen: str | None = None
+        last_seen_known = True
         if offline:
             # what an offline table last said of its devices is not their health now: unknown, and when
             # last seen (before, a table killed outright kept its green "shoe online")
             silent = table.missing_since if table.offline_since is None else table.offline_since
             last_seen = iso_ms(silent) if silent is not None else None
+            # a Will read at subscription, or a table missing after a reconnection: seen before that
+            last_seen_known = table.offline_since is not None and table.offline_since_known
             devices = {name: _unknown_since(device, last_seen) for name, device in devices.items()}
         faults = [name for name, device in devices.items() if device.get("status") != "online"]
         delivery = None
@@ -412,8 +468,12 @@ class StudioModel:
             "game": state.get("game"),
             "title": (view or {}).get("title") or state.get("game"),
             "round_id": state.get("round_id"),
-            "phase": state.get("phase"),
-            # an offline table's last prompt is not what its dealer is told now
+            # an offline table's last phase and prompt are not where it is now (it may have moved on, or
+            # died mid-round): unknown, with what they were and when the table was last seen
+            "phase": None if offline else state.get("phase"),
+            "last_phase": state.get("phase"),
+            "last_seen": last_seen,
+            "last_seen_known": last_seen_known,
             "prompt": None if offline else state.get("prompt"),
             "link": link,
             "offline_with_broker": table.offline_with_broker,
@@ -428,7 +488,7 @@ class StudioModel:
             "disk": disk,
             "backlog": self._backlog(table),
             "last_sequence_seen": table.max_sequence,
-            "last_result": None if last is None else {k: last[k] for k in ("round_id", "time", "text")},
+            "last_result": None if last is None else {k: last[k] for k in RESULT_SHOWN},
             "attention": offline or paused,
             "waiting_since": waiting_since if (offline or paused) else None,
             "waiting_since_known": waiting_known,
@@ -458,9 +518,11 @@ class StudioModel:
             "game_state": state.get("game_state"),
             "view": state.get("view"),
             "held_readings": state.get("held_readings"),
+            # what a resume would apply: each held reading as the table tells it (no secret card named)
+            "held": _held_list(state.get("held")),
             "waiting_for_devices": state.get("waiting_for_devices"),
             "rejected": state.get("rejected"),
-            "results": [{k: r[k] for k in ("round_id", "time", "text")} for r in reversed(table.results)],
+            "results": [{k: r[k] for k in RESULT_SHOWN} for r in reversed(table.results)],
             "history": list(reversed(table.history)),
             "last_sequence": state.get("last_sequence"),
         }
@@ -537,6 +599,31 @@ def _describe_result(game: str, data: dict[str, Any]) -> str:
             pass
     text = ", ".join(f"{k}: {v}" for k, v in data.items() if k not in ("game", "round_id", "raw"))
     return text[:160]
+
+
+def _tile_words(game: str, data: dict[str, Any]) -> tuple[str, str] | None:
+    """What was dealt and the outcome in short, for a tile, where the game's registration says them."""
+    from controller.games import GAMES
+
+    spec = GAMES.get(game)
+    if spec is None or spec.tile_result is None:
+        return None
+    try:
+        dealt, outcome = spec.tile_result(data)
+    except Exception:  # a newer table's result shape: the tile shows the result's words instead
+        return None
+    return str(dealt), str(outcome)
+
+
+def _held_list(value: Any) -> list[dict[str, Any]]:
+    """The state's `held` readings, each with the fields the page shows (a table before `held` has none)."""
+    if not isinstance(value, list):
+        return []
+    held = []
+    for item in value[:MAX_HELD_SHOWN]:
+        if isinstance(item, dict):
+            held.append({k: item.get(k) for k in ("device", "reading", "card", "raw")})
+    return held
 
 
 def _event_line(envelope: dict[str, Any], describe: Any) -> dict[str, Any]:

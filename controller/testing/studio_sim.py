@@ -1,9 +1,11 @@
 """Many simulated tables on one MQTT connection, for the console's tests and its benchmark.
 
-Each table publishes what a real `tablectl run` publishes (retained `status`, `state` and `devices/shoe`, the
-events of baccarat rounds with gap-free sequences, a retained state after each event), at a table's pace: a
-round of 8 events every `round_seconds`, the tables' rounds spread over that time. The payloads have the
-shapes of the real ones (a real table's state is the model), not their every field's meaning.
+Each table publishes what a real `tablectl run` publishes (retained `status`, `state`, `devices/shoe` and
+`result`, the events of card rounds with gap-free sequences, a retained state after each event), at a table's
+pace: a round of 8 events every `round_seconds`, the tables' rounds spread over that time. The payloads have
+the shapes of the real ones (a real table's state is the model), not their every field's meaning. The tables
+play baccarat, or in turn each game of `games` (its state, title and result are that game's; its rounds are
+dealt as baccarat's, four cards to two places).
 
 `sent` records when each event was handed to the client (time.time()), for the latency benchmark.
 
@@ -36,12 +38,15 @@ ROUND = [
     ("round.closed", None),
 ]
 CARDS = ["9S", "8D", "KC", "5H", "2C", "3D", "4H", "TS", "AS", "QD", "7C", "6H"]
+#: the console's title of each game a simulated table may play
+TITLES = {"baccarat": "Baccarat", "andar_bahar": "Andar Bahar"}
 
 
 @dataclass
 class SimTable:
     table_id: str
     offset: float  # where in the round cycle this table starts
+    game: str = "baccarat"
     sequence: int = 0
     round_number: int = 0
     step: int = 0
@@ -51,6 +56,9 @@ class SimTable:
     banker: list[str] = field(default_factory=list)
     next_at: float = 0.0
     frozen: bool = False  # publishes nothing (offline, or removed)
+    #: readings held while paused, as the retained state lists them (`held`)
+    held: list[dict[str, Any]] = field(default_factory=list)
+    last_result: dict[str, Any] | None = None  # the envelope retained on `result`
 
 
 class SimulatedStudio:
@@ -64,6 +72,7 @@ class SimulatedStudio:
         host: str = "127.0.0.1",
         seed: int = 5,
         prefix: str = "sim",
+        games: tuple[str, ...] = ("baccarat",),
     ) -> None:
         self.studio = studio
         self.round_seconds = round_seconds
@@ -72,7 +81,8 @@ class SimulatedStudio:
         # pace from the first second
         self.tables = {}
         for n in range(1, count + 1):
-            table = SimTable(f"{prefix}-{n:03d}", offset=self.rng.uniform(0, round_seconds / len(ROUND)))
+            offset = self.rng.uniform(0, round_seconds / len(ROUND))
+            table = SimTable(f"{prefix}-{n:03d}", offset=offset, game=games[(n - 1) % len(games)])
             table.step = self.rng.randrange(len(ROUND))
             table.round_number = 1 if table.step else 0
             self.tables[table.table_id] = table
@@ -126,6 +136,13 @@ class SimulatedStudio:
         self._client.disconnect()
         self._client.loop_stop()
 
+    def quiet(self) -> None:
+        """The tables stop playing; what they retained stays on the broker, and the tests' faults still
+        publish. What a console shows of them then comes from the broker's retained messages."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(5)
+
     def _run(self) -> None:
         while not self._stop.is_set():
             now = time.monotonic()
@@ -152,6 +169,8 @@ class SimulatedStudio:
         self._publish(f"{root}/status", {"status": "online", "boot": 1, "since": iso_ms(time.time())}, True)
         self._publish(f"{root}/devices/shoe", self._device(table), True)
         self._publish(f"{root}/state", self._state(table), True)
+        if table.last_result is not None:
+            self._publish(f"{root}/result", table.last_result, True)
 
     def _device(self, table: SimTable) -> dict[str, Any]:
         detail = "online" if table.shoe == "online" else "link lost"
@@ -182,7 +201,7 @@ class SimulatedStudio:
         pause = table.paused
         return {
             "table_id": table.table_id,
-            "game": "baccarat",
+            "game": table.game,
             "phase": "paused" if pause else phase,
             "round_phase": phase,
             "round_id": self._round_id(table) if in_round else None,
@@ -190,11 +209,12 @@ class SimulatedStudio:
             "paused": pause is not None,
             "pause": pause,
             "waiting_for_devices": [],
-            "held_readings": 0,
+            "held_readings": len(table.held),
+            "held": table.held,
             "prompt": f"PAUSED: {pause['reason']} — call the supervisor" if pause else "Deal to Player",
             "devices": {"shoe": self._device(table)},
             "game_state": {
-                "game": "baccarat",
+                "game": table.game,
                 "positions": [
                     {
                         "name": "player",
@@ -215,7 +235,7 @@ class SimulatedStudio:
             },
             "rejected": {},
             "last_sequence": table.sequence,
-            "view": {"title": "Baccarat", "usual_cards": 3, "usual_cards_at": {}},
+            "view": {"title": TITLES.get(table.game, table.game), "usual_cards": 3, "usual_cards_at": {}},
         }
 
     def _event(self, table: SimTable, type_: str, data: dict[str, Any], subject: str | None) -> None:
@@ -235,6 +255,9 @@ class SimulatedStudio:
         }
         self.sent[(table.table_id, table.sequence)] = now
         self._publish(f"{self.root(table.table_id)}/events/{type_}", envelope)
+        if type_ == "round.result":  # as a table does: its last result, retained
+            table.last_result = envelope
+            self._publish(f"{self.root(table.table_id)}/result", envelope, True)
 
     def _next_event(self, table: SimTable) -> None:
         type_, where = ROUND[table.step % len(ROUND)]
@@ -244,12 +267,25 @@ class SimulatedStudio:
         table.step += 1
         round_id = self._round_id(table)
         if type_ == "round.opened":
-            data: dict[str, Any] = {"game": "baccarat", "round_id": round_id, "round_number_in_shoe": 1}
+            data: dict[str, Any] = {"game": table.game, "round_id": round_id, "round_number_in_shoe": 1}
         elif type_ == "card.dealt":
             assert where is not None
             card = self.rng.choice(CARDS)
             (table.player if where[0] == "player" else table.banker).append(card)
             data = {"round_id": round_id, "card": card, "position": where[0], "index": where[1]}
+        elif type_ == "round.result" and table.game == "andar_bahar":
+            data = {
+                "game": "andar_bahar",
+                "round_id": round_id,
+                # a round the simulation joined half-way has fewer cards: its game card is made up
+                "game_card": (table.player or ["AS"])[0],
+                "andar": table.banker,
+                "bahar": table.player[1:],
+                "winner": "andar",
+                "cards_dealt": len(table.player) + len(table.banker) - 1,
+                "bucket": "1-5",
+                "first_three": None,
+            }
         elif type_ == "round.result":
             data = {
                 "game": "baccarat",
@@ -296,6 +332,20 @@ class SimulatedStudio:
             self._publish(f"{self.root(table_id)}/devices/shoe", self._device(table), True)
             self._publish(f"{self.root(table_id)}/state", self._state(table), True)
 
+    def hold(self, table_id: str, *readings: dict[str, Any]) -> None:
+        """A paused table holds readings for the resume (`{"device", "reading", "card", "raw"}` each)."""
+        with self._lock:
+            table = self.tables[table_id]
+            table.held.extend(readings)
+            self._publish(f"{self.root(table_id)}/state", self._state(table), True)
+
+    def publish_result(self, table_id: str, data: dict[str, Any]) -> None:
+        """A round's result as given (`data` of `round.result`, with its `round_id`): its event and its
+        retained copy, as a table publishes them."""
+        with self._lock:
+            table = self.tables[table_id]
+            self._event(table, "round.result", data, data["round_id"])
+
     def go_offline(self, table_id: str) -> None:
         """What a table's Last Will says."""
         with self._lock:
@@ -331,7 +381,7 @@ class SimulatedStudio:
         with self._lock:
             table = self.tables.pop(table_id)
             table.frozen = True
-            for level in ("status", "state", "devices/shoe"):
+            for level in ("status", "state", "devices/shoe", "result"):
                 self._publish(f"{self.root(table_id)}/{level}", b"", True)
 
     def add(self, table_id: str) -> None:

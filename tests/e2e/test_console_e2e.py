@@ -49,7 +49,9 @@ def acl_text() -> str:
     for table in TABLES:
         root = f"studio/{STUDIO}/table/{table}"
         lines += [f"user table-{table}"]
-        lines += [f"topic write {root}/{level}" for level in ("status", "state", "devices/+", "events/+")]
+        lines += [
+            f"topic write {root}/{level}" for level in ("status", "state", "devices/+", "events/+", "result")
+        ]
         lines += [
             f"topic write {root}/replies/#",
             f"topic read {root}/commands/#",
@@ -245,6 +247,10 @@ async def test_supervisor_sees_a_fault_within_a_second_resumes_voids_and_a_viewe
         # a supervisor whose broker user may watch but not send: the broker's refusal, as it came
         viewer, viewer_errors = await open_console(browser, console.url, "viewer-1", PASSWORDS["viewer-1"])
         await expect(viewer.locator("#grid .tile")).to_have_count(3)
+        # signed in after bac-2's last result: it is on the tile at once, from the table's retained copy
+        await expect(viewer.locator('#grid .tile[data-table="bac-2"] .result-outcome')).to_have_text(
+            re.compile(r"^→ (PLAYER|BANKER|TIE)\b")
+        )
         await viewer.locator('#grid .tile[data-table="bac-1"]').click()
         await viewer.click("#btn-pause")
         await viewer.fill("#pause-reason", "checking the shoe")

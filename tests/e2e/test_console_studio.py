@@ -1,11 +1,13 @@
 """The supervisor's console with a studio of simulated tables (`controller/testing/studio_sim.py`: retained
-status, state and devices, and baccarat rounds at a table's pace) on a real Mosquitto, in a real headless
-Chromium.
+status, state, devices and last result, and rounds of baccarat and andar bahar at a table's pace) on a real
+Mosquitto, in a real headless Chromium.
 
-200 tables at once; a paused and an offline table come first within a second; tables come and go; the
-broker restarts (and loses its retained messages) and the console re-reads what is there, listing a table it
-no longer hears of as missing until a supervisor dismisses it. The real tables (`tablectl run`) are in
-test_console_e2e.py.
+200 tables at once; a paused and an offline table come first within a second; the game filter; tables come
+and go; the broker restarts (and loses its retained messages) and the console re-reads what is there, listing
+a table it no longer hears of as missing until a supervisor dismisses it. A table gone offline shows its
+phase and devices as unknown, with when it was last seen; each table's last result is there at sign-in; a
+paused table's details list what a resume would apply; a refusal goes once the situation it was about has.
+The real tables (`tablectl run`) are in test_console_e2e.py.
 """
 
 from __future__ import annotations
@@ -35,8 +37,10 @@ OFFLINE = re.compile(r"\boffline\b")
 def studio_of(mosquitto: MosquittoBroker) -> Iterator[StudioFactory]:
     started: list[SimulatedStudio] = []
 
-    def make(count: int, round_seconds: float = 30.0) -> SimulatedStudio:
-        studio = SimulatedStudio(mosquitto.port, STUDIO, count, round_seconds=round_seconds)
+    def make(
+        count: int, round_seconds: float = 30.0, games: tuple[str, ...] = ("baccarat",)
+    ) -> SimulatedStudio:
+        studio = SimulatedStudio(mosquitto.port, STUDIO, count, round_seconds=round_seconds, games=games)
         studio.start()
         started.append(studio)
         return studio
@@ -49,7 +53,8 @@ def studio_of(mosquitto: MosquittoBroker) -> Iterator[StudioFactory]:
 async def test_two_hundred_tables_paused_and_offline_first_within_a_second(
     mosquitto: MosquittoBroker, studio_of: StudioFactory
 ) -> None:
-    studio = studio_of(200, 30.0)
+    # two games, every other table: the game filter has tables to leave out
+    studio = studio_of(200, 30.0, ("baccarat", "andar_bahar"))
     async with running_console(mosquitto.url, STUDIO) as console, chromium() as browser:
         page, errors = await open_console(browser, console.url, "supervisor-desk-1")
         await expect(page.locator("#grid .tile")).to_have_count(200)
@@ -66,6 +71,9 @@ async def test_two_hundred_tables_paused_and_offline_first_within_a_second(
         text = await result.inner_text()
         assert not re.search(r"\b[2-9TJQKA][SHDC]\b", text), text
         assert await result.evaluate("node => node.scrollHeight <= node.clientHeight + 1"), text
+        outcome = result.locator(".result-outcome")
+        await expect(outcome).to_have_text(re.compile(r"^→ (PLAYER|BANKER|TIE)\b"))
+        assert await outcome.evaluate("node => node.scrollWidth <= node.clientWidth"), text
         sizes = await page.locator("#grid .tile").first.evaluate(
             """tile => [...tile.querySelectorAll('*')].filter(n => n.textContent.trim() && !n.children.length)
                 .map(n => parseFloat(getComputedStyle(n).fontSize))"""
@@ -112,6 +120,13 @@ async def test_two_hundred_tables_paused_and_offline_first_within_a_second(
         await expect(visible).to_have_count(10)
         await page.fill("#search", "")
         await page.select_option("#filter-game", "baccarat")
+        await expect(visible).to_have_count(100)
+        shown = await visible.evaluate_all("tiles => tiles.map((tile) => tile.dataset.table)")
+        assert set(shown) == {f"sim-{n:03d}" for n in range(1, 201, 2)}  # the baccarat ones, every other
+        await page.select_option("#filter-game", "andar_bahar")
+        await expect(visible).to_have_count(100)
+        await expect(page.locator('#grid .tile[data-table="sim-002"]')).to_be_visible()
+        await page.select_option("#filter-game", "")
         await expect(visible).to_have_count(200)
         # the wall: all 200 tables on one 1920x1080 screen, no scrolling
         await page.set_viewport_size({"width": 1920, "height": 1080})
@@ -212,6 +227,106 @@ async def test_tables_come_and_go_and_a_broker_restart_is_re_read(
             lambda: page.locator('#grid .tile[data-table="sim-001"]').get_attribute("data-seq"),
             lambda value: value not in (None, "", seq),
         )
+        assert errors == []
+
+
+async def test_offline_is_unknown_since_last_seen_last_results_come_at_sign_in_and_held_readings_are_listed(
+    mosquitto: MosquittoBroker, studio_of: StudioFactory
+) -> None:
+    studio = studio_of(6, 2.0)
+    # every table has played a round, then they all stop: what the console shows of their results can
+    # only come from what the broker retained (before, every tile said "no result seen yet")
+    await wait_until_async(
+        lambda: asyncio.sleep(0, [t.last_result for t in studio.tables.values()]),
+        lambda results: all(results),
+    )
+    studio.quiet()
+    async with (
+        running_console(mosquitto.url, STUDIO, reply_timeout_seconds=1) as console,
+        chromium() as browser,
+    ):
+        page, errors = await open_console(browser, console.url, "supervisor-desk-1")
+        await expect(page.locator("#grid .tile")).to_have_count(6)
+        outcomes = page.locator("#grid .tile .result-outcome")
+        await expect(outcomes).to_have_text(["→ PLAYER"] * 6, timeout=5000)
+
+        # a result with every extra, on a tile as narrow as the grid makes them: the outcome is whole
+        await page.set_viewport_size({"width": 500, "height": 1000})
+        natural = {
+            "game": "baccarat",
+            "round_id": "sim-001-000099",
+            "player": {"cards": ["4S", "4H"], "total": 8},
+            "banker": {"cards": ["9D", "9C"], "total": 8},
+            "winner": "tie",
+            "player_pair": True,
+            "banker_pair": True,
+            "natural": True,
+        }
+        studio.publish_result("sim-001", natural)
+        tile = page.locator('#grid .tile[data-table="sim-001"]')
+        outcome = tile.locator(".result-outcome")
+        await expect(outcome).to_have_text("→ TIE, natural, P pair, B pair")
+        fits = await tile.evaluate(
+            """tile => {
+                const words = tile.querySelector('.result-outcome');
+                return [tile.getBoundingClientRect().width, words.scrollWidth <= words.clientWidth,
+                        words.getBoundingClientRect().right <= tile.getBoundingClientRect().right];
+            }"""
+        )
+        assert fits[0] < 240 and fits[1] and fits[2], fits
+        await expect(tile.locator(".tile-result")).to_have_attribute("title", re.compile("natural$"))
+        await page.set_viewport_size({"width": 1600, "height": 1000})
+
+        # a table killed outright (its Last Will): its phase and devices are not what it last said
+        studio.go_offline("sim-002")
+        gone = page.locator('#grid .tile[data-table="sim-002"]')
+        await expect(gone).to_have_class(OFFLINE, timeout=1000)
+        last_seen = re.compile(r"\(last seen \d\d:\d\d:\d\d\)")
+        phase = gone.locator(".tile-round")
+        await expect(phase).to_have_text(re.compile(r"^unknown \(last seen \d\d:\d\d:\d\d\)"))
+        await expect(phase).to_have_attribute("data-phase", "unknown")
+        for phase_word in ("waiting", "betting", "in play"):
+            await expect(phase).not_to_contain_text(phase_word)
+        chip = gone.locator('.chip[data-device="shoe"]')
+        await expect(chip).to_have_text(re.compile(r"^shoe unknown \(last seen \d\d:\d\d:\d\d\)$"))
+        await expect(chip).to_have_class(re.compile(r"\bunknown\b"))
+        await expect(phase).to_have_text(last_seen)
+        grey = await phase.evaluate("node => getComputedStyle(node).color")
+        assert grey == "rgb(201, 206, 216)", grey
+        await expect(gone.locator(".result-outcome")).to_have_text("→ PLAYER")  # its last result stays
+
+        # a paused table's details list what a resume would apply, before the Resume button; a card that
+        # may lie face down is not named
+        studio.pause("sim-003")
+        studio.hold(
+            "sim-003",
+            {"device": "shoe", "reading": "CardSeen", "card": "9S", "raw": "CARD 7 9S"},
+            {"device": "shoe", "reading": "CardSeen", "card": None, "raw": ""},
+        )
+        await page.locator('#grid .tile[data-table="sim-003"]').click()
+        held = page.locator("#d-held li")
+        await expect(held).to_have_count(2)
+        await expect(held.nth(0)).to_have_text("shoe9♠CARD 7 9S")
+        await expect(held.nth(1)).to_contain_text("not named")
+        await expect(page.locator("#d-held-title")).to_contain_text("Held for the resume (2)")
+        before = await page.evaluate(
+            """() => !!(document.getElementById('d-held-box').compareDocumentPosition(
+                document.getElementById('btn-resume')) & Node.DOCUMENT_POSITION_FOLLOWING)"""
+        )
+        assert before
+
+        # a command nobody answered: its line goes once the situation it was about has changed
+        await page.locator('#grid .tile[data-table="sim-004"]').click()
+        await expect(page.locator("#d-table")).to_have_text("sim-004")
+        await page.click("#btn-pause")
+        await page.click("#btn-pause-send")
+        outcome = page.locator("#d-outcome")
+        await expect(outcome).to_have_text("pause → sim-004: no reply: no reply from sim-004 within 1 s")
+        await asyncio.sleep(0.5)  # the line stays while nothing changed
+        await expect(outcome).to_be_visible()
+        studio.pause("sim-004")
+        await expect(page.locator("#d-pause-reason")).to_contain_text("PAUSED")
+        await expect(outcome).to_be_hidden()
         assert errors == []
 
 

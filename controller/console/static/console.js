@@ -93,13 +93,16 @@
     head.append(el("span", "tile-id", id), el("span", "tile-game"), el("span", "badge tile-link"));
     const alert = el("div", "tile-alert");
     alert.append(el("div", "alert-wait"), el("div", "alert-why"));
+    // what was dealt (cut at the tile's edge if it must be) and the outcome, always whole
+    const result = el("div", "tile-result");
+    result.append(el("span", "result-dealt"), el("span", "result-outcome"));
     tile.append(
       head,
       el("div", "tile-round"),
       alert,
       el("div", "tile-devices"),
       el("div", "tile-flags"),
-      el("div", "tile-result"),
+      result,
     );
     tile.addEventListener("click", () => openTable(id));
     tile.addEventListener("keydown", (event) => {
@@ -139,17 +142,21 @@
       : summary.offline_with_broker
         ? "its Last Will fired as the broker went down: probably the broker's shutdown, not the table"
         : "";
-    setText(q("tile-round"), [PHASES[summary.phase] || summary.phase || "", shortRound(summary.table_id, summary.round_id)].join("  "));
-    q("tile-round").dataset.phase = summary.phase || "";
+    // an offline table's phase is not known: what it last said is not shown as if it were current
+    const phase = offline ? `unknown (${lastSeen(summary)})` : PHASES[summary.phase] || summary.phase || "";
+    setText(q("tile-round"), [phase, shortRound(summary.table_id, summary.round_id)].join("  "));
+    q("tile-round").dataset.phase = offline ? "unknown" : summary.phase || "";
     renderTileAlert(entry);
     // the devices and flags are rebuilt only when they changed (most updates are a new event and state)
-    const devicesKey = JSON.stringify([brokerUp, summary.devices || {}]);
+    const devicesKey = JSON.stringify([brokerUp, summary.devices || {}, summary.last_seen_known]);
     if (entry.devicesKey !== devicesKey) {
       entry.devicesKey = devicesKey;
       q("tile-devices").replaceChildren(
         ...Object.entries(summary.devices || {}).map(([name, device]) => {
           const status = brokerUp ? device.status || "unknown" : "unknown";
-          const chip = el("span", "chip " + status, `${name} ${status}`);
+          // an offline table's device: unknown, and when it was last heard of, on the chip itself
+          const seen = brokerUp && status === "unknown" && device.last_seen ? ` (${lastSeen(summary)})` : "";
+          const chip = el("span", "chip " + status, `${name} ${status}${seen}`);
           chip.dataset.device = name;
           chip.title = deviceNote(device);
           return chip;
@@ -168,6 +175,13 @@
       q("tile-flags").replaceChildren(...flags.map(([cls, text]) => el("span", cls, text)));
     }
     renderTileResult(entry);
+  }
+
+  // when an offline (or missing) table was last heard of, in local time: "last seen 10:31:02", or "last seen
+  // before 10:31:02" when it was offline already as this console connected (a Last Will carries no time)
+  function lastSeen(s) {
+    if (!s.last_seen) return "last seen: not known";
+    return `last seen ${s.last_seen_known ? "" : "before "}${clock(s.last_seen)}`;
   }
 
   // what a device's chip or row says beside its status: its detail, or when its health was last known
@@ -242,10 +256,15 @@
   function renderTileResult(entry) {
     const s = entry.summary;
     const box = entry.parts["tile-result"];
-    // how long ago first: the result's words may be cut at the tile's edge (all of them are in its title)
-    const text = s.last_result ? cardsInText(s.last_result.text) : "";
-    setText(box, s.last_result ? `${since(s.last_result.time)} ago: ${text}` : "no result seen yet");
-    box.title = text;
+    const last = s.last_result;
+    // how long ago first; what was dealt may be cut at the tile's edge, the outcome never is (all of the
+    // result's words are in the title, and in the table's details)
+    const text = last ? cardsInText(last.text) : "";
+    const split = !!(last && last.outcome);
+    const dealt = !last ? "no result seen yet" : `${since(last.time)} ago: ${cardsInText(split ? last.dealt : last.text)}`;
+    setText(entry.parts["result-dealt"], dealt);
+    setText(entry.parts["result-outcome"], split ? `→ ${cardsInText(last.outcome)}` : "");
+    if (box.title !== text) box.title = text;
   }
 
   // paused and offline tables first, the longest waiting first; then the others by name
@@ -343,6 +362,8 @@
     for (const entry of tables.values()) entry.tile.classList.toggle("selected", entry.tile.dataset.table === id);
     $("detail").hidden = false;
     $("d-outcome").hidden = true;
+    outcomeShownIn = null;
+    $("d-held-box").hidden = true;
     // nothing of the table shown before is left, and nothing can be sent, until this one's details are in
     setText($("d-table"), id);
     for (const node of ["d-game", "d-link", "d-round", "d-phase", "d-boot", "d-prompt"]) setText($(node), "");
@@ -436,8 +457,9 @@
     setText($("d-link"), (d.link || "").toUpperCase());
     $("d-link").dataset.link = d.link;
     setText($("d-round"), d.round_id || "—");
-    setText($("d-phase"), PHASES[d.phase] || d.phase || "—");
-    $("d-phase").dataset.phase = d.phase || "";
+    const offline = d.link === "offline" || d.link === "missing";
+    setText($("d-phase"), offline ? `unknown (${lastSeen(d)})` : PHASES[d.phase] || d.phase || "—");
+    $("d-phase").dataset.phase = offline ? "unknown" : d.phase || "";
     setText($("d-boot"), d.boot ?? "—");
     $("detail").classList.toggle("paused", !!d.paused);
     renderPause(d);
@@ -451,6 +473,8 @@
     if (d.disk && d.disk.status !== "ok") flags.push(`Disk ${d.disk.status}: ${Math.round(d.disk.free_bytes / 1048576)} MiB free`);
     if ((d.waiting_for_devices || []).length) flags.push(`Waiting for ${d.waiting_for_devices.join(", ")}`);
     $("d-flags").replaceChildren(...flags.map((text) => el("div", "flag bad", text)));
+    renderHeld(d);
+    forgetStaleOutcome(d);
 
     // Resume is offered when the table would accept it: a pause that still waits for a device (or for the
     // table itself) would only be refused
@@ -519,6 +543,40 @@
     );
   }
 
+  // what a resume would apply, listed before the Resume button: a supervisor sees what they let through
+  function renderHeld(d) {
+    const held = d.paused ? d.held || [] : [];
+    const count = d.paused ? d.held_readings || 0 : 0;
+    $("d-held-box").hidden = !count;
+    setText($("d-held-title"), `Held for the resume (${count}), applied in this order:`);
+    const rows = held.map((h) => {
+      const li = el("li", "held");
+      const what = h.card ? cardText(h.card) : h.reading === "CardSeen" ? "a card (not named: it may lie face down)" : h.reading;
+      li.append(el("span", "held-device", h.device), el("span", "held-what", what));
+      if (h.raw) li.append(el("span", "held-raw", h.raw));
+      return li;
+    });
+    // a table from before the list says only how many
+    if (count > held.length) rows.push(el("li", "held", `${count - held.length} more, not listed by the table`));
+    $("d-held").replaceChildren(...rows);
+  }
+
+  // the table's answer to an earlier command (a refusal, no reply) is about a situation that is gone once
+  // the table's pause or round changed: it goes, rather than sit above the buttons as if about now
+  const situation = (d) => JSON.stringify([!!d.paused, (d.pause && d.pause.since) || null, d.round_id || null]);
+  let outcomeShownIn = null; // the situation the outcome shown was about
+  function forgetStaleOutcome(d) {
+    const outcome = $("d-outcome");
+    if (outcome.hidden || outcomeShownIn === null) return;
+    // a command that was taken changed the situation itself: its "ok" stays
+    if (["ok", "sending"].includes(outcome.dataset.status)) return;
+    if (situation(d) !== outcomeShownIn) {
+      outcome.hidden = true;
+      setText(outcome, "");
+      outcomeShownIn = null;
+    }
+  }
+
   function renderCards(d) {
     const game = d.game_state || {};
     const box = $("d-cards");
@@ -578,6 +636,7 @@
     if (result.status === "refused") text = `${name} → ${id}: ${result.error}`;
     else if (result.error) text += `: ${result.error}`;
     setText(outcome, text);
+    outcomeShownIn = detail && detail.table_id === id ? situation(detail) : null;
     refreshDetail();
   }
 

@@ -229,7 +229,7 @@ def test_an_offline_tables_devices_and_prompt_are_unknown_not_what_it_last_said(
     summary = model.summary("t1")
     assert summary is not None and summary["devices"]["shoe"]["status"] == "online"
     assert summary["prompt"] == "Deal to Player"
-    msg(model, "t1/status", {"status": "offline", "boot": 1}, retained=True, now=1500.0)
+    msg(model, "t1/status", {"status": "offline", "boot": 1}, now=1500.0)  # its Will, seen as it fired
     summary = model.summary("t1")
     assert summary is not None
     shoe = summary["devices"]["shoe"]
@@ -239,6 +239,22 @@ def test_an_offline_tables_devices_and_prompt_are_unknown_not_what_it_last_said(
         "1970-01-01T00:25:00.000Z",
     )
     assert summary["device_problems"] == ["shoe"] and summary["prompt"] is None
+    # nor is its phase: it may have moved on, or died mid-round ("in play" shown as if current, before)
+    assert (summary["phase"], summary["last_phase"]) == (None, "in_play")
+    assert (summary["last_seen"], summary["last_seen_known"]) == ("1970-01-01T00:25:00.000Z", True)
+    # back online: what it says is true again
+    msg(model, "t1/status", {"status": "online", "boot": 2}, retained=True, now=1600.0)
+    summary = model.summary("t1")
+    assert summary is not None and summary["phase"] == "in_play" and summary["last_seen"] is None
+
+
+def test_a_table_offline_already_at_subscription_was_last_seen_before_then() -> None:
+    model = StudioModel("s1")
+    msg(model, "t1/state", state(), retained=True, now=500.0)
+    msg(model, "t1/status", {"status": "offline", "boot": 1}, retained=True, now=500.0)
+    summary = model.summary("t1")
+    assert summary is not None and summary["phase"] is None
+    assert (summary["last_seen"], summary["last_seen_known"]) == ("1970-01-01T00:08:20.000Z", False)
 
 
 def test_a_pause_is_explained_in_words_with_what_it_waits_for() -> None:
@@ -310,3 +326,80 @@ def test_wills_that_fire_as_the_broker_goes_down_are_not_taken_for_dead_tables()
     model.begin_resync()
     msg(model, "t1/status", {"status": "offline", "boot": 1}, retained=True, now=2011.0)
     assert model.summary("t1")["link"] == "offline"  # type: ignore[index]
+
+
+BACCARAT_NATURAL = {
+    "game": "baccarat",
+    "round_id": "t1-0001",
+    "player": {"cards": ["9S", "KC"], "total": 9},
+    "banker": {"cards": ["4D", "4H"], "total": 8},
+    "winner": "player",
+    "natural": True,
+    "player_pair": False,
+    "banker_pair": True,
+}
+
+
+def test_the_retained_result_shows_each_tables_last_result_at_subscription() -> None:
+    # after a sign-in every tile said "no result seen yet" until the table's next round ended
+    model = StudioModel("s1")
+    last = event(41, "round.result", BACCARAT_NATURAL)
+    # the retained copy may come before anything else of its table: it waits for the table, and alone
+    # does not make one (a table whose other topics were cleared stays gone)
+    assert msg(model, "t1/result", last, retained=True) is None
+    assert model.tables == {}
+    msg(model, "t1/status", {"status": "online", "boot": 1}, retained=True)
+    msg(model, "t1/state", state(last_sequence=41), retained=True)
+    summary = model.summary("t1")
+    assert summary is not None and summary["last_result"]["round_id"] == "t1-0001"
+    # on the tile: what was dealt, and the outcome apart with its extras short, shown whole
+    assert (summary["last_result"]["dealt"], summary["last_result"]["outcome"]) == (
+        "Player 9S KC (9) vs Banker 4D 4H (8)",
+        "PLAYER, natural, B pair",
+    )
+    # not an event seen: the backlog and the round's story are not made up from it
+    assert summary["backlog"] is None and summary["last_sequence_seen"] is None
+    # the same result again (the live event, a reconnection's re-read) is one result
+    assert msg(model, "t1/result", last, retained=True) is None
+    msg(model, "t1/events/round.result", last)
+    assert len(model.detail("t1")["results"]) == 1  # type: ignore[index]
+    # a void does not clear it
+    msg(model, "t1/events/round.voided", event(43, "round.voided", {"reason": "misdeal", "by": "s"}, "t1-2"))
+    assert model.summary("t1")["last_result"]["round_id"] == "t1-0001"  # type: ignore[index]
+    # an older copy read after a newer live result (a reconnection) does not take its place
+    newer = event(50, "round.result", {**BACCARAT_NATURAL, "round_id": "t1-0003"}, "t1-0003")
+    older = event(30, "round.result", {**BACCARAT_NATURAL, "round_id": "t1-0000"}, "t1-0000")
+    msg(model, "t1/events/round.result", newer)
+    msg(model, "t1/result", older, retained=True)
+    assert model.summary("t1")["last_result"]["round_id"] == "t1-0003"  # type: ignore[index]
+    # a result of a game without tile words is told whole
+    msg(model, "t2/status", {"status": "online", "boot": 1}, retained=True)
+    roulette = {
+        "game": "roulette",
+        "number": 17,
+        "color": "black",
+        "spin": 3,
+        "rotor_rpm": 24,
+        "direction": "cw",
+    }
+    msg(model, "t2/result", event(7, "round.result", roulette, "t2-7"), retained=True)
+    shown = model.summary("t2")["last_result"]  # type: ignore[index]
+    assert shown["outcome"] is None and shown["text"].startswith("17 black")
+
+
+def test_the_details_list_what_a_resume_would_apply() -> None:
+    model = StudioModel("s1")
+    paused = state(paused=True)
+    paused["held_readings"] = 2
+    paused["held"] = [
+        {"device": "shoe", "reading": "CardSeen", "card": "9S", "raw": "CARD 7 9S"},
+        {"device": "shoe", "reading": "CardSeen", "card": None, "raw": ""},
+    ]
+    msg(model, "t1/state", paused, retained=True)
+    detail = model.detail("t1")
+    assert detail is not None and detail["held_readings"] == 2
+    assert [(h["card"], h["raw"]) for h in detail["held"]] == [("9S", "CARD 7 9S"), (None, "")]
+    # a table from before the list: none to show, the count still said
+    del paused["held"]
+    msg(model, "t1/state", paused, retained=True)
+    assert model.detail("t1")["held"] == []  # type: ignore[index]
