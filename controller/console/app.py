@@ -41,7 +41,7 @@ from starlette.routing import Route
 
 from controller.commands import CommandError, check_remote_identity, parse_command
 from controller.console.link import USER_PATTERN, SignInRefused, StudioLink
-from controller.console.metrics import ConsoleMetrics
+from controller.console.metrics import ConsoleMetrics, MeteredSession
 from controller.console.model import StudioModel
 from controller.console.settings import ConsoleConfig
 from controller.events import iso_ms
@@ -126,6 +126,10 @@ class Console:
         self.stream_slots = StreamSlots(self.settings.max_streams)
         #: sessions ended whose broker connections are still closing (awaited when the console stops)
         self._closing: set[asyncio.Task[None]] = set()
+
+    def alive_sessions(self) -> list[MeteredSession]:
+        """Every sign-in alive now: the signed-in sessions and the configured user's."""
+        return [*self.sessions.values(), *([self.fixed] if self.fixed else [])]
 
     def _new_session(self, user: str, password: str | None) -> ConsoleSession:
         model = StudioModel(self.settings.studio_id)
@@ -443,7 +447,7 @@ def create_app(console: Console) -> Starlette:
         outcome = await current.link.send(table_id, name, payload)
         return JSONResponse(outcome)
 
-    metrics = ConsoleMetrics(console)
+    metrics = ConsoleMetrics(console.settings.studio_id, console.alive_sessions)
 
     async def metrics_page(request: Request) -> Response:
         return Response(metrics.exposition(), media_type=CONTENT_TYPE_LATEST)

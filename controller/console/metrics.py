@@ -10,30 +10,42 @@ Read at scrape time; nothing is kept for it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator
+from typing import Protocol
 
 from prometheus_client import CollectorRegistry, ProcessCollector, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from controller.console.link import StudioLink
+from controller.console.model import StudioModel
 from controller.web.server import REJECTIONS
 
-if TYPE_CHECKING:
-    from controller.console.app import Console
+
+class MeteredSession(Protocol):
+    """What the metrics read of a sign-in (the console's sessions are these, and more)."""
+
+    @property
+    def streams(self) -> int: ...
+    @property
+    def model(self) -> StudioModel: ...
+    @property
+    def link(self) -> StudioLink: ...
 
 
 class ConsoleMetrics(Collector):
-    def __init__(self, console: Console) -> None:
-        self.console = console
+    """`studio`: the studio's id (its label); `sessions`: the sign-ins alive now, asked at each scrape."""
+
+    def __init__(self, studio: str, sessions: Callable[[], list[MeteredSession]]) -> None:
+        self.studio = studio
+        self.sessions = sessions
         self.registry = CollectorRegistry(auto_describe=True)
         self.registry.register(self)
         ProcessCollector(registry=self.registry)  # process_cpu_seconds_total, process_resident_memory_bytes
 
     def collect(self) -> Iterator[Metric]:
-        console = self.console
-        studio = console.settings.studio_id
-        sessions = [*console.sessions.values(), *([console.fixed] if console.fixed else [])]
+        studio = self.studio
+        sessions = self.sessions()
 
         def gauge(name: str, doc: str, value: float) -> GaugeMetricFamily:
             family = GaugeMetricFamily(name, doc, labels=["studio"])
