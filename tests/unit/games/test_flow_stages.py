@@ -4,6 +4,7 @@ stages of its own go through every move of its table, and no other (a move not i
 from __future__ import annotations
 
 import random
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from typing import Any
@@ -13,6 +14,7 @@ import pytest
 from controller.cards import Card, full_deck
 from controller.commands import CloseBetting, Command, NewShoe, PlayersDone, Resume, VoidRound
 from controller.flow import InputRejected
+from controller.games import GAMES
 from controller.games.blackjack.flow import BOXED_INPUTS, BOXED_STAGES, INFINITE_STAGES, Insurance, Stage
 from controller.games.infinite_blackjack.flow import BurnDone, DealCard
 from controller.games.sicbo.flow import STAGES as SICBO_STAGES
@@ -152,6 +154,22 @@ CASES: dict[str, tuple[StageTable[Any], list[Walk]]] = {
     "sicbo": (SICBO_STAGES, [sicbo_walk()]),
     "stud": (STUD_STAGES, [stud_walk()]),
 }
+
+
+def stage_tables_of(flow: type[Any]) -> set[StageTable[Any]]:
+    """The stage tables a game's flow moves through: those of the modules its flow classes are written in."""
+    modules = {
+        sys.modules[cls.__module__] for cls in flow.__mro__ if cls.__module__.startswith("controller.games")
+    }
+    return {value for module in modules for value in vars(module).values() if isinstance(value, StageTable)}
+
+
+@pytest.mark.parametrize("game", sorted(GAMES))
+def test_every_game_with_stages_of_its_own_is_walked(game: str) -> None:
+    # the registry's games, so that a new game with a stage table is not left out silently
+    walked = {id(table) for table, _ in CASES.values()}
+    missing = sorted(table.game for table in stage_tables_of(GAMES[game].flow) if id(table) not in walked)
+    assert not missing, f"{game}: no walk goes through its stage table(s) {missing}: add one to CASES here"
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
