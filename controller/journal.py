@@ -45,7 +45,7 @@ CREATE TABLE IF NOT EXISTS meta (
 );
 CREATE TABLE IF NOT EXISTS events (
     sequence INTEGER PRIMARY KEY,
-    id       TEXT NOT NULL UNIQUE,
+    id       TEXT NOT NULL,  -- a uuid4: unique without an index (files of before 2026-12 have one: kept)
     type     TEXT NOT NULL,
     envelope TEXT NOT NULL
 );
@@ -62,9 +62,10 @@ CREATE TABLE IF NOT EXISTS command_replies (
     UNIQUE (sender, txn)
 );
 CREATE TABLE IF NOT EXISTS snapshot (
-    slot     INTEGER PRIMARY KEY CHECK (slot = 1),
-    sequence INTEGER NOT NULL,
-    data     BLOB NOT NULL
+    slot      INTEGER PRIMARY KEY CHECK (slot = 1),
+    sequence  INTEGER NOT NULL,
+    data      BLOB NOT NULL,
+    delivered TEXT  -- JSON {device: its last delivered messages}; NULL: in meta (`delivered:<device>`)
 );
 """
 
@@ -143,8 +144,18 @@ class Journal:
                 )
             self.boot = int(self._meta("boot") or 0) + 1
             self._set_meta("boot", str(self.boot))
-            self._last_sequence = int(self._meta("last_sequence") or 0)
             self._pruned_through = int(self._meta("pruned_through") or 0)
+            # Not written by every append (it cost a page of `meta` and one of its key index per commit):
+            # the highest journaled sequence, or what `prune_through` kept in `meta` once events left, or
+            # what a file of before 2026-12 kept there.
+            newest = self._db.execute("SELECT MAX(sequence) FROM events").fetchone()[0]
+            self._last_sequence = max(
+                int(newest or 0), int(self._meta("last_sequence") or 0), self._pruned_through
+            )
+            columns = {row[1] for row in self._db.execute("PRAGMA table_info(snapshot)")}
+            if "delivered" not in columns:  # a file of before 2026-12
+                self._db.execute("ALTER TABLE snapshot ADD COLUMN delivered TEXT")
+            self._delivered = self._load_delivered()
 
     # --- writing -----------------------------------------------------------------------------------
 
@@ -186,19 +197,29 @@ class Journal:
                 self._db.execute("INSERT INTO outbox (sequence) VALUES (?)", (sequence,))
                 envelopes.append(envelope)
                 pending.append(PendingEvent(sequence, envelope.type, recorded, text))
+            # The device messages delivered go in the state's row: the same page, not one more (see
+            # `delivered`); every device's, so that the row alone answers after a restart.
+            delivered_now = self._delivered
+            if delivered is not None:
+                delivered_now = {**self._delivered, delivered[0]: delivered[1]}
+            delivered_json = json.dumps(delivered_now, sort_keys=True, separators=(",", ":"))
             if snapshot is not None:
                 self._db.execute(
-                    "INSERT OR REPLACE INTO snapshot (slot, sequence, data) VALUES (1, ?, ?)",
-                    (sequence, snapshot),
+                    "INSERT OR REPLACE INTO snapshot (slot, sequence, data, delivered) VALUES (1, ?, ?, ?)",
+                    (sequence, snapshot, delivered_json),
                 )
-            self._set_meta("last_sequence", str(sequence))
+            elif delivered is not None:
+                updated = self._db.execute(
+                    "UPDATE snapshot SET delivered = ? WHERE slot = 1", (delivered_json,)
+                ).rowcount
+                if not updated:  # no state row yet (a caller that stores none)
+                    self._set_meta(f"delivered:{delivered[0]}", delivered[1])
             if reply is not None:
                 self._store_reply(reply, recorded)
-            if delivered is not None:
-                self._set_meta(f"delivered:{delivered[0]}", delivered[1])
         # Only after COMMIT succeeded: a failed transaction must not advance the counter, and nothing
         # uncommitted may be handed to the bus.
         self._last_sequence = sequence
+        self._delivered = delivered_now
         for item in pending:
             if len(self._pending) >= PENDING_CACHE:
                 break
@@ -273,6 +294,8 @@ class Journal:
                 self._set_meta(f"pruned_last:{type_}", str(envelope))
             deleted = self._db.execute("DELETE FROM events WHERE sequence <= ?", (sequence,)).rowcount
             self._set_meta("pruned_through", str(sequence))
+            # the sequence never goes back, even once every event left (see `_open`)
+            self._set_meta("last_sequence", str(self._last_sequence))
         self._pruned_through = sequence
         return int(deleted)
 
@@ -378,8 +401,20 @@ class Journal:
         """The acknowledged-protocol messages of `device` whose readings were journaled last (those of one
         read: usually one line): after a crash before their ACK left, the device repeats them, and the
         restarted table must not apply them twice."""
-        value = self._meta(f"delivered:{device}")
+        value = self._delivered.get(device)
         return value.split("\n") if value else []
+
+    def _load_delivered(self) -> dict[str, str]:
+        """Every device's last delivered messages: those a file of before 2026-12 kept in `meta`, then the
+        state row's (written with every step since, so it holds the latest of each device)."""
+        found = {
+            str(key).removeprefix("delivered:"): str(value)
+            for key, value in self._db.execute("SELECT key, value FROM meta WHERE key LIKE 'delivered:%'")
+        }
+        row = self._db.execute("SELECT delivered FROM snapshot WHERE slot = 1").fetchone()
+        if row is not None and row[0] is not None:
+            found.update({str(k): str(v) for k, v in json.loads(row[0]).items()})
+        return found
 
     @property
     def last_sequence(self) -> int:

@@ -307,3 +307,87 @@ def test_any_mix_of_batches_restarts_and_acks_keeps_the_contract(steps: list[tup
         assert len({e.id for e in stored}) == total
         assert journal.boot == opens
         journal.close()
+
+
+def test_delivered_messages_are_kept_per_device_in_the_state_row(path: Path) -> None:
+    journal = Journal(path, SOURCE)
+    journal.append([dealt("As")], b"s1", delivered=("shoe", "CARD 1 As*00"))
+    journal.append([], b"s2", delivered=("shuffler", "DONE 7*00"))
+    journal.append([dealt("Kd")], b"s3", delivered=("shoe", "CARD 2 Kd*00\nCARD 3 2c*00"))
+    journal.append([dealt("Qh")], b"s4")  # a step without a device message keeps what was delivered
+    journal.close()
+    reopened = Journal(path, SOURCE)
+    assert reopened.delivered("shoe") == ["CARD 2 Kd*00", "CARD 3 2c*00"]
+    assert reopened.delivered("shuffler") == ["DONE 7*00"]
+    assert reopened.delivered("wheel") == []
+    # no `meta` row per step: the state's row holds them
+    keys = [row[0] for row in reopened._db.execute("SELECT key FROM meta")]
+    assert not [key for key in keys if key.startswith("delivered:") or key == "last_sequence"]
+    reopened.close()
+
+
+def test_delivered_messages_without_a_state_row(path: Path) -> None:
+    journal = Journal(path, SOURCE)
+    journal.append([dealt("As")], delivered=("shoe", "CARD 1 As*00"))
+    assert journal.delivered("shoe") == ["CARD 1 As*00"]
+    journal.close()
+    reopened = Journal(path, SOURCE)
+    assert reopened.delivered("shoe") == ["CARD 1 As*00"]
+    reopened.append([dealt("Kd")], b"state", delivered=("shuffler", "DONE 1*00"))
+    reopened.append([], None, delivered=("shuffler", "DONE 2*00"))
+    reopened.close()
+    again = Journal(path, SOURCE)
+    assert again.delivered("shoe") == ["CARD 1 As*00"]
+    assert again.delivered("shuffler") == ["DONE 2*00"]
+    again.close()
+
+
+_SCHEMA_BEFORE_2026_12 = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE events (sequence INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, type TEXT NOT NULL,
+                     envelope TEXT NOT NULL);
+CREATE TABLE outbox (sequence INTEGER PRIMARY KEY REFERENCES events(sequence));
+CREATE TABLE snapshot (slot INTEGER PRIMARY KEY CHECK (slot = 1), sequence INTEGER NOT NULL,
+                       data BLOB NOT NULL);
+"""
+
+
+def test_a_file_written_before_the_state_row_held_the_deliveries_goes_on(path: Path) -> None:
+    """Files of before 2026-12 kept `last_sequence` and `delivered:<device>` in `meta` and an index on the
+    event ids: they open with their sequence, deliveries and state, and go on."""
+    db = sqlite3.connect(path)
+    db.executescript(_SCHEMA_BEFORE_2026_12)
+    envelope = Envelope(
+        id="a" * 32,
+        source=SOURCE,
+        type="card.dealt",
+        time=iso_ms(1_700_000_000.0),
+        recordedtime=iso_ms(1_700_000_000.0),
+        sequence=format_sequence(7),
+        subject="r1",
+        historical=False,
+        data=dealt("As").data,
+    )
+    db.execute("INSERT INTO events VALUES (7, ?, 'card.dealt', ?)", (envelope.id, envelope.model_dump_json()))
+    db.execute("INSERT INTO outbox VALUES (7)")
+    db.execute("INSERT INTO snapshot VALUES (1, 7, ?)", (b"old state",))
+    db.executemany(
+        "INSERT INTO meta VALUES (?, ?)",
+        [("source", SOURCE), ("boot", "3"), ("last_sequence", "9"), ("pruned_through", "6"),
+         ("delivered:shoe", "CARD 5 As*00")],
+    )  # fmt: skip
+    db.commit()
+    db.close()
+    journal = Journal(path, SOURCE)
+    assert (journal.boot, journal.last_sequence, journal.snapshot()) == (4, 9, b"old state")
+    assert journal.delivered("shoe") == ["CARD 5 As*00"]
+    assert sequences(journal.outbox()) == [7]
+    written = journal.append([dealt("Kd")], b"new state", delivered=("shuffler", "DONE 1*00"))
+    assert sequences(written) == [10]
+    journal.close()
+    reopened = Journal(path, SOURCE)
+    assert reopened.last_sequence == 10
+    assert reopened.delivered("shoe") == ["CARD 5 As*00"]
+    assert reopened.delivered("shuffler") == ["DONE 1*00"]
+    assert sequences(reopened.outbox()) == [7, 10]
+    reopened.close()
