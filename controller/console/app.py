@@ -42,7 +42,7 @@ from starlette.routing import Route
 from controller.commands import CommandError, check_remote_identity, parse_command
 from controller.console.link import USER_PATTERN, SignInRefused, StudioLink
 from controller.console.metrics import ConsoleMetrics, MeteredSession
-from controller.console.model import StudioModel
+from controller.console.model import SharedEvents, StudioModel
 from controller.console.settings import ConsoleConfig
 from controller.events import iso_ms
 from controller.web.event_stream import HEARTBEAT_SECONDS, EventStream, EventWriter, StreamSlots
@@ -126,13 +126,15 @@ class Console:
         self.stream_slots = StreamSlots(self.settings.max_streams)
         #: sessions ended whose broker connections are still closing (awaited when the console stops)
         self._closing: set[asyncio.Task[None]] = set()
+        #: the tables' recent events, kept once for every session (each parses what its connection gets)
+        self.shared_events = SharedEvents()
 
     def alive_sessions(self) -> list[MeteredSession]:
         """Every sign-in alive now: the signed-in sessions and the configured user's."""
         return [*self.sessions.values(), *([self.fixed] if self.fixed else [])]
 
     def _new_session(self, user: str, password: str | None) -> ConsoleSession:
-        model = StudioModel(self.settings.studio_id)
+        model = StudioModel(self.settings.studio_id, shared=self.shared_events)
         notifier = Notifier()
         link = StudioLink(
             self.config.broker,

@@ -53,6 +53,43 @@ BY_EVENTS = ("round.paused", "round.resumed", "round.voided")
 WILL_WITH_BROKER_LOSS_SECONDS = 3.0
 
 
+class SharedEvents:
+    """One copy of each event for every sign-in of the console.
+
+    Each supervisor's session has its own broker connection (the broker's ACL says what that supervisor may
+    see) and its own model, so each receives and parses the same events. Kept as they came, the recent events
+    of every table cost about 2 KiB each in every session: memory that grows with sessions x tables until
+    each table's history is full. Here a session's model keeps the event it parsed only if no session has
+    it yet, and otherwise the copy already kept: the events are held once, the sessions hold references.
+    Bounded like a model's history: the last `per_table` events of at most `max_tables` tables (an event
+    evicted here while a session still holds it stays that session's, and is freed with its history)."""
+
+    def __init__(self, *, per_table: int = 0, max_tables: int = 0) -> None:
+        self.per_table = per_table or RECENT_EVENTS
+        self.max_tables = max_tables or MAX_TABLES
+        self._tables: dict[str, dict[tuple[str, bool], dict[str, Any]]] = {}
+
+    def intern(self, table_id: str, envelope: dict[str, Any]) -> dict[str, Any]:
+        """The copy of `envelope` every session shares. The key is the event's id and whether it came late
+        (`historical`: an event re-sent after an outage keeps its id but says so), never its content alone."""
+        events = self._tables.get(table_id)
+        if events is None:
+            if len(self._tables) >= self.max_tables:
+                return envelope
+            events = self._tables[table_id] = {}
+        key = (str(envelope.get("id")), bool(envelope.get("historical")))
+        known = events.get(key)
+        if known is not None:
+            return known
+        events[key] = envelope
+        if len(events) > self.per_table:
+            del events[next(iter(events))]  # the oldest: dicts keep their insertion order
+        return envelope
+
+    def __len__(self) -> int:
+        return sum(len(events) for events in self._tables.values())
+
+
 @dataclass
 class TableView:
     table_id: str
@@ -91,8 +128,10 @@ class Link:
 
 
 class StudioModel:
-    def __init__(self, studio_id: str, *, describe: Any = None) -> None:
+    def __init__(self, studio_id: str, *, describe: Any = None, shared: SharedEvents | None = None) -> None:
         self.studio_id = studio_id
+        #: where the events every session receives are kept once (None: this model keeps its own)
+        self.shared = shared
         self.prefix = f"studio/{studio_id}/table/"
         self.tables: dict[str, TableView] = {}
         self.link = Link()
@@ -224,6 +263,8 @@ class StudioModel:
         if len(table.event_ids) > 2 * RECENT_EVENTS:
             table.event_ids = {e["id"]: None for e in table.events}
             table.event_ids[event_id] = None
+        if self.shared is not None:
+            envelope = self.shared.intern(table_id, envelope)
         table.events.append(envelope)
         sequence = _sequence(envelope)
         if sequence is not None and (table.max_sequence is None or sequence > table.max_sequence):

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from controller.console.model import StudioModel
+from controller.console.model import RECENT_EVENTS, SharedEvents, StudioModel
 
 pytestmark = pytest.mark.unit
 
@@ -403,3 +403,33 @@ def test_the_details_list_what_a_resume_would_apply() -> None:
     del paused["held"]
     msg(model, "t1/state", paused, retained=True)
     assert model.detail("t1")["held"] == []  # type: ignore[index]
+
+
+def test_the_sessions_of_one_console_keep_each_event_once() -> None:
+    # Every sign-in receives the same events on its own connection: the models keep the same objects, so
+    # the console's memory does not grow with sign-ins x tables x events.
+    shared = SharedEvents()
+    desks = [StudioModel("s1", shared=shared) for _ in range(3)]
+    for desk in desks:
+        msg(desk, "t1/state", state())
+        for n in range(1, 4):
+            msg(desk, "t1/events/card.dealt", event(n, "card.dealt", {"card": "9S", "position": "player"}))
+    first, *others = (list(desk.tables["t1"].events) for desk in desks)
+    assert all(a is b for events in others for a, b in zip(first, events, strict=True))
+    assert len(shared) == 3
+    # an event re-sent after an outage says so (`historical`): it is not taken for the live copy
+    late = {**event(4, "round.paused", {"reason": "shoe fault", "by": "device"}), "historical": True}
+    msg(desks[0], "t1/events/round.paused", late)
+    msg(desks[1], "t1/events/round.paused", {**late, "historical": False})
+    assert desks[0].tables["t1"].events[-1]["historical"] is True
+    assert desks[1].tables["t1"].events[-1]["historical"] is False
+
+
+def test_the_shared_events_are_bounded_per_table_and_in_tables() -> None:
+    shared = SharedEvents(max_tables=2)
+    for table in ("t1", "t2", "t3"):
+        for n in range(RECENT_EVENTS + 5):
+            shared.intern(table, event(n, "card.dealt", {"card": "9S"}))
+    assert len(shared) == 2 * RECENT_EVENTS  # the oldest events left; a third table is not kept at all
+    envelope = event(1, "card.dealt", {})
+    assert shared.intern("t3", envelope) is envelope
