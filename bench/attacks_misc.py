@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from controller.config import RetentionSettings
+from controller.journal import read_outbox
 from controller.retention import DAY_SECONDS, frame_time
 from controller.table_build import TABLE_CONFIGS
 
@@ -89,9 +90,11 @@ def _journal(path: Path, settings: RetentionSettings, now: float) -> Outcome:
     try:
         db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         try:
+            _last, acked_through, acked_ahead = read_outbox(db)
             row = db.execute(
                 "SELECT json_extract(envelope, '$.recordedtime') FROM events "
-                "WHERE sequence NOT IN (SELECT sequence FROM outbox) ORDER BY sequence LIMIT 1"
+                "WHERE sequence <= ? OR sequence = ? ORDER BY sequence LIMIT 1",
+                (acked_through, min(acked_ahead, default=-1)),
             ).fetchone()
         finally:
             db.close()

@@ -66,6 +66,7 @@ if __package__:  # imported as `bench.chaos` (the tests)
 else:  # `python bench/chaos.py`: Python puts bench/ on the path
     import common
 
+from controller.journal import read_outbox
 from controller.testing.baccarat_reference import ExpectedRound, as_expected, expected_rounds, from_reference
 from controller.testing.mosquitto import MosquittoBroker, MqttRecorder, wait_until
 from controller.testing.table_process import BASE, TABLE, ServiceProcess, write_config
@@ -537,7 +538,8 @@ class Campaign:
         db = sqlite3.connect(self.journal_path, timeout=10)
         try:
             last = db.execute("SELECT COALESCE(MAX(sequence), 0) FROM events").fetchone()[0]
-            outbox = db.execute("SELECT COUNT(*) FROM outbox").fetchone()[0]
+            newest, acked_through, acked_ahead = read_outbox(db)
+            outbox = newest - acked_through - len(acked_ahead)
             rows = db.execute(
                 "SELECT type, envelope FROM events WHERE type IN "
                 "('round.opened', 'round.closed', 'round.voided', 'round.paused', 'round.resumed') "
@@ -823,7 +825,12 @@ class Campaign:
             db.close()
 
     def _outbox_size(self) -> int:
-        return self._journal_count("SELECT COUNT(*) FROM outbox")
+        db = sqlite3.connect(self.journal_path, timeout=5)
+        try:
+            last, acked_through, acked_ahead = read_outbox(db)
+        finally:
+            db.close()
+        return last - acked_through - len(acked_ahead)
 
     def _received_sequences(self) -> set[int]:
         return {int(m.json()["sequence"]) for m in self.subscriber.on(f"{BASE}/events/#")}

@@ -1,9 +1,12 @@
 """Durable event journal and outbox: an event exists once it is here, before anything is published.
 
 One SQLite file per table, WAL mode with synchronous=FULL so a commit survives a power cut. `append` gives
-each event its per-table sequence number and its id in the same transaction that puts it in the outbox (and
-stores the latest state snapshot), so after a crash the file holds either all of a batch or none of it.
-The bus removes an event from the outbox only after the broker acknowledged it (at-least-once).
+each event its per-table sequence number and its id in the same transaction that stores it (and the latest
+state record, with the device messages it came from), so after a crash the file holds either all of a batch
+or none of it. The outbox is a cursor: every event after `acked_through` (in `meta`) waits for the broker, but
+those acknowledged out of order (`acked_ahead`, usually empty); the bus moves it only after the broker
+acknowledged an event (at-least-once). So a card's transaction writes two pages of the WAL: the events
+table's last leaf and the state's row (it wrote six before 2026-12: bench/README.md).
 
 The envelope is stored as the exact JSON that is published, so a re-send is byte-identical except for
 `historical`. Not thread-safe: use a Journal from one thread (the event loop's).
@@ -16,8 +19,12 @@ and a restart between the two cannot re-apply it. Only the latest `KEEP_COMMAND_
 Old events leave the journal (`controller.retention`): `prunable` lists the oldest acknowledged ones, the
 caller archives them, then `prune_through` deletes them. Only a run of the oldest events goes, never one still
 in the outbox nor anything after it, so what the journal holds is always `first_sequence..last_sequence`
-without gaps. `last_sequence` and the latest pruned event of each type stay in `meta`: the sequence never goes
-back and `last_event` still answers after its event was pruned.
+without gaps. `last_sequence` (written when events are pruned, not by every append) and the latest pruned
+event of each type stay in `meta`: the sequence never goes back and `last_event` still answers after its
+event was pruned.
+
+A file written by an older version opens and goes on (its outbox becomes the cursor, its `meta` keys are
+read); an older version must not open a file this one wrote (it would miss the cursor and `last_sequence`).
 """
 
 from __future__ import annotations
@@ -49,8 +56,11 @@ CREATE TABLE IF NOT EXISTS events (
     type     TEXT NOT NULL,
     envelope TEXT NOT NULL
 );
-CREATE TABLE IF NOT EXISTS outbox (
-    sequence INTEGER PRIMARY KEY REFERENCES events(sequence)
+-- the outbox is a cursor: every event after meta's `acked_through` waits for the broker, except those
+-- acknowledged out of order, listed here (the bus acknowledges in order: usually empty). Files of before
+-- 2026-12 listed the waiting events in a table `outbox` instead: see `_open`.
+CREATE TABLE IF NOT EXISTS acked_ahead (
+    sequence INTEGER PRIMARY KEY
 );
 CREATE TABLE IF NOT EXISTS command_replies (
     id       INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -156,6 +166,32 @@ class Journal:
             if "delivered" not in columns:  # a file of before 2026-12
                 self._db.execute("ALTER TABLE snapshot ADD COLUMN delivered TEXT")
             self._delivered = self._load_delivered()
+            self._open_outbox()
+
+    def _open_outbox(self) -> None:
+        """Read the outbox's cursor; a file of before 2026-12 (a row per waiting event in `outbox`) gets
+        one, in the opening's transaction: the events before its first waiting one are acknowledged, and
+        those acknowledged after it are listed in `acked_ahead`."""
+        ahead = [row[0] for row in self._db.execute("SELECT sequence FROM acked_ahead ORDER BY sequence")]
+        cursor = self._meta("acked_through")
+        legacy = self._db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'outbox'")
+        if legacy.fetchone() is not None:
+            waiting = [row[0] for row in self._db.execute("SELECT sequence FROM outbox ORDER BY sequence")]
+            if cursor is None:
+                acked_through = waiting[0] - 1 if waiting else self._last_sequence
+                waiting_set = set(waiting)
+                ahead = [n for n in range(acked_through + 1, self._last_sequence + 1) if n not in waiting_set]
+                self._db.executemany(
+                    "INSERT OR IGNORE INTO acked_ahead (sequence) VALUES (?)", ((n,) for n in ahead)
+                )
+                cursor = str(acked_through)
+                self._set_meta("acked_through", cursor)
+            self._db.execute("DROP TABLE outbox")
+        elif cursor is None:
+            cursor = str(self._last_sequence)  # a new file (0), or one that never had an outbox
+            self._set_meta("acked_through", cursor)
+        self._acked_through = int(cursor)
+        self._acked_ahead: set[int] = set(ahead)
 
     # --- writing -----------------------------------------------------------------------------------
 
@@ -194,7 +230,6 @@ class Journal:
                     "INSERT INTO events (sequence, id, type, envelope) VALUES (?, ?, ?, ?)",
                     (sequence, envelope.id, envelope.type, text),
                 )
-                self._db.execute("INSERT INTO outbox (sequence) VALUES (?)", (sequence,))
                 envelopes.append(envelope)
                 pending.append(PendingEvent(sequence, envelope.type, recorded, text))
             # The device messages delivered go in the state's row: the same page, not one more (see
@@ -238,16 +273,26 @@ class Journal:
         while an fsync per PUBACK on the event loop delayed the next card's event (see bench/README.md).
         The next `append` (synchronous=FULL) makes it durable anyway.
         """
-        if not sequences:
-            return
+        cursor = self._acked_through
+        ahead = self._acked_ahead | {n for n in sequences if cursor < n <= self._last_sequence}
+        if ahead == self._acked_ahead:
+            return  # nothing new (a duplicate PUBACK)
+        while cursor + 1 in ahead:
+            cursor += 1
+            ahead.discard(cursor)
         self._db.execute("PRAGMA synchronous=NORMAL")
         try:
             with self._transaction():
-                self._db.executemany(
-                    "DELETE FROM outbox WHERE sequence = ?", [(sequence,) for sequence in sequences]
-                )
+                if cursor != self._acked_through:
+                    self._set_meta("acked_through", str(cursor))
+                if ahead or self._acked_ahead:
+                    self._db.execute("DELETE FROM acked_ahead")
+                    self._db.executemany(
+                        "INSERT INTO acked_ahead (sequence) VALUES (?)", ((n,) for n in sorted(ahead))
+                    )
         finally:
             self._db.execute("PRAGMA synchronous=FULL")
+        self._acked_through, self._acked_ahead = cursor, ahead
         for sequence in sequences:
             self._pending.pop(sequence, None)
 
@@ -282,7 +327,7 @@ class Journal:
         if sequence <= self._pruned_through:
             return 0
         with self._transaction():
-            waiting = self._db.execute("SELECT MIN(sequence) FROM outbox").fetchone()[0]
+            waiting = self._first_waiting()
             if waiting is not None and waiting <= sequence:
                 raise JournalError(f"event {waiting} is still in the outbox: events to {sequence} must stay")
             latest = self._db.execute(
@@ -305,13 +350,13 @@ class Journal:
         """The oldest events, in order, while they are acknowledged (not in the outbox) and were recorded
         before `recorded_before` (ISO, as `recordedtime`): at most `limit`; none past one that is not."""
         rows = self._db.execute(
-            "SELECT e.sequence, json_extract(e.envelope, '$.recordedtime'), e.envelope, o.sequence "
-            "FROM events e LEFT JOIN outbox o ON o.sequence = e.sequence ORDER BY e.sequence LIMIT ?",
-            (limit,),
+            "SELECT sequence, json_extract(envelope, '$.recordedtime'), envelope "
+            "FROM events WHERE sequence <= ? ORDER BY sequence LIMIT ?",
+            (self._acked_through, limit),
         ).fetchall()
         found: list[StoredEvent] = []
-        for sequence, recorded, envelope, waiting in rows:
-            if waiting is not None or not isinstance(recorded, str) or recorded >= recorded_before:
+        for sequence, recorded, envelope in rows:
+            if not isinstance(recorded, str) or recorded >= recorded_before:
                 break
             found.append(StoredEvent(int(sequence), recorded, str(envelope)))
         return found
@@ -334,17 +379,12 @@ class Journal:
 
     def outbox(self, limit: int = 100) -> list[Envelope]:
         """Events not yet acknowledged by the broker, oldest first."""
-        rows = self._db.execute(
-            "SELECT e.envelope FROM outbox o JOIN events e ON e.sequence = o.sequence "
-            "ORDER BY o.sequence LIMIT ?",
-            (limit,),
-        ).fetchall()
-        return [Envelope.model_validate_json(row[0]) for row in rows]
+        return [Envelope.model_validate_json(row[2]) for row in self._waiting(self._acked_through, limit)]
 
     def outbox_summary(self) -> tuple[int, str | None]:
         """How many events wait in the outbox, and when the oldest of them was journaled (ISO, or None)."""
-        count, oldest = self._db.execute("SELECT COUNT(*), MIN(sequence) FROM outbox").fetchone()
-        if not count:
+        count, oldest = self.outbox_size(), self._first_waiting()
+        if oldest is None:
             return 0, None
         row = self._db.execute(
             "SELECT json_extract(envelope, '$.recordedtime') FROM events WHERE sequence = ?", (oldest,)
@@ -364,19 +404,27 @@ class Journal:
             sequence += 1
         if found:
             return found
-        rows = self._db.execute(
-            "SELECT e.sequence, e.type, e.envelope FROM outbox o JOIN events e ON e.sequence = o.sequence "
-            "WHERE o.sequence > ? ORDER BY o.sequence LIMIT ?",
-            (after, limit),
-        ).fetchall()
         return [
             PendingEvent(int(sequence), str(type_), _recordedtime(envelope), str(envelope))
-            for sequence, type_, envelope in rows
+            for sequence, type_, envelope in self._waiting(max(after, self._acked_through), limit)
         ]
+
+    def _waiting(self, after: int, limit: int) -> list[tuple[int, str, str]]:
+        """(sequence, type, envelope) of the outbox's events after `after`, oldest first, at most `limit`."""
+        ahead = self._acked_ahead
+        rows = self._db.execute(
+            "SELECT sequence, type, envelope FROM events WHERE sequence > ? ORDER BY sequence LIMIT ?",
+            (after, limit + len(ahead)),
+        ).fetchall()
+        return [row for row in rows if row[0] not in ahead][:limit]
+
+    def _first_waiting(self) -> int | None:
+        """The oldest event in the outbox (the cursor's next: never one acknowledged ahead), or None."""
+        return self._acked_through + 1 if self._acked_through < self._last_sequence else None
 
     def outbox_size(self) -> int:
         """How many events wait for the broker's acknowledgement."""
-        return int(self._db.execute("SELECT COUNT(*) FROM outbox").fetchone()[0])
+        return self._last_sequence - self._acked_through - len(self._acked_ahead)
 
     def read(self, from_sequence: int, to_sequence: int | None = None, limit: int = 10_000) -> list[Envelope]:
         """Journaled events from `from_sequence` to `to_sequence` (inclusive), at most `limit` of them."""
@@ -449,6 +497,25 @@ class Journal:
 
     def _set_meta(self, key: str, value: str) -> None:
         self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+
+
+def read_outbox(db: sqlite3.Connection) -> tuple[int, int, frozenset[int]]:
+    """(last sequence, acknowledged through, acknowledged beyond that) of a journal file read as it is,
+    without opening it as a `Journal` (which counts a boot and brings an older file's outbox up to date):
+    for the tools that inspect a table's files. The outbox is every event after the second, but the
+    third's."""
+    newest = db.execute("SELECT MAX(sequence) FROM events").fetchone()[0]
+    meta = dict(db.execute("SELECT key, value FROM meta WHERE key IN ('last_sequence', 'acked_through')"))
+    last = max(int(newest or 0), int(meta.get("last_sequence") or 0))
+    if "acked_through" in meta:
+        ahead = frozenset(row[0] for row in db.execute("SELECT sequence FROM acked_ahead"))
+        return last, int(meta["acked_through"]), ahead
+    # a file of before 2026-12: a row per waiting event
+    waiting = [row[0] for row in db.execute("SELECT sequence FROM outbox ORDER BY sequence")]
+    if not waiting:
+        return last, last, frozenset()
+    waiting_set = set(waiting)
+    return last, waiting[0] - 1, frozenset(n for n in range(waiting[0], last + 1) if n not in waiting_set)
 
 
 def _recordedtime(envelope: str) -> str:

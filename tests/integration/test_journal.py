@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import tempfile
 from collections.abc import Iterator
@@ -391,3 +392,38 @@ def test_a_file_written_before_the_state_row_held_the_deliveries_goes_on(path: P
     assert reopened.delivered("shuffler") == ["DONE 1*00"]
     assert sequences(reopened.outbox()) == [7, 10]
     reopened.close()
+
+
+def test_the_outbox_of_a_file_written_before_the_cursor_keeps_its_events_and_order(path: Path) -> None:
+    """A file of before 2026-12 listed its waiting events (here 2, 4 and 5 of 5: 3 was acknowledged out of
+    order): it gets a cursor at its opening, and the same events wait; `read_outbox` reads both kinds."""
+    db = sqlite3.connect(path)
+    db.executescript(_SCHEMA_BEFORE_2026_12)
+    db.executemany("INSERT INTO meta VALUES (?, ?)", [("source", SOURCE), ("last_sequence", "5")])
+    for n in range(1, 6):
+        envelope = json.dumps({"recordedtime": "2026-12-01T00:00:00.000Z", "n": n})
+        db.execute("INSERT INTO events VALUES (?, ?, 'round.opened', ?)", (n, f"id{n}", envelope))
+    db.executemany("INSERT INTO outbox VALUES (?)", [(2,), (4,), (5,)])
+    db.commit()
+    assert journal_module.read_outbox(db) == (5, 1, frozenset({3}))
+    db.close()
+    journal = Journal(path, SOURCE)
+    assert [p.sequence for p in journal.pending(0, 10)] == [2, 4, 5]
+    assert journal.outbox_size() == 3
+    journal.acknowledge(2)
+    assert [p.sequence for p in journal.pending(0, 10)] == [4, 5]
+    assert journal.outbox_summary()[0] == 2
+    journal.close()
+    db = sqlite3.connect(path)
+    assert journal_module.read_outbox(db) == (5, 3, frozenset())
+    db.close()
+    reopened = Journal(path, SOURCE)
+    assert [p.sequence for p in reopened.pending(0, 10)] == [4, 5]
+    reopened.acknowledge(5)
+    assert [p.sequence for p in reopened.pending(0, 10)] == [4]
+    reopened.close()
+    again = Journal(path, SOURCE)
+    assert [p.sequence for p in again.pending(0, 10)] == [4]
+    again.acknowledge(4)
+    assert again.outbox_size() == 0 and again.pending(0, 10) == []
+    again.close()
