@@ -795,6 +795,40 @@ def merged_phase(name: str, phases: list[PhaseResult], warmup: int) -> PhaseResu
     return merged
 
 
+#: what tablectl is held to: the naive bridge's path plus one fdatasync (the floor of any design that has the
+#: event on disk before it is published), plus this much at p50 and at p99
+FLOOR_MARGIN_MS = {"p50_ms": 0.1, "p99_ms": 0.5}
+
+
+def floor_report(tablectl: dict[str, Any], naive: dict[str, Any], fsync: dict[str, Any]) -> dict[str, Any]:
+    """The floor (naive bridge + one append and fdatasync of this disk, the same run) beside tablectl's
+    figures, at p50 and p99, and whether tablectl is within `FLOOR_MARGIN_MS` of it."""
+    report: dict[str, Any] = {}
+    for key, margin in FLOOR_MARGIN_MS.items():
+        if not tablectl.get("count") or not naive.get("count") or key not in fsync:
+            continue
+        floor = round(naive[key] + fsync[key], 3)
+        report[key.removesuffix("_ms")] = {
+            "tablectl_ms": tablectl[key],
+            "floor_ms": floor,
+            "naive_ms": naive[key],
+            "fdatasync_ms": fsync[key],
+            "over_floor_ms": round(tablectl[key] - floor, 3),
+            "margin_ms": margin,
+            "within": tablectl[key] <= floor + margin,
+        }
+    return report
+
+
+def floor_line(floor: dict[str, Any]) -> str:
+    return "; ".join(
+        f"{name}: tablectl {f['tablectl_ms']} ms, floor {f['floor_ms']} ms (naive {f['naive_ms']} "
+        f"+ fdatasync {f['fdatasync_ms']}), {f['over_floor_ms']:+.3f} ms over it, "
+        f"{'within' if f['within'] else 'NOT within'} +{f['margin_ms']} ms"
+        for name, f in floor.items()
+    )
+
+
 def pair_report(tablectl: PhaseResult, naive: PhaseResult, warmup: int) -> dict[str, Any]:
     """One interleaved pair: both systems' p50/p99 and their ratios."""
     t = common.summary_ms(tablectl.measured(warmup))
@@ -888,6 +922,13 @@ async def run(args: argparse.Namespace) -> int:
         else None
         for key in ("p50_ratio", "p99_ratio")
     }
+    floor = floor_report(
+        common.summary_ms(tablectl.latencies_ns), common.summary_ms(naive.latencies_ns), fsync
+    )
+    for pair_result, (t, n) in zip(pair_reports, pairs, strict=True):
+        pair_result["floor"] = floor_report(
+            common.summary_ms(t.measured(args.warmup)), common.summary_ms(n.measured(args.warmup)), fsync
+        )
     report = {
         **common.header(
             "latency",
@@ -915,6 +956,7 @@ async def run(args: argparse.Namespace) -> int:
         "naive_bridge": phase_report(naive, 0),
         "pairs": pair_reports,
         "median_ratio_tablectl_to_naive": ratios,
+        "floor": floor,
         "markdown": table,
     }
     output = common.write_result("latency", report, args.output)
@@ -933,6 +975,9 @@ async def run(args: argparse.Namespace) -> int:
             f"p99 {pair['tablectl_without_commit_p99_ms']} ms"
         )
     print(f"median ratio tablectl / naive over {len(pair_reports)} pair(s): {ratios}")
+    print(f"Floor (naive bridge + one append and fdatasync, this run), all pairs: {floor_line(floor)}")
+    for number, pair in enumerate(pair_reports, 1):
+        print(f"  pair {number}: {floor_line(pair['floor'])}")
     print()
     print(
         f"Journal: {'durable' if durable else 'NOT durable'} (journal_mode={journal.get('journal_mode')}, "
