@@ -38,6 +38,7 @@ from drivers.dice.reader import (
     FaceMeasure,
     Pixels,
     Polarity,
+    outside_as_felt,
     to_lab,
 )
 
@@ -710,6 +711,9 @@ def calibrate_from_samples(
     images = [sample.load() for sample in samples]
     if roi is None:
         roi = fit_tray(images)
+    circle = fit_tray_circle(images, roi)
+    if circle is not None:  # a round tray: its rim is no die, as the reader will see it
+        images = [outside_as_felt(image, circle, (0, 0)) for image in images]
     found = _discover_dice(images, samples, roi, read_side)
     examples = _labelled_from_values(images, samples, found)
     if sum(len(e.dice) for e in examples) < 6:
@@ -718,6 +722,8 @@ def calibrate_from_samples(
             "values: need more photos of dice lying apart"
         )
     fitted = calibrate(examples, roi=roi, now=now, read_side=read_side)
+    if circle is not None:
+        fitted = fitted.model_copy(update={"tray_circle": circle})
     fitted, contradicted = _raise_least_confidence(fitted, images, samples)
     readback = read_back(DiceReader(fitted), images, samples)
     # a camera straight above sees no side faces: then no pip need be tried left out (5x less work per die)
@@ -893,6 +899,76 @@ def fit_tray(images: Sequence[Pixels]) -> tuple[int, int, int, int] | None:
     if (left, top, right, bottom) == (0, 0, width, height):
         return None
     return (left, top, right - left, bottom - top)
+
+
+def fit_tray_circle(
+    images: Sequence[Pixels], roi: tuple[int, int, int, int] | None
+) -> tuple[float, float, float] | None:
+    """A round tray (a shaker's dome): the circle the tray region fills, when it fills it (at least 90% of
+    the circle of its width is tray, and it is as tall as wide); else None. In frame pixels, a pixel inside
+    the tray's outline (the rim is not tray)."""
+    if roi is None or not images:
+        return None
+    x, y, w, h = roi
+    if abs(w - h) > 0.05 * max(w, h):
+        return None
+    shrink = max(1.0, min(w, h) / 120.0)
+    size = (max(1, round(w / shrink)), max(1, round(h / shrink)))
+    stack = np.stack(
+        [cv2.resize(image[y : y + h, x : x + w], size, interpolation=cv2.INTER_AREA) for image in images[:25]]
+    )
+    empty = cv2.GaussianBlur(np.median(stack, axis=0).astype(np.uint8), (0, 0), 0.8)
+    mask = np.zeros((size[1] + 2, size[0] + 2), np.uint8)
+    step = (TRAY_STEP,) * 3
+    cv2.floodFill(
+        empty.copy(),
+        mask,
+        (size[0] // 2, size[1] // 2),
+        (0, 0, 0),
+        step,
+        step,
+        4 | cv2.FLOODFILL_MASK_ONLY | (1 << 8),
+    )
+    filled = mask[1:-1, 1:-1]
+    radius = min(size) / 2
+    ys, xs = np.ogrid[0 : size[1], 0 : size[0]]
+    disc = (xs + 0.5 - size[0] / 2) ** 2 + (ys + 0.5 - size[1] / 2) ** 2 <= radius * radius
+    if np.count_nonzero(filled[disc]) < 0.9 * np.count_nonzero(disc):
+        return None
+    # the rim, to the pixel: along rays from the middle of the empty tray (the photos' median, full size),
+    # where the colour first leaves the felt's; the circle through those points (least squares), less the
+    # rays whose point is off it (a die lying on the rim in most photos, a reflection)
+    # the tray region lies inside the rim: look a little beyond it
+    height, width = images[0].shape[:2]
+    margin = round(0.1 * max(w, h))
+    left, top = max(0, x - margin), max(0, y - margin)
+    right, bottom = min(width, x + w + margin), min(height, y + h + margin)
+    full = np.median(np.stack([image[top:bottom, left:right] for image in images[:15]]), axis=0)
+    lab = cv2.cvtColor(full.astype(np.uint8), cv2.COLOR_BGR2LAB).astype(np.float32)
+    centre_x, centre_y = x + w / 2 - left, y + h / 2 - top
+    reach = np.arange(0.8 * min(w, h) / 2, max(w, h) / 2 + margin)
+    points = []
+    for turn in np.linspace(0, 2 * math.pi, 120, endpoint=False):
+        xs = np.clip(np.round(centre_x + reach * math.cos(turn)).astype(int), 0, right - left - 1)
+        ys = np.clip(np.round(centre_y + reach * math.sin(turn)).astype(int), 0, bottom - top - 1)
+        samples = lab[ys, xs]
+        felt = np.median(samples[: len(samples) // 3], axis=0)
+        off = np.nonzero(np.linalg.norm(samples - felt, axis=1) > 3 * TRAY_STEP)[0]
+        if len(off):
+            points.append((float(xs[off[0]]), float(ys[off[0]])))
+    if len(points) < 60:
+        return None
+    edge = np.array(points)
+    for _ in range(2):
+        # x^2 + y^2 + a x + b y + c = 0
+        design = np.column_stack([edge[:, 0], edge[:, 1], np.ones(len(edge))])
+        a, b, c = np.linalg.lstsq(design, -(edge**2).sum(axis=1), rcond=None)[0]
+        fit_x, fit_y = -a / 2, -b / 2
+        radius = math.sqrt(max(0.0, fit_x * fit_x + fit_y * fit_y - c))
+        off_circle = np.abs(np.hypot(edge[:, 0] - fit_x, edge[:, 1] - fit_y) - radius)
+        edge = edge[off_circle <= max(2.0, float(np.percentile(off_circle, 80)))]
+    # a pixel inside: the rim's anti-aliased edge is not felt
+    return (left + fit_x, top + fit_y, radius - 1.5)
 
 
 def _lenient_pips(calibration: DiceCalibration) -> DiceCalibration:

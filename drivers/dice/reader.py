@@ -39,6 +39,17 @@ Boxes and pip centres in the results are in the frame's own pixels.
 A blob cut by the edge of the tray region is not read (it may be a die partly out of view); it refuses the
 frame unless the expected number of dice were all read whole, when it cannot be one of them.
 
+Touching dice (`split_touching`): a blob refused in step 2 as touching is tried as 2-7 dice of one size (the
+blob's area shared among them, or the calibrated die's side), each a square fitted to the blob
+(`_fit_squares`), each then read by steps 3-6 as a die alone in its square. The split is accepted only when it
+explains every edge (each square on the blob, no die overlapping another, nothing of the blob left over but
+its soft outline) and every pip (every pip-like mark on the dice is a pip of a die read), and when no other
+number or size of dice explains the blob with other values; else the blob is refused as touching, with why.
+Dice against the rim (`off_the_rim`): in a blob at the edge of the view, the parts left once everything
+narrower than half a die is taken away, wholly inside the view, are read the same way; only dice read count.
+A round tray (`tray_circle`, a shaker's dome) is read with everything outside its circle painted as the felt
+along its rim.
+
 Public API (see also `drivers.dice` and `drivers.dice.table`):
 
     DiceReader(calibration).read(frame, expect=3) -> AcceptedDice | DiceRefusal
@@ -59,7 +70,7 @@ import functools
 import itertools
 import math
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import cv2
@@ -88,6 +99,7 @@ FACES: dict[int, tuple[tuple[int, int], ...]] = {
     5: ((-1, -1), (1, -1), (0, 0), (-1, 1), (1, 1)),
     6: ((-1, -1), (-1, 0), (-1, 1), (1, -1), (1, 0), (1, 1)),
 }
+PIP_SPACING_LEAST = 0.2  # a pip grid unit is at least this many die sides on any die (usually 0.25-0.3)
 CLEAN_FACE_EXTENT = 1.35  # checked for stray marks up to here: inside the face even when seen at an angle
 # the face reaches about 1.6-1.8 grid units from its centre; marks inside 1.5 are on it
 FACE_HALF_EXTENT = 1.5
@@ -112,6 +124,23 @@ LOCATE_CONTRAST_FRACTION = 0.6
 # die (0.15 sides) and its smoothing
 WINDOW_MARGIN_SIDES = 0.2
 MAX_GRID_STEP = 16  # view pixels a window may grow by on each side to be sampled exactly as the whole view
+# Touching dice: a blob refused as touching is tried as 2 to `SPLIT_MOST_DICE` dice of one size (its area
+# shared among them), each a square fitted where it covers the blob best; every die is then read alone
+SPLIT_MOST_DICE = 7
+# a blob at the edge of the view is looked into once parts narrower than this many die sides are taken away
+# (the rim; its own die keeps its square, with its corners rounded)
+RIM_OPENING = 0.5
+SPLIT_ANGLE_STEP = 5.0  # degrees between the turns tried for a die's square, before finer ones about the best
+SPLIT_SQUARE_COVER = 0.85  # least share of a fitted square on the blob (its corners are rounded: ~0.98)
+SPLIT_LEFT_OVER = 0.08  # most of the blob, in dice, that no fitted square covers (the seams, the outline)
+SPLIT_OVERLAP = 0.05  # most a die may overlap another, in dice (dice do not pass through dice)
+# a blob reaches past its dice by about this share of a side (soft edges, smoothing): a die's square fitted to
+# the blob is that much larger than the die
+SPLIT_OUTLINE = 0.15
+# the squares' turns and places are searched at this scale (0.5: 1.4x as fast, and fewer dice read)
+SPLIT_SEARCH_SCALE = 1.0
+SPLIT_REFITS = 1  # passes fitting each die's square again with the others in place
+SPLIT_CORNER = 0.12  # corner radius / side of the square a split die is read in (a die's corners are round)
 
 
 class DiceCalibration(BaseModel):
@@ -140,6 +169,9 @@ class DiceCalibration(BaseModel):
     version: int = CALIBRATION_VERSION
     created_utc: str = ""
     roi: tuple[int, int, int, int] | None = None  # x, y, w, h of the tray; None = the whole image
+    # a round tray (a shaker's dome): its centre x, y and radius in the frame; what lies outside it (the
+    # rim, the machine) is read as the felt next to it, so a die against the rim is a blob of its own
+    tray_circle: tuple[float, float, float] | None = None
     # the tray is read resized by this factor (a die about `READ_SIDE_PX` wide: the pips stay several pixels
     # wide, the work shrinks with the square of it); every size in pixels below is at this scale
     scale: float = Field(default=1.0, gt=0.0, le=1.0)
@@ -386,7 +418,18 @@ class DiceReader:
         readings: list[DieReading] = []
         no_die: list[DieReading] = []  # blobs no die of this table makes: passed over like those at the edge
         for view, region in located:
+            if region.at_edge and not self.no_die_makes(region):
+                # dice lying against the rim (or a bright band along it) are one blob with it
+                readings.extend(self.off_the_rim(view.lab, region, view))
+        for view, region in located:
             reading = self.read_region(view.lab, region, view)
+            if reading.problem == "touching" and not self.no_die_makes(region):
+                split = self.split_touching(view.lab, region, view)
+                if isinstance(split, tuple):
+                    readings.extend(split)
+                    continue
+                if split:
+                    reading = replace(reading, reason=f"touching another die ({split})")
             if reading.value is None and (self.no_die_makes(region) or self.blank(view.lab, region)):
                 no_die.append(reading)
             readings.append(reading)
@@ -545,6 +588,9 @@ class DiceReader:
                 return "the calibrated tray area is outside the image"
             if image.shape[0] < h or image.shape[1] < w:
                 return f"the image ({_size(image)} from {x},{y}) does not hold the calibrated tray {w}x{h}"
+        circle = self.calibration.tray_circle if tray else None
+        if circle is not None and image.ndim in (2, 3):
+            image = outside_as_felt(image, circle, origin)
         return image, origin
 
     def read_die_at(self, image: np.ndarray, point: tuple[float, float]) -> DieReading:
@@ -562,6 +608,239 @@ class DiceReader:
             box = (round(point[0]), round(point[1]), 0, 0)
             return DieReading(None, 0.0, box, 0, "no die there", "count")
         return self.read_region(view.lab, chosen, view)
+
+    # touching dice --------------------------------------------------------------------------------
+
+    def off_the_rim(self, lab: Pixels, region: DieRegion, view: View) -> list[DieReading]:
+        """The dice read in a blob at the edge of the view, in the parts of it that lie wholly inside the view
+        once everything narrower than half a die is taken away: dice against the tray's rim or the dome's (a
+        thin band of die colour along the edge), alone or touching. Only dice read are returned: a part that
+        is not read, whatever it is (a die unread, a bright band along the rim), stays part of the blob at
+        the edge, which is passed over only when the expected dice are all read, so leaving a part out can
+        only leave a die unread and the frame refused."""
+        cal = self.calibration
+        x, y, w, h = region.box
+        blob = np.zeros((h, w), np.uint8)
+        cv2.drawContours(blob, [region.contour - np.array([x, y], np.int32)], -1, 1, cv2.FILLED)
+        opened = cv2.morphologyEx(blob, cv2.MORPH_OPEN, _disc(_odd(round(cal.die_side_median * RIM_OPENING))))
+        contours, _ = cv2.findContours(opened, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)
+        height, width = lab.shape[:2]
+        read: list[DieReading] = []
+        for contour in contours:
+            part = _region(contour + np.array([x, y], np.int32), width, height, region.notch)
+            px, py, pw, ph = part.box
+            # inside the view: clear of its edge by a pixel (the rim the part was cut from lies between)
+            if not (px > 1 and py > 1 and px + pw < width - 1 and py + ph < height - 1):
+                continue
+            problem = self.region_problem(part)
+            if not problem:
+                reading = self.read_region(lab, part, view)
+                if reading.value is not None:
+                    read.append(reading)
+            elif problem.startswith("touching") and not self.no_die_makes(part):
+                split = self.split_touching(lab, part, view)
+                if isinstance(split, tuple):
+                    read.extend(split)
+        return read
+
+    def split_touching(self, lab: Pixels, region: DieRegion, view: View) -> tuple[DieReading, ...] | str:
+        """The dice of a blob of two or more touching dice, each read as a die alone; or why not ("" when no
+        number of dice of the calibrated size makes a blob of this area).
+
+        For each number of dice n the blob's area allows (`_split_sizes`: a side sqrt(area / n), or the usual
+        die's, within the calibrated die sizes), n squares of that side are fitted (`_fit_squares`). The split
+        must explain every edge (each square on the blob, the squares apart, nothing of the blob left over)
+        and every pip (each die read by `read_region`, as a die alone, and every pip-like mark of the blob a
+        pip of a die read). Two splits that both explain the blob and read differently: refused."""
+        cal = self.calibration
+        low, high = cal.die_side_px
+        if region.at_edge:
+            return ""
+        x, y, w, h = region.box
+        pad = region.notch
+        blob: Pixels = np.zeros((h + 2 * pad, w + 2 * pad), np.uint8)
+        cv2.drawContours(blob, [region.contour - np.array([x - pad, y - pad], np.int32)], -1, 1, cv2.FILLED)
+        # pips on the outline (dark, so "not die") bite into it: closed, as for a die's solidity
+        blob = cv2.morphologyEx(blob, cv2.MORPH_CLOSE, _disc(pad))
+        area = cv2.countNonZero(blob)
+        hull = np.zeros_like(blob)
+        hull[pad : pad + h, pad : pad + w] = region.mask
+        origin = (x - pad, y - pad)
+        found: list[tuple[DieReading, ...]] = []
+        why: list[str] = []
+        for count, side in _split_sizes(area, cal.die_side_median, (low, high)):
+            squares = _fit_squares(blob, side, count)
+            if isinstance(squares, str):
+                why.append(f"{count} dice of {side:.0f} px: {squares}")
+                continue
+            dice = self._read_squares(lab, squares, side, hull, origin, region, view)
+            if isinstance(dice, str):
+                why.append(f"{count} dice of {side:.0f} px: {dice}")
+                continue
+            on_squares: Pixels = np.zeros_like(blob)
+            cores: Pixels = np.zeros_like(blob)
+            core = side * (1.0 - SPLIT_OUTLINE)
+            for square_x, square_y, angle in squares:
+                on_squares |= _square_mask(blob.shape, square_x, square_y, side, angle)
+                cores |= _square_mask(blob.shape, square_x, square_y, core, angle)
+            unexplained = self._unexplained_pips(lab, blob & on_squares, cores, origin, side, dice, view)
+            if unexplained:
+                why.append(f"{count} dice of {side:.0f} px: {unexplained}")
+                continue
+            found.append(dice)
+        readings = {(len(dice), tuple(sorted(die.value or 0 for die in dice))) for dice in found}
+        if len(readings) == 1:  # one reading, whichever size of die found it
+            return found[0]
+        if found:
+            return "as " + " or ".join(f"{count} dice {values}" for count, values in sorted(readings))
+        return "; ".join(why)
+
+    def _read_squares(
+        self,
+        lab: Pixels,
+        squares: list[tuple[float, float, float]],
+        side: float,
+        hull: Pixels,
+        origin: tuple[int, int],
+        region: DieRegion,
+        view: View,
+    ) -> tuple[DieReading, ...] | str:
+        """Each fitted square (x, y, angle in the blob's own pixels) read as a die alone: its region is the
+        square with rounded corners, within the blob's hull; or why one was not read."""
+        height, width = lab.shape[:2]
+        readings = []
+        for number, (cx, cy, angle) in enumerate(squares, 1):
+            outline = rounded_square((cx + origin[0], cy + origin[1]), side, angle, SPLIT_CORNER)
+            contour = np.round(outline).astype(np.int32).reshape(-1, 1, 2)
+            left, top, box_w, box_h = cv2.boundingRect(contour)
+            left, top = max(0, left), max(0, top)
+            right, bottom = min(width, left + box_w), min(height, top + box_h)
+            if right <= left or bottom <= top:
+                return f"die {number} out of view"
+            mask = np.zeros((bottom - top, right - left), np.uint8)
+            cv2.drawContours(mask, [contour - np.array([left, top], np.int32)], -1, 1, cv2.FILLED)
+            # within the blob's hull: the square's own corners may reach past a die's rounder ones
+            hull_left, hull_top = left - origin[0], top - origin[1]
+            inside = np.zeros_like(mask)
+            hx0, hy0 = max(0, hull_left), max(0, hull_top)
+            hx1, hy1 = (
+                min(hull.shape[1], hull_left + mask.shape[1]),
+                min(hull.shape[0], hull_top + mask.shape[0]),
+            )
+            if hx1 > hx0 and hy1 > hy0:
+                inside[hy0 - hull_top : hy1 - hull_top, hx0 - hull_left : hx1 - hull_left] = hull[
+                    hy0:hy1, hx0:hx1
+                ]
+            mask &= inside
+            die_area = float(cv2.countNonZero(mask))
+            if die_area == 0:
+                return f"die {number} off the blob"
+            die_region = DieRegion(
+                box=(left, top, right - left, bottom - top),
+                mask=mask,
+                area=die_area,
+                centre=(cx + origin[0], cy + origin[1]),
+                angle=angle,
+                aspect=1.0,
+                at_edge=region.at_edge,
+                contour=contour,
+                notch=region.notch,
+                least_solidity=1.0,
+            )
+            reading = self.read_region(lab, die_region, view)
+            if reading.value is None:
+                return f"die {number}: {reading.reason}"
+            readings.append(reading)
+        return tuple(readings)
+
+    @staticmethod
+    def _tray_colour(
+        colour: NDArray[np.float64], pip_colours: NDArray[np.float64], tray: NDArray[np.float64]
+    ) -> bool:
+        """Whether a mark's mean Lab colour is nearer the tray's than the median of the dice's pips'."""
+        pip_colour = np.median(pip_colours, axis=0)
+        return bool(np.linalg.norm(colour - tray) < np.linalg.norm(colour - pip_colour))
+
+    def _unexplained_pips(
+        self,
+        lab: Pixels,
+        blob: Pixels,
+        cores: Pixels,
+        origin: tuple[int, int],
+        side: float,
+        dice: tuple[DieReading, ...],
+        view: View,
+    ) -> str:
+        """Empty when every pip-like mark on the blob's dice (`blob`: the part of the blob the dice's squares
+        cover; the rest is strips too narrow for a pip, checked by `_fit_squares`), of either polarity the
+        calibration allows, round nearly enough to be a pip and of a pip's size, is a pip of one of the dice
+        read; else which mark is not. One mark only is no pip: the tray seen through the gap between two
+        dice at an angle (which segmentation closes), that is, a mark off every die's core (`cores`: the
+        squares without the blob's soft outline) whose colour is nearer the tray's around the blob than the
+        dice's pips'."""
+        cal = self.calibration
+        x0, y0 = origin
+        height, width = blob.shape
+        vx0, vy0 = max(0, x0), max(0, y0)
+        vx1, vy1 = min(lab.shape[1], x0 + width), min(lab.shape[0], y0 + height)
+        lightness = np.ascontiguousarray(lab[vy0:vy1, vx0:vx1, 0])
+        inner = cv2.erode(
+            blob[vy0 - y0 : vy1 - y0, vx0 - x0 : vx1 - x0], _disc(_odd(max(3, round(side * 0.08))))
+        )
+        if not cv2.countNonZero(inner):
+            return ""
+        pips = [view.to_view(pip) for die in dice for pip in die.pip_centres]
+        reach = 0.5 * PIP_SPACING_LEAST * side
+        die_area = side * side
+        low_area = min(cal.pip_area_ratio[0], cal.one_pip_area_ratio[0]) * die_area
+        high_area = max(cal.pip_area_ratio[1], cal.one_pip_area_ratio[1]) * die_area
+        polarities = ("dark", "light") if cal.pip_polarity == "any" else (cal.pip_polarity,)
+        structuring = _disc(_odd(max(3, round(side * 0.45))))
+        window_blob = blob[vy0 - y0 : vy1 - y0, vx0 - x0 : vx1 - x0]
+        known: list[NDArray[np.float64]] = []
+
+        def tray() -> NDArray[np.float64]:
+            """The median colour just around the blob (measured when first asked for)."""
+            if not known:
+                around = cv2.dilate(window_blob, _disc(_odd(max(3, round(side * 0.15))))) & (window_blob == 0)
+                pixels = lab[vy0:vy1, vx0:vx1][around > 0]
+                known.append(np.median(pixels, axis=0) if len(pixels) else np.full(3, np.inf))
+            return known[0]
+
+        for polarity in polarities:
+            operation = cv2.MORPH_BLACKHAT if polarity == "dark" else cv2.MORPH_TOPHAT
+            response = cv2.morphologyEx(lightness, operation, structuring)
+            response[inner == 0] = 0
+            (peak,) = _histogram_percentiles(response, 0, inner, (99.5,))
+            threshold = max(cal.pip_contrast, 0.4 * peak)
+            binary = (response > threshold).astype(np.uint8)
+            count, labels, stats, centroids = _components(binary)
+            if count <= 1:
+                continue
+            areas = stats[:, cv2.CC_STAT_AREA].astype(np.float64)
+            roundness, _, colours = _blob_statistics(
+                labels, count, areas, response.astype(np.float32), lab[vy0:vy1, vx0:vx1]
+            )
+            least_round = NEAR_PIP_ROUNDNESS * cal.min_pip_roundness
+            marks = [
+                (index, (float(centroids[index][0]) + vx0, float(centroids[index][1]) + vy0))
+                for index in range(1, count)
+                if 0.5 * low_area <= areas[index] <= high_area and roundness[index] >= least_round
+            ]
+            pip_marks = [index for index, mark in marks if any(math.dist(mark, pip) <= reach for pip in pips)]
+            for index, mark in marks:
+                if index in pip_marks:
+                    continue
+                x, y = round(mark[0]) - x0, round(mark[1]) - y0
+                on_core = 0 <= y < cores.shape[0] and 0 <= x < cores.shape[1] and cores[y, x]
+                if (
+                    not on_core
+                    and pip_marks
+                    and self._tray_colour(colours[index], colours[pip_marks], tray())
+                ):
+                    continue
+                return f"a pip-like mark at {_rounded(view.to_frame(mark))} on no die's face"
+        return ""
 
     # segmentation ---------------------------------------------------------------------------------
 
@@ -1060,6 +1339,169 @@ def _cut_inside(region: DieRegion, size: tuple[int, int], tray_sides: tuple[bool
     return any(touch and not side for touch, side in zip(touches, tray_sides, strict=True))
 
 
+def _split_sizes(area: float, usual: float, sides: tuple[float, float]) -> list[tuple[int, float]]:
+    """(number of dice, side) to try a blob of `area` as: 2 to `SPLIT_MOST_DICE` dice sharing its area, and
+    as many dice of the usual side as about fill it (gaps between dice closer than a pip are filled: a
+    blob may be larger than its dice); only sides within the calibrated ones."""
+    tries = []
+    for count in range(2, SPLIT_MOST_DICE + 1):
+        shared = math.sqrt(area / count)
+        for side in (shared, usual) if abs(shared - usual) > 0.03 * usual else (shared,):
+            if sides[0] <= side <= sides[1] and 0.7 <= count * side * side / area <= 1.15:
+                tries.append((count, side))
+    return tries
+
+
+def _fit_squares(blob: Pixels, side: float, count: int) -> list[tuple[float, float, float]] | str:
+    """`count` squares of `side` (x, y of the centre, angle in degrees; in `blob`'s pixels) that together
+    explain the blob, or why there are none. Each is fitted by `_fit_square` to what the others leave of the
+    blob: first one after the other, then each again with all the others in place (a die placed early,
+    with little of the blob known to be its neighbours', moves to where they leave room). Explained: each
+    square lies on the blob, no die overlaps another, and nothing of the blob is left over but strips
+    narrower than a sixth of a die (its soft outline, and gaps between dice closer than a pip, which
+    segmentation fills)."""
+    # the turns and places are searched at half size (a quarter of the work; a die is still 20 px or more),
+    # then each square is centred and measured at full size
+    small_side = side * SPLIT_SEARCH_SCALE
+    small = cv2.resize(
+        blob.astype(np.float32),
+        None,
+        fx=SPLIT_SEARCH_SCALE,
+        fy=SPLIT_SEARCH_SCALE,
+        interpolation=cv2.INTER_AREA,
+    )
+    small = (small >= 0.5).astype(np.uint8)
+    found: list[tuple[float, float, float, float]] = []
+    for number in range(1, count + 1):
+        square = _fit_square(small, small_side, found)
+        if isinstance(square, str):
+            return f"die {number}: {square}"
+        found.append(square)
+    for _ in range(SPLIT_REFITS):
+        for index in range(count):
+            square = _fit_square(small, small_side, found[:index] + found[index + 1 :], found[index][2])
+            if not isinstance(square, str):
+                found[index] = square
+    # a small pixel's centre is the centre of the full pixels it averages
+    to_full = 1.0 / SPLIT_SEARCH_SCALE
+    squares = _centred(
+        blob, side, [((x + 0.5) * to_full - 0.5, (y + 0.5) * to_full - 0.5, a, 0.0) for x, y, a, _ in found]
+    )
+    die_area = side * side
+    placed = np.zeros(blob.shape, np.uint8)
+    cores = np.zeros(blob.shape, np.uint8)
+    core_side = side * (1.0 - SPLIT_OUTLINE)
+    for number, (x, y, angle, _) in enumerate(squares, 1):
+        square_mask = _square_mask(blob.shape, x, y, side, angle)
+        share = np.count_nonzero(square_mask & blob) / max(1, cv2.countNonZero(square_mask))
+        if share < SPLIT_SQUARE_COVER:
+            return f"die {number}: no square of {side:.0f} px on the blob ({share:.2f} of it at best)"
+        # the die itself: a blob reaches past its dice by a pixel or two (soft edges), so does the square
+        core = _square_mask(blob.shape, x, y, core_side, angle)
+        overlap = cv2.countNonZero(core & cores) / die_area
+        if overlap > SPLIT_OVERLAP:
+            return f"die {number} overlaps another ({overlap:.2f} of a die)"
+        cores |= core
+        placed |= square_mask
+    uncovered = cv2.morphologyEx(blob & (placed == 0), cv2.MORPH_OPEN, _disc(_odd(max(3, round(side / 6)))))
+    left_over = cv2.countNonZero(uncovered) / die_area
+    if left_over > SPLIT_LEFT_OVER:
+        return f"{left_over:.2f} of a die left over"
+    return [(x, y, angle) for x, y, angle, _ in squares]
+
+
+def _centred(
+    blob: Pixels, side: float, squares: list[tuple[float, float, float, float]]
+) -> list[tuple[float, float, float, float]]:
+    """Each square moved to the centre of the blob's pixels it holds that are nearer its centre than any
+    other's: a square is fitted against the blob's outline, which reaches past the dice, and a die between
+    two others has no outline of its own along the row."""
+    xs, ys = _nonzero(blob)
+    points = np.stack([xs, ys], axis=1).astype(np.float64)
+    centres = np.array([(x, y) for x, y, _, _ in squares])
+    nearest = np.argmin(((points[:, None, :] - centres[None, :, :]) ** 2).sum(axis=2), axis=1)
+    moved = []
+    for index, (x, y, angle, share) in enumerate(squares):
+        t = math.radians(angle)
+        offsets = points - (x, y)
+        # within the square: its own axes
+        u = np.abs(offsets[:, 0] * math.cos(t) + offsets[:, 1] * math.sin(t))
+        v = np.abs(-offsets[:, 0] * math.sin(t) + offsets[:, 1] * math.cos(t))
+        own = points[(nearest == index) & (u <= side / 2) & (v <= side / 2)]
+        if len(own) < 0.5 * side * side:
+            moved.append((x, y, angle, share))
+            continue
+        centre_x, centre_y = own.mean(axis=0)
+        moved.append((float(centre_x), float(centre_y), angle, share))
+    return moved
+
+
+def _square_mask(shape: tuple[int, ...], x: float, y: float, side: float, angle: float) -> Pixels:
+    mask = np.zeros(shape[:2], np.uint8)
+    cv2.fillConvexPoly(mask, np.round(cv2.boxPoints(((x, y), (side, side), angle))).astype(np.int32), 1)
+    return mask
+
+
+def _fit_square(
+    blob: Pixels, side: float, others: list[tuple[float, float, float, float]], near: float | None = None
+) -> tuple[float, float, float, float] | str:
+    """The square of `side` (x, y, angle, its share on the blob) that lies most on the blob and on what the
+    `others` leave of it, among those, of every turn (`SPLIT_ANGLE_STEP`, then finer about the best; only
+    turns about `near` when given), that
+    hold the point of that rest farthest from the others (from the blob's centre when there are none): a
+    corner of one die, which only that die's square holds while lying on the blob."""
+    remaining = blob.copy()
+    for x, y, angle, _ in others:
+        remaining[_square_mask(blob.shape, x, y, side, angle) > 0] = 0
+    if others:  # slivers the others' squares leave of their dice are no die
+        remaining = cv2.morphologyEx(remaining, cv2.MORPH_OPEN, _disc(_odd(max(3, round(side * 0.2)))))
+    xs, ys = _nonzero(remaining)
+    if len(xs) < 0.5 * side * side:
+        return "nothing left for it"
+    if others:
+        anchors = [(x, y) for x, y, _, _ in others]
+    else:
+        blob_xs, blob_ys = _nonzero(blob)
+        anchors = [(float(blob_xs.mean()), float(blob_ys.mean()))]
+    distance2 = np.min([(xs - ax) ** 2 + (ys - ay) ** 2 for ax, ay in anchors], axis=0)
+    far = int(np.argmax(distance2))
+    px, py = float(xs[far]), float(ys[far])
+    span = math.ceil(side)
+    window = 2 * span + 1
+    box = max(3, round(side))
+    half = box // 2
+    best, best_score = (-1.0, 0.0, 0.0, 0.0), -1.0
+    # the blob and what the others leave of it, turned together (two channels, one warp)
+    pair = cv2.merge([blob.astype(np.float32), remaining.astype(np.float32)])
+    # every turn (a die is the same turned by 90 degrees), then finer about the best; or only about `near`
+    coarse = [float(angle) for angle in np.arange(0.0, 90.0, SPLIT_ANGLE_STEP)] if near is None else [near]
+    fine = [SPLIT_ANGLE_STEP * step / 4 for step in (-2, -1, 1, 2)]
+    for number, turn in enumerate(coarse + fine):
+        angle = turn if number < len(coarse) else best[3] + turn  # the finer turns about the best coarse one
+        t = math.radians(angle)
+        cos, sin = math.cos(t), math.sin(t)
+        # window pixel (u, v) is blob point p + R(angle) (u - span, v - span): the square's axes upright
+        to_blob = np.array(
+            [[cos, -sin, px - span * cos + span * sin], [sin, cos, py - span * sin - span * cos]]
+        )
+        turned = cv2.warpAffine(
+            pair, to_blob, (window, window), flags=cv2.INTER_NEAREST | cv2.WARP_INVERSE_MAP
+        )
+        cover = cv2.boxFilter(turned, -1, (box, box), normalize=True)
+        # squares holding p: centres within half a side of it (the middle of the window); the best lies on the
+        # blob and takes most of what is still unexplained (of squares alike on the blob, as along a row of
+        # dice, the one clear of the others)
+        middle = cover[span - half : span + half + 1, span - half : span + half + 1]
+        score = middle[:, :, 0] + middle[:, :, 1]
+        v, u = np.unravel_index(int(np.argmax(score)), score.shape)
+        if float(score[v, u]) > best_score:
+            best_score = float(score[v, u])
+            du, dv = float(u - half), float(v - half)
+            best = (float(middle[v, u, 0]), px + du * cos - dv * sin, py + du * sin + dv * cos, angle)
+    share, x, y, angle = best
+    return x, y, angle, share
+
+
 def _rounded(point: tuple[float, float]) -> tuple[float, float]:
     return (round(point[0], 1), round(point[1], 1))
 
@@ -1079,6 +1521,53 @@ def to_lab(image: object) -> Pixels | None:
     elif image.shape[2] == 4:
         image = cv2.cvtColor(image, cv2.COLOR_BGRA2BGR)
     return cv2.cvtColor(np.ascontiguousarray(image), cv2.COLOR_BGR2LAB)
+
+
+def rounded_square(
+    centre: tuple[float, float], side: float, angle: float, corner: float = 0.14, slant: float = 1.0
+) -> NDArray[np.float64]:
+    """A die's outline: a square of `side` with corners rounded by `corner` sides, turned by `angle` degrees
+    about its centre, its height times `slant`; (x, y) points."""
+    half, radius = side / 2, side * corner
+    points = []
+    for cx, cy, start in (
+        (half - radius, half - radius, 0),
+        (-half + radius, half - radius, 90),
+        (-half + radius, -half + radius, 180),
+        (half - radius, -half + radius, 270),
+    ):
+        for step in range(7):
+            a = math.radians(start + 15 * step)
+            points.append((cx + radius * math.cos(a), cy + radius * math.sin(a)))
+    t = math.radians(angle)
+    rotation = np.array([[math.cos(t), -math.sin(t)], [math.sin(t), math.cos(t)]])
+    return (np.array(points) * np.array([1.0, slant])) @ rotation.T + np.array(centre)
+
+
+def outside_as_felt(image: Pixels, circle: tuple[float, float, float], origin: tuple[int, int]) -> Pixels:
+    """A copy of `image` (whose top-left pixel is `origin` in the frame) with everything outside the round
+    tray `circle` painted the median colour of the felt along the inside of its rim."""
+    height, width = image.shape[:2]
+    outside, rim = _circle_masks(height, width, circle[0] - origin[0], circle[1] - origin[1], circle[2])
+    painted = image.copy()
+    if rim.any():
+        painted[outside] = np.median(image[rim], axis=0).astype(np.uint8)
+    return painted
+
+
+@functools.lru_cache(maxsize=8)
+def _circle_masks(
+    height: int, width: int, centre_x: float, centre_y: float, radius: float
+) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
+    """Pixels outside the circle, and a sample of those just inside it (the felt along the rim)."""
+    ys, xs = np.ogrid[0:height, 0:width]
+    distance2 = (xs - centre_x) ** 2 + (ys - centre_y) ** 2
+    outside = distance2 > radius * radius
+    rim = (distance2 <= radius * radius) & (distance2 > (0.96 * radius) ** 2)
+    rim &= (xs + ys) % 7 == 0  # a sample is enough for a median
+    outside.flags.writeable = False
+    rim.flags.writeable = False
+    return outside, rim
 
 
 def _odd(size: int) -> int:

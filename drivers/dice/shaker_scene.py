@@ -3,8 +3,9 @@
 A `Renderer` for `drivers.camera.SyntheticSource(renderer=...)` (the demo and the tests): it asks `truth()`
 which shake cycle the dice are in and what they show (None while they still move), and draws them: each rest
 gets its own random layout (position, rotation, size, light from one side, a little blur and sensor noise),
-and now and then what makes a real reader refuse: a die cocked against another (seen at a slant), two dice
-touching, or one die stacked on another. Such a rest must be shaken again; the reader must never read it.
+and now and then what makes a real reader refuse: a die cocked against another (seen at a slant), or one die
+stacked on another. Such a rest must be shaken again; the reader must never read it. (Dice touching are read
+apart: `drivers.dice.synthetic.dome_scene` draws them.)
 
 Pure drawing with OpenCV and numpy; the same cycle always gives the same picture (the layout is seeded by the
 cycle id), so frames of one rest differ only by the source's sensor noise.
@@ -61,7 +62,7 @@ class Layout:
     light_angle: float  # where the light comes from (degrees)
     light_spread: float  # how much darker the far side of the tray is (0..1)
     blur: float  # Gaussian sigma, px
-    kind: str  # "flat" | "cocked" | "touching" | "stacked" | "moving": what a reader must see
+    kind: str  # "flat" | "cocked" | "stacked" | "moving": what a reader must see
 
 
 def _rotation(angle: float) -> NDArray[np.float64]:
@@ -145,7 +146,7 @@ def layout_for(
     *,
     anomaly_rate: float = 0.0,
 ) -> Layout:
-    """A random rest of these dice; with `anomaly_rate` one of cocked, touching, stacked."""
+    """A random rest of these dice; with `anomaly_rate` one of cocked, stacked."""
     side = float(rng.uniform(*SIDE_RANGE))
     centres = _place(rng, len(values), width, height, side)
     dice = [
@@ -154,17 +155,12 @@ def layout_for(
     ]
     kind = "flat"
     if len(dice) >= 2 and rng.random() < anomaly_rate:
-        kind = str(rng.choice(["cocked", "touching", "stacked"]))
+        kind = str(rng.choice(["cocked", "stacked"]))
         first, second = dice[0], dice[1]
         if kind == "cocked":
             dice[0] = Die(
                 first.centre, first.value, first.angle, first.side, "cocked", float(rng.uniform(0.5, 0.7))
             )
-        elif kind == "touching":
-            # edge to edge, same rotation: one blob of two dice
-            along = _rotation(first.angle) @ np.array([first.side * 1.02, 0.0])
-            centre = (first.centre[0] + float(along[0]), first.centre[1] + float(along[1]))
-            dice[1] = Die(centre, second.value, first.angle, first.side)
         else:
             # on top of the first, nearer the camera: larger, and off its centre
             offset = rng.uniform(-0.25, 0.25, 2) * first.side

@@ -7,12 +7,13 @@ marks on their face, dice cast a soft shadow; each die is drawn 4x larger and sh
 as a camera's. A stacked die lies on another and, being nearer the camera, looks larger.
 
     scene = random_scene(rng, dice=3)              # DiceScene: the dice, the hazard, the truth
+    scene = dome_scene(rng)                        # 3-7 dice in a shaker's round dome, mostly touching
     image = render(scene, seed=1)                  # BGR uint8, 1280x720 by default
     scene.values, scene.readable                   # what a reader must answer (or refuse when not readable)
 
 A `DiceScene` says whether it can be read (`readable`: every die flat, apart, in view) and the values a
-reader must give then; in a scene that is not readable (touching, cocked, stacked) any reading is wrong. The
-photographic hazards (blur, dark, glare) may be read or refused, but a reading must be right.
+reader must give then; in a scene that is not readable (cocked, stacked) any reading is wrong. Touching dice
+and the photographic hazards (blur, dark, glare) may be read or refused, but a reading must be right.
 
 `DiceRenderer(width=, height=)` is a renderer for `drivers.camera.sources.SyntheticSource` (and, named `dice`
 by the camera's record in `drivers.registry`, for a camera's `port = "synthetic:dice"`): rounds of dice
@@ -36,8 +37,8 @@ from drivers.dice.reader import FACES
 Image = NDArray[np.uint8]
 Pose = Literal["flat", "cocked", "stacked"]
 Hazard = Literal["none", "touching", "cocked", "stacked", "blur", "dark", "glare"]
-#: scenes that no reader may read (the dice are re-shaken)
-UNREADABLE: frozenset[str] = frozenset({"touching", "cocked", "stacked"})
+#: scenes that no reader may read (the dice are re-shaken); touching dice lie flat, each may be read
+UNREADABLE: frozenset[str] = frozenset({"cocked", "stacked"})
 #: how often each hazard comes in `random_scene` by default
 HAZARD_WEIGHTS: dict[Hazard, float] = {
     "none": 0.5,
@@ -82,6 +83,8 @@ class DiceScene:
     noise: float = 2.0  # sensor noise sigma, grey levels
     light: tuple[float, float] = (0.3, -0.4)  # where the light comes from (x, y), relative to overhead
     red_pips: bool = False  # the 1 and the 4 in red, as on many sic bo dice
+    dome: tuple[float, float, float] | None = None  # a shaker's dome seen from above: centre x, y and radius
+    touching_dice: int = 0  # dice that touch another (a dome scene says; a tray scene's hazard does)
 
     @property
     def readable(self) -> bool:
@@ -209,6 +212,155 @@ def _with_hazard(rng: np.random.Generator, scene: DiceScene) -> DiceScene:
     return replace(scene, dice=tuple(dice))
 
 
+# --- a shaker's dome -------------------------------------------------------------------------------------
+
+DOME_RADIUS = 0.46  # of the frame's height
+RIM_WIDTH = 0.02  # of the dome's radius: the metal ring the dome sits in
+# grey levels the light's reflection on the glass adds to the felt (brighter than the die contrast, it is a
+# die-coloured crescent, which a die lying on it joins)
+REFLECTION = 6.0
+TOUCH_GAP = 1.5  # pixels: dice closer than this touch (one blob)
+
+
+def dome_scene(
+    rng: np.random.Generator,
+    *,
+    dice: int | None = None,
+    width: int = 1280,
+    height: int = 720,
+    side: tuple[float, float] = (58.0, 70.0),
+    touching: float = 0.8,
+    red_pips: bool = False,
+) -> DiceScene:
+    """Dice at rest in a sic bo shaker's dome, seen from above: 3-7 dice (`dice`) on the felt of a round dome,
+    each die after the first laid against a die already there with probability `touching` (edge to edge or
+    at any turn, as dice come to rest together), else apart; none crosses the rim. The dome's rim, its
+    darker edge and the reflection of the light on its glass are drawn by `render`."""
+    count = int(rng.integers(3, 8)) if dice is None else dice
+    if not 1 <= count <= 7:
+        raise ValueError("1 to 7 dice")
+    size = float(rng.uniform(*side))
+    radius = DOME_RADIUS * height
+    centre = (width / 2, height / 2)  # the camera is fixed above the dome
+    placed: list[SceneDie] = []
+    for _ in range(count):
+        placed.append(_dome_die(rng, placed, size, centre, radius, touching))
+    members = tuple(replace(d, side_value=_beside(rng, d.value)) for d in placed)
+    together = _touching(members)
+    scene = DiceScene(
+        members,
+        "touching" if together else "none",
+        blur=float(rng.choice([0.0, rng.uniform(0.3, 0.8)])),
+        gain=float(rng.uniform(0.9, 1.08)),
+        gradient=(float(rng.uniform(-0.06, 0.06)), float(rng.uniform(-0.06, 0.06))),
+        noise=float(rng.uniform(1.0, 3.0)),
+        light=(float(rng.uniform(-0.3, 0.3)), float(rng.uniform(-0.3, 0.3))),
+        red_pips=red_pips,
+        dome=(centre[0], centre[1], radius),
+        touching_dice=together,
+    )
+    return scene
+
+
+def _outline_at(centre: tuple[float, float], side: float, angle: float) -> NDArray[np.float32]:
+    t = math.radians(angle)
+    turn = np.array([[math.cos(t), -math.sin(t)], [math.sin(t), math.cos(t)]])
+    return ((_OUTLINE * side) @ turn.T + np.array(centre)).astype(np.float32)
+
+
+def _overlap(a: NDArray[np.float32], b: NDArray[np.float32]) -> float:
+    area, _ = cv2.intersectConvexConvex(a, b)
+    return float(area)
+
+
+def _dome_die(
+    rng: np.random.Generator,
+    placed: list[SceneDie],
+    size: float,
+    centre: tuple[float, float],
+    radius: float,
+    touching: float,
+) -> SceneDie:
+    """One more die in the dome: against a die already there (with probability `touching`), else apart."""
+    reach = radius - 0.75 * size  # a die's corner is 0.71 sides from its centre: none crosses the rim
+    for _ in range(200):
+        side = size * float(rng.uniform(0.98, 1.02))
+        angle = float(rng.uniform(0, 90))
+        value = int(rng.integers(1, 7))
+        if placed and rng.random() < touching:
+            anchor = placed[int(rng.integers(0, len(placed)))]
+            if rng.random() < 0.5:  # lying flush, about as turned as its neighbour
+                angle = anchor.angle + float(rng.uniform(-5, 5))
+            heading = float(rng.uniform(0, 2 * math.pi))
+            near, far = 0.3 * size, 2.0 * size  # overlapping at `near`, apart at `far`: the contact between
+            for _ in range(20):
+                middle = (near + far) / 2
+                point = (
+                    anchor.centre[0] + middle * math.cos(heading),
+                    anchor.centre[1] + middle * math.sin(heading),
+                )
+                mine = _outline_at(point, side, angle)
+                if _overlap(mine, _outline_at(anchor.centre, anchor.side, anchor.angle)) > 0:
+                    near = middle
+                else:
+                    far = middle
+            distance = far + float(rng.uniform(0.0, 0.8))  # touching: at most a pixel apart
+            point = (
+                anchor.centre[0] + distance * math.cos(heading),
+                anchor.centre[1] + distance * math.sin(heading),
+            )
+        else:
+            turn, spread = float(rng.uniform(0, 2 * math.pi)), reach * math.sqrt(float(rng.uniform(0, 1)))
+            point = (centre[0] + spread * math.cos(turn), centre[1] + spread * math.sin(turn))
+        if math.dist(point, centre) > reach:
+            continue
+        mine = _outline_at(point, side, angle)
+        # clear of every other die; a die not laid against another is a quarter of a side from all of them
+        grown = _outline_at(point, side * 1.5, angle)
+        others = [d for d in placed if math.dist(d.centre, point) > 0.3 * size]
+        if len(others) != len(placed):
+            continue
+        clear = [_overlap(mine, _outline_at(d.centre, d.side, d.angle)) <= 0 for d in placed]
+        apart = [_overlap(grown, _outline_at(d.centre, d.side, d.angle)) <= 0 for d in placed]
+        if all(clear) and (sum(apart) >= len(placed) - 1 if placed and not all(apart) else True):
+            return SceneDie(value, point, side, angle)
+    raise ValueError(f"no room for another die of {size:.0f} px in the dome")
+
+
+def _touching(dice: tuple[SceneDie, ...]) -> int:
+    """How many of the dice touch another (closer than `TOUCH_GAP` pixels)."""
+    together = set()
+    for i, a in enumerate(dice):
+        grown = _outline_at(a.centre, a.side + 2 * TOUCH_GAP, a.angle)
+        for j in range(i + 1, len(dice)):
+            b = dice[j]
+            if _overlap(grown, _outline_at(b.centre, b.side, b.angle)) > 0:
+                together |= {i, j}
+    return len(together)
+
+
+@functools.lru_cache(maxsize=4)
+def _dome(width: int, height: int, centre_x: float, centre_y: float, radius: float) -> Image:
+    """The empty dome from above: felt lit from the middle and darker toward the rim, the metal ring the
+    dome sits in, the shaker's felt-covered base beyond it in the dome's shade, and the reflection of the
+    light on the glass: a faint bright arc near the rim."""
+    ys, xs = np.mgrid[0:height, 0:width].astype(np.float32)
+    distance = np.sqrt((xs - centre_x) ** 2 + (ys - centre_y) ** 2) / radius
+    felt = 1.0 - 0.25 * np.clip(distance, 0, 1) ** 2
+    image = np.empty((height, width, 3), np.float32)
+    image[..., 0], image[..., 1], image[..., 2] = 40 * felt, 118 * felt, 48 * felt
+    rim = (distance >= 1.0) & (distance < 1.0 + RIM_WIDTH)
+    shine = 110 + 40 * np.cos(np.arctan2(ys - centre_y, xs - centre_x) - 0.8)
+    for channel in range(3):
+        image[..., channel][rim] = shine[rim]
+    image[distance >= 1.0 + RIM_WIDTH] = (28, 30, 34)
+    # the reflection of the light on the dome: a soft arc near the rim on the light's side
+    angle = np.arctan2(ys - centre_y, xs - centre_x)
+    arc = np.exp(-(((distance - 0.92) / 0.025) ** 2)) * np.clip(np.cos(angle + 2.2), 0, 1) ** 4
+    image += (arc * (distance < 1.0) * REFLECTION)[..., None]
+    return np.clip(image, 0, 255).astype(np.uint8)
+
+
 # --- drawing --------------------------------------------------------------------------------------------
 
 
@@ -216,7 +368,12 @@ def render(
     scene: DiceScene, *, width: int = 1280, height: int = 720, seed: int = 0, tray: Image | None = None
 ) -> Image:
     """The scene as a BGR frame (the tray of `TrayRenderer` unless `tray` is given)."""
-    base = tray if tray is not None else _tray(width, height)
+    if tray is not None:
+        base = tray
+    elif scene.dome is not None:
+        base = _dome(width, height, *scene.dome)
+    else:
+        base = _tray(width, height)
     frame: NDArray[Any] = base.astype(np.float32)
     for die in sorted(scene.dice, key=lambda d: d.pose == "stacked"):  # a stacked die last: it is on top
         _draw_die(frame, die, scene)

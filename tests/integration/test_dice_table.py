@@ -71,17 +71,17 @@ def test_dice_read_prints_one_json_line_per_image(fitted: tuple[Path, list[str]]
     rng = np.random.default_rng(21)
     good = random_scene(rng, hazard="none")
     cv2.imwrite(str(tmp_path / "good.png"), render(good, seed=1))
-    cv2.imwrite(str(tmp_path / "touching.png"), render(random_scene(rng, hazard="touching"), seed=2))
+    cv2.imwrite(str(tmp_path / "stacked.png"), render(random_scene(rng, hazard="stacked"), seed=2))
     result = subprocess.run(
         [sys.executable, "-m", "controller.cli", "dice", "read", "--calibration", str(cal_path),
-         str(tmp_path / "good.png"), str(tmp_path / "touching.png")],
+         str(tmp_path / "good.png"), str(tmp_path / "stacked.png")],
         cwd=REPO, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     lines = [json.loads(line) for line in result.stdout.splitlines()]
     assert result.returncode == 1, result.stderr
     assert [line["status"] for line in lines] == ["ok", "reject"]
     assert lines[0]["values"] == list(good.values) and lines[0]["reason"] is None
-    assert lines[1]["values"] == [] and lines[1]["reason"] == "touching"
+    assert lines[1]["values"] == [] and lines[1]["reason"] == "count"  # the die below is hidden: two dice
     assert all(line["ms"] > 0 and line["image"].endswith(".png") for line in lines)
     only = subprocess.run(
         [sys.executable, "-m", "controller.cli", "dice", "read", "--calibration", str(cal_path),

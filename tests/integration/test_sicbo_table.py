@@ -120,7 +120,7 @@ async def test_a_round_with_a_refused_reading_reshakes_reads_and_replays_to_the_
     tmp_path: Path, mosquitto: MosquittoBroker
 ) -> None:
     table = SicBoTable(tmp_path, mosquitto)
-    table.scene.anomaly_rate = 1.0  # the first rest is cocked, touching or stacked: it must be refused
+    table.scene.anomaly_rate = 1.0  # the first rest is cocked or stacked: it must be refused
 
     def after_first_refusal(envelope: Envelope) -> None:
         if envelope.type == "dice.read" and envelope.data["values"] is None:
@@ -136,7 +136,7 @@ async def test_a_round_with_a_refused_reading_reshakes_reads_and_replays_to_the_
     reads = table.of("dice.read")
     refused = reads[0].data
     assert refused["values"] is None and refused["attempt"] == 1 and refused["reason"]
-    assert table.scene.layouts[refused["cycle_id"]].kind in ("cocked", "touching", "stacked")
+    assert table.scene.layouts[refused["cycle_id"]].kind in ("cocked", "stacked")
     first, second = (e.data for e in table.of("round.result"))
     assert first["reshakes"] == 1 and first["source"] == "camera"
     # what the camera read is what the shaker rolled

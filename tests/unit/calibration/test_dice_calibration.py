@@ -7,6 +7,7 @@ import argparse
 import json
 import os
 from collections import Counter
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -20,6 +21,8 @@ from calibration.dice import (
     LabelledImage,
     calibrate,
     evaluate,
+    fit_tray,
+    fit_tray_circle,
     load,
     load_yolo_folder,
     save,
@@ -27,6 +30,7 @@ from calibration.dice import (
 from calibration.dice_cli import EXIT_NOT_READABLE, EXIT_OK, EXIT_USAGE, register
 from drivers.dice.camera import CameraError, DiceCamera
 from drivers.dice.reader import CALIBRATION_KIND, CALIBRATION_VERSION, DiceCalibration, DiceReader
+from drivers.dice.synthetic import dome_scene, random_scene, render
 from tests.helpers.dice_scenes import DATA, THREE, crop_reading, die, labelled, scene, training_set
 
 # the reader calibrates from photographs (module fixtures of seconds): slow, as a whole
@@ -352,3 +356,23 @@ def test_real_tray_photos_no_confident_wrong_reading() -> None:
     assert total == 210
     assert outcomes["wrong"] == 0, outcomes
     assert outcomes["right"] >= 0.15 * total, outcomes  # measured: 47 of 210 (22%)
+
+
+def test_a_round_tray_is_fitted_as_a_circle_and_its_outside_read_as_felt() -> None:
+    """A shaker's dome: the circle of its felt, to a few pixels; a square tray has none. Outside the circle
+    (the rim, the machine) the reader sees the felt, so nothing there is a blob."""
+    rng = np.random.default_rng(6)
+    scenes = [dome_scene(rng, touching=0.0) for _ in range(8)]
+    images = [render(scene, seed=index) for index, scene in enumerate(scenes)]
+    roi = fit_tray(images)
+    circle = fit_tray_circle(images, roi)
+    assert circle is not None and scenes[0].dome is not None
+    centre_x, centre_y, radius = scenes[0].dome
+    assert abs(circle[0] - centre_x) < 3 and abs(circle[1] - centre_y) < 3, (circle, scenes[0].dome)
+    assert radius - 6 < circle[2] <= radius, (circle, radius)
+    flat = [render(random_scene(rng, hazard="none"), seed=index) for index in range(8)]
+    assert fit_tray_circle(flat, fit_tray(flat)) is None
+    empty = render(replace(scenes[0], dice=()), seed=1)
+    reader = DiceReader(DiceCalibration(roi=roi, tray_circle=circle, die_contrast=12.0, scale=0.6))
+    located = reader.locate(empty)
+    assert not isinstance(located, str) and located == [], located

@@ -29,6 +29,7 @@ from drivers.dice.reader import (
     _blob_statistics,
     _components,
     _fit_face,
+    _fit_squares,
     _histogram_percentiles,
     _merged,
     _nonzero,
@@ -117,21 +118,63 @@ def reasons(result: DiceResult) -> list[str]:
     return [d.reason for d in result.dice]
 
 
-def test_two_touching_dice_are_refused(reader: DiceReader) -> None:
+def test_two_touching_dice_are_split_and_read_apart(reader: DiceReader) -> None:
     dice = [die((150, 200), 3), die((150 + SIDE + 1, 200), 4), die((450, 300), 6, 20)]
     result = reader.read(scene(dice))
-    assert not result.readable and result.values is None
-    assert reasons(result) == ["touching another die", ""]
-    assert result.dice[1].value == 6
-    assert isinstance(result, DiceRefusal) and result.reason == "touching"
-    assert result.detail == "2 dice found, 3 expected; die 1: touching another die"
+    assert result.readable and result.values == (3, 4, 6), result
+    first, second = result.dice[:2]
+    assert math.dist(first.centre, (150, 200)) < 5 and math.dist(second.centre, (150 + SIDE + 1, 200)) < 5
 
 
-def test_two_dice_touching_at_an_angle_are_refused(reader: DiceReader) -> None:
+def test_two_dice_touching_at_an_angle_are_split_and_read_apart(reader: DiceReader) -> None:
     dice = [die((150, 200), 3, 40), die((150 + SIDE * 0.95, 200 + SIDE * 0.3), 4, 10), die((450, 300), 6, 20)]
     result = reader.read(scene(dice))
-    assert not result.readable
-    assert reasons(result) == ["touching another die", ""]
+    assert result.readable and result.values == (3, 4, 6), result
+
+
+def test_three_touching_dice_in_a_row_are_read(reader: DiceReader) -> None:
+    dice = [die((150 + i * (SIDE + 1), 220), value, 3) for i, value in enumerate((5, 2, 6))]
+    result = reader.read(scene(dice))
+    assert result.readable and result.values == (5, 2, 6), result
+
+
+def test_a_split_that_leaves_a_pip_unexplained_is_refused(reader: DiceReader) -> None:
+    """Two dice side by side and a third pip-like mark on the seam between them: each die alone may read,
+    but the mark is on no die's face."""
+    dice = [die((150, 200), 2), die((150 + SIDE + 1, 200), 4), die((450, 300), 6, 20)]
+    image = scene(dice)
+    cv2.circle(image, (round(150 + SIDE / 2 + 0.5), 200), round(0.085 * SIDE), (30, 26, 24), -1, cv2.LINE_AA)
+    result = reader.read(image)
+    assert not result.readable and result.reason == "touching", result
+
+
+def test_a_split_into_dice_of_the_wrong_size_is_refused(reader: DiceReader) -> None:
+    """An oblong blob one and a half dice long is no number of dice of the calibrated size."""
+    image = scene([die((450, 300), 6, 20)])
+    cv2.rectangle(image, (100, 170), (100 + round(1.5 * SIDE), 170 + round(SIDE)), IVORY, -1)
+    result = reader.read(image, expect=2)
+    assert not result.readable, result
+
+
+def test_fitting_squares_to_touching_dice_masks() -> None:
+    side = 40.0
+    blob = np.zeros((80, 140), np.uint8)
+    blob[20:60, 10:50] = 1
+    blob[20:60, 50:90] = 1
+    squares = _fit_squares(blob, side, 2)
+    assert not isinstance(squares, str), squares
+    centres = sorted((round(x), round(y)) for x, y, _ in squares)
+    assert all(math.dist(a, b) <= 2 for a, b in zip(centres, [(30, 40), (70, 40)], strict=True)), centres
+    assert isinstance(_fit_squares(blob, side, 3), str)  # three dice of 40 px do not make it
+    l_shape = blob.copy()
+    l_shape[60:80, 50:90] = 0
+    l_shape = np.pad(l_shape, ((0, 40), (0, 0)))
+    l_shape[60:100, 50:90] = 1
+    fitted = _fit_squares(l_shape, side, 3)
+    assert not isinstance(fitted, str), fitted
+    oblong = np.zeros((80, 140), np.uint8)
+    oblong[20:60, 10:70] = 1  # one and a half dice
+    assert isinstance(_fit_squares(oblong, side, 2), str)
 
 
 def test_a_blank_die_coloured_blob_is_no_die_once_every_expected_die_is_read(reader: DiceReader) -> None:
