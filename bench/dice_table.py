@@ -688,9 +688,9 @@ def main(argv: list[str] | None = None) -> int:
         report["dataset_sources"] = dice_accuracy.dataset_commits(args.data)
     if "real" in parts:
         report["real"] = []
-        for name in args.datasets.split(","):
-            print(f"{name}: calibrating from values and measuring two folds...", file=sys.stderr)
-            report["real"].append(run_real(args.data, name))
+        for dataset in args.datasets.split(","):
+            print(f"{dataset}: calibrating from values and measuring two folds...", file=sys.stderr)
+            report["real"].append(run_real(args.data, dataset))
     if "samples" in parts:
         if args.samples is None:
             parser.error("--parts samples needs --samples SAMPLES.csv")
