@@ -140,6 +140,9 @@ SPLIT_OUTLINE = 0.15
 # the squares' turns and places are searched at this scale (0.5: 1.4x as fast, and fewer dice read)
 SPLIT_SEARCH_SCALE = 1.0
 SPLIT_REFITS = 1  # passes fitting each die's square again with the others in place
+# sides of dice in one frame differ by less than this share (one camera, about one height)
+SPLIT_SIZE_SPREAD = 0.12
+ROUND_TRAY_MARGIN = 0.3  # die sides a round tray's view reaches past its circle's bounding box
 SPLIT_CORNER = 0.12  # corner radius / side of the square a split die is read in (a die's corners are round)
 
 
@@ -421,10 +424,12 @@ class DiceReader:
             if region.at_edge and not self.no_die_makes(region):
                 # dice lying against the rim (or a bright band along it) are one blob with it
                 readings.extend(self.off_the_rim(view.lab, region, view))
-        for view, region in located:
-            reading = self.read_region(view.lab, region, view)
+        first = [(view, region, self.read_region(view.lab, region, view)) for view, region in located]
+        # the dice read alone say how large a die is in this frame: touching dice are split into dice of it
+        alone = [region.side for _, region, reading in first if reading.value is not None]
+        for view, region, reading in first:
             if reading.problem == "touching" and not self.no_die_makes(region):
-                split = self.split_touching(view.lab, region, view)
+                split = self.split_touching(view.lab, region, view, alone)
                 if isinstance(split, tuple):
                     readings.extend(split)
                     continue
@@ -580,15 +585,25 @@ class DiceReader:
             return "not a colour or grey image"
         origin = (0, 0)
         roi = self.calibration.roi if tray else None
+        circle = self.calibration.tray_circle if tray else None
         if roi is not None:
             x, y, w, h = roi
+            if image.shape[0] < y + h or image.shape[1] < x + w:
+                cut = image[y : y + h, x : x + w]
+                if cut.size == 0:
+                    return "the calibrated tray area is outside the image"
+                return f"the image ({_size(cut)} from {x},{y}) does not hold the calibrated tray {w}x{h}"
+            if circle is not None and image.ndim in (2, 3):
+                # a round tray: nothing lies beyond its wall, so a die against it is whole; the view reaches a
+                # little past the circle (painted as felt) so that such a die is not at the view's edge
+                margin = math.ceil(
+                    ROUND_TRAY_MARGIN * self.calibration.die_side_median / self.calibration.scale
+                )
+                x, y = max(0, x - margin), max(0, y - margin)
+                w = min(image.shape[1], roi[0] + roi[2] + margin) - x
+                h = min(image.shape[0], roi[1] + roi[3] + margin) - y
             image = image[y : y + h, x : x + w]
             origin = (x, y)
-            if image.size == 0:
-                return "the calibrated tray area is outside the image"
-            if image.shape[0] < h or image.shape[1] < w:
-                return f"the image ({_size(image)} from {x},{y}) does not hold the calibrated tray {w}x{h}"
-        circle = self.calibration.tray_circle if tray else None
         if circle is not None and image.ndim in (2, 3):
             image = outside_as_felt(image, circle, origin)
         return image, origin
@@ -643,7 +658,9 @@ class DiceReader:
                     read.extend(split)
         return read
 
-    def split_touching(self, lab: Pixels, region: DieRegion, view: View) -> tuple[DieReading, ...] | str:
+    def split_touching(
+        self, lab: Pixels, region: DieRegion, view: View, alone: list[float] | None = None
+    ) -> tuple[DieReading, ...] | str:
         """The dice of a blob of two or more touching dice, each read as a die alone; or why not ("" when no
         number of dice of the calibrated size makes a blob of this area).
 
@@ -654,6 +671,12 @@ class DiceReader:
         pip of a die read). Two splits that both explain the blob and read differently: refused."""
         cal = self.calibration
         low, high = cal.die_side_px
+        if alone:  # dice read alone in the same frame: these dice are their size (trying fewer sizes is safe)
+            usual = statistics.median(alone)
+            low, high = (
+                max(low, (1.0 - SPLIT_SIZE_SPREAD) * usual),
+                min(high, (1.0 + SPLIT_SIZE_SPREAD) * usual),
+            )
         if region.at_edge:
             return ""
         x, y, w, h = region.box
