@@ -140,8 +140,9 @@ SPLIT_OUTLINE = 0.15
 # the squares' turns and places are searched at this scale (0.5: 1.4x as fast, and fewer dice read)
 SPLIT_SEARCH_SCALE = 1.0
 SPLIT_REFITS = 1  # passes fitting each die's square again with the others in place
-# sides of dice in one frame differ by less than this share (one camera, about one height)
-SPLIT_SIZE_SPREAD = 0.12
+# sides of dice in one frame differ by less than this share (one camera; a webcam at a slant sees nearer dice
+# larger: at 0.12 one matteop65 photo of touching dice was no longer read)
+SPLIT_SIZE_SPREAD = 0.2
 ROUND_TRAY_MARGIN = 0.3  # die sides a round tray's view reaches past its circle's bounding box
 SPLIT_CORNER = 0.12  # corner radius / side of the square a split die is read in (a die's corners are round)
 
