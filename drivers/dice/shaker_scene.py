@@ -28,7 +28,7 @@ import cv2
 import numpy as np
 from numpy.typing import NDArray
 
-from drivers.dice.reader import FACES
+from drivers.dice.reader import FACES, rounded_square
 
 CALIBRATION_FILE = Path(__file__).with_name("shaker_scene_calibration.json")
 
@@ -72,26 +72,7 @@ def _rotation(angle: float) -> NDArray[np.float64]:
 
 def _outline(die: Die) -> NDArray[np.float64]:
     """The die's outline as seen from above (squashed along one axis when cocked)."""
-    return rounded_square(die.centre, die.side, die.angle, die.slant)
-
-
-def rounded_square(
-    centre: tuple[float, float], side: float, angle: float, slant: float = 1.0
-) -> NDArray[np.float64]:
-    """A die's outline: a square with rounded corners turned by `angle` degrees, its height times `slant`."""
-    half, radius = side / 2, side * 0.14
-    points = []
-    for cx, cy, start in (
-        (half - radius, half - radius, 0),
-        (-half + radius, half - radius, 90),
-        (-half + radius, -half + radius, 180),
-        (half - radius, -half + radius, 270),
-    ):
-        for step in range(7):
-            a = math.radians(start + 15 * step)
-            points.append((cx + radius * math.cos(a), cy + radius * math.sin(a)))
-    squash = np.array([1.0, slant])
-    return (np.array(points) * squash) @ _rotation(angle).T + np.array(centre)
+    return rounded_square(die.centre, die.side, die.angle, slant=die.slant)
 
 
 def draw(layout: Layout, width: int, height: int, seed: int = 0) -> NDArray[np.uint8]:

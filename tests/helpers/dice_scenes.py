@@ -12,8 +12,7 @@ import cv2
 import numpy as np
 
 from calibration.dice import LabelledDie, LabelledImage
-from drivers.dice.reader import FACES, DiceReader
-from drivers.dice.shaker_scene import rounded_square
+from drivers.dice.reader import FACES, DiceReader, rounded_square
 from tests.helpers.paths import REPO
 
 DATA = REPO.parent / "shared" / "data" / "dice"
