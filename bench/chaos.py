@@ -414,9 +414,15 @@ class Campaign:
         """Whether the shoe received a LOCK after the ACK of the last card: the next round has opened (the
         gate stays open after a round's last card until then)."""
         device = self.shoe.device
-        last = next(
-            (line.time for line in reversed(device.acknowledged) if line.text.startswith("CARD ")), None
-        )
+        cards = [line for line in device.acknowledged if line.text.startswith("CARD ")]
+        # From when the last card was drawn, not from its ACK: a table killed before it wrote that ACK comes
+        # back, asks for the gate (LOCK) as it comes online, may open the next round (LOCK) at once, and only
+        # then acknowledges the shoe's repeat of the card; from that ACK on no LOCK follows, and the dealer
+        # would wait for the next round forever.
+        last = None
+        if cards:
+            drawn = (line.time for line in device.sent if line.text == cards[-1].text)
+            last = next(drawn, cards[-1].time)
         for line in reversed(device.received):
             if last is not None and line.time < last:
                 return False
