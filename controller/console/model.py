@@ -64,9 +64,9 @@ class SharedEvents:
     Bounded like a model's history: the last `per_table` events of at most `max_tables` tables (an event
     evicted here while a session still holds it stays that session's, and is freed with its history)."""
 
-    def __init__(self, *, per_table: int = 0, max_tables: int = 0) -> None:
-        self.per_table = per_table or RECENT_EVENTS
-        self.max_tables = max_tables or MAX_TABLES
+    def __init__(self, *, per_table: int = RECENT_EVENTS, max_tables: int = MAX_TABLES) -> None:
+        self.per_table = per_table
+        self.max_tables = max_tables
         self._tables: dict[str, dict[tuple[str, bool], dict[str, Any]]] = {}
 
     def intern(self, table_id: str, envelope: dict[str, Any]) -> dict[str, Any]:
