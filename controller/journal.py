@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from controller.events import Envelope, Event, format_sequence, iso_ms
+from controller.events import Envelope, Event, envelope_json, format_sequence, iso_ms, trusted_envelope
 
 #: unacknowledged events kept in memory after `append`, so the bus publishes them without reading them back;
 #: past this many (a long broker outage) the rest is read from SQLite when their turn comes
@@ -202,36 +202,41 @@ class Journal:
         *,
         reply: CommandReply | None = None,
         delivered: tuple[str, str] | None = None,
+        envelopes: bool = True,
     ) -> list[Envelope]:
         """Journal events (and the state snapshot after them) in one committed transaction; with `reply`, the
         reply to the command that caused them too, so the command is never applied again; with `delivered`
         (device, raw), the device message they came from (several lines: joined by newlines; see
-        `delivered`)."""
+        `delivered`). Returns the journaled envelopes; with `envelopes=False`, none (a caller that has no use
+        for them: the bus publishes the journal's own text, `pending`)."""
         recorded = iso_ms(self.clock())
-        envelopes: list[Envelope] = []
+        journaled: list[Envelope] = []
         pending: list[PendingEvent] = []
         with self._transaction():
             sequence = self._last_sequence
             for event in events:
                 sequence += 1
-                envelope = Envelope(
-                    id=uuid.uuid4().hex,
-                    source=self.source,
-                    type=event.type,
-                    time=iso_ms(event.time),
-                    recordedtime=recorded,
-                    sequence=format_sequence(sequence),
-                    subject=event.subject,
-                    historical=False,
-                    data=event.data,
-                )
-                text = envelope.model_dump_json()
+                # built here from the journal's own counter and clock and an event whose data its model
+                # checked (`make_event`): encoded once, not validated again (`envelope_json`)
+                fields = {
+                    "id": uuid.uuid4().hex,
+                    "source": self.source,
+                    "type": event.type,
+                    "time": iso_ms(event.time),
+                    "recordedtime": recorded,
+                    "sequence": format_sequence(sequence),
+                    "subject": event.subject,
+                    "historical": False,
+                    "data": event.data,
+                }
+                text = envelope_json(fields)
                 self._db.execute(
                     "INSERT INTO events (sequence, id, type, envelope) VALUES (?, ?, ?, ?)",
-                    (sequence, envelope.id, envelope.type, text),
+                    (sequence, fields["id"], event.type, text),
                 )
-                envelopes.append(envelope)
-                pending.append(PendingEvent(sequence, envelope.type, recorded, text))
+                if envelopes:
+                    journaled.append(trusted_envelope(fields))
+                pending.append(PendingEvent(sequence, event.type, recorded, text))
             # The device messages delivered go in the state's row: the same page, not one more (see
             # `delivered`); every device's, so that the row alone answers after a restart.
             delivered_now = self._delivered
@@ -259,7 +264,7 @@ class Journal:
             if len(self._pending) >= PENDING_CACHE:
                 break
             self._pending[item.sequence] = item
-        return envelopes
+        return journaled
 
     def acknowledge(self, sequence: int) -> None:
         """The broker acknowledged this event: it no longer needs sending (see `acknowledge_many`)."""

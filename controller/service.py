@@ -223,7 +223,14 @@ class TableService:
         state_changed = state != self._stored_state
         if step.events or reply is not None or delivered is not None or state_changed:
             try:
-                envelopes = self.journal.append(step.events, snapshot=state, reply=reply, delivered=delivered)
+                # the envelopes are built only for those who listen (the bus publishes the journal's text)
+                envelopes = self.journal.append(
+                    step.events,
+                    snapshot=state,
+                    reply=reply,
+                    delivered=delivered,
+                    envelopes=bool(self.listeners),
+                )
             except (sqlite3.Error, OSError) as exc:
                 # Fail-stop (like Klipper on a lost MCU): an event that is not durable must not be published,
                 # and a table whose journal cannot be written cannot promise anything. systemd restarts the
@@ -233,7 +240,7 @@ class TableService:
                 self._stopped.set()
                 return False
             self._stored_state = state
-            if envelopes:
+            if step.events:
                 self.bus.events_committed()
             for envelope in envelopes:
                 for listener in self.listeners:
