@@ -66,6 +66,9 @@ class AcknowledgingClient(aiomqtt.Client):
         #: (MQTT 5 DISCONNECT 0x8E). aiomqtt only raises "Disconnected during message iteration" and the like,
         #: with the code on an exception's __cause__ at best; paho hands it to on_disconnect.
         self.taken_over = False
+        #: inside `publish_nowait`: paho's request for a writer waits for `flush()` (see there)
+        self._batching = False
+        self._writer_wanted = False
 
     def _on_connect(
         self,
@@ -120,6 +123,13 @@ class AcknowledgingClient(aiomqtt.Client):
         if not on_loop:
             super()._on_socket_register_write(client, userdata, sock)
             return
+        if self._batching:
+            # `flush()` follows and writes it now: a writer added here would only be removed again by it
+            self._writer_wanted = True
+            return
+        self._add_writer(client, sock)
+
+    def _add_writer(self, client: paho.Client, sock: Any) -> None:
 
         def write() -> None:
             try:
@@ -149,16 +159,28 @@ class AcknowledgingClient(aiomqtt.Client):
 
     def publish_nowait(self, topic: str, payload: str, on_ack: Callable[[ReasonCode], None]) -> None:
         """Publish at QoS 1, not retained, without waiting: `on_ack` gets the PUBACK's reason code (on this
-        loop). The bytes go out on `flush()` or on the loop's next turn."""
-        info = self._client.publish(topic, payload, qos=1)
+        loop). Call `flush()` after the last of a batch, before the next await: the bytes go out there (what
+        the socket does not take then goes on the loop's writer), not before."""
+        self._batching = True
+        try:
+            info = self._client.publish(topic, payload, qos=1)
+        finally:
+            self._batching = False
         if info.rc != paho.MQTT_ERR_SUCCESS:
             raise aiomqtt.MqttCodeError(info.rc, "Could not publish message")
         self._ack_callbacks[info.mid] = on_ack
 
     def flush(self) -> None:
-        """Write what is queued now rather than on the loop's next turn (a socket that is full keeps the
-        rest for the loop's writer callback, as usual)."""
-        self._client.loop_write()
+        """Write what is queued now rather than on the loop's next turn; what the socket does not take goes
+        on the loop's writer callback. After `publish_nowait`, no writer is added for what this writes at
+        once: two epoll changes less per event."""
+        wanted, self._writer_wanted = self._writer_wanted, False
+        try:
+            self._client.loop_write()
+        finally:
+            sock = self._client.socket()
+            if wanted and sock is not None and self._client.want_write():
+                self._add_writer(self._client, sock)
 
     async def publish_acknowledged(
         self, topic: str, payload: bytes | str, *, timeout: float = ACK_TIMEOUT_SECONDS

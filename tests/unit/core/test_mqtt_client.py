@@ -6,8 +6,10 @@ from __future__ import annotations
 import asyncio
 import inspect
 import re
+import socket
 import tomllib
 from importlib.metadata import version
+from typing import Any
 
 import aiomqtt
 import paho.mqtt.client as paho
@@ -55,7 +57,7 @@ def test_aiomqtt_registers_the_hooks_as_paho_callbacks_api_v2_and_keeps_the_attr
         assert getattr(client._client, callback) == getattr(client, hook), f"{hook} is not paho's {callback}"
     assert isinstance(client._loop, asyncio.AbstractEventLoop)
     assert isinstance(client._disconnected, asyncio.Future)
-    for used in ("publish", "loop_write"):
+    for used in ("publish", "loop_write", "socket", "want_write"):
         assert callable(getattr(client._client, used))
 
 
@@ -67,3 +69,45 @@ def test_the_installed_versions_are_the_minor_releases_pinned() -> None:
         installed = tuple(int(part) for part in version(name).split(".")[:2])
         assert installed == tuple(int(part) for part in low.split(".")), f"{name} {version(name)} vs {pin}"
         assert installed < tuple(int(part) for part in high.split("."))
+
+
+def test_a_batch_published_then_flushed_adds_no_writer_unless_the_socket_keeps_some_of_it() -> None:
+    # publish_nowait leaves the writing to flush(): a writer is added only for what the socket did not take
+    async def scenario() -> tuple[bytes, int, bool, bool]:
+        client = AcknowledgingClient("127.0.0.1", 1883, protocol=aiomqtt.ProtocolVersion.V5)
+        ours, broker = socket.socketpair()
+        ours.setblocking(False)
+        broker.setblocking(False)
+        client._client._sock = ours  # as if connected: paho writes to its socket
+        loop = asyncio.get_running_loop()
+        added: list[int] = []
+        add_writer = loop.add_writer
+
+        def counted(fd: int, callback: Any, *args: Any) -> None:
+            added.append(fd)
+            add_writer(fd, callback, *args)
+
+        loop.add_writer = counted  # type: ignore[method-assign]
+        try:
+            acks: list[object] = []
+            client.publish_nowait("t/a", "one", acks.append)
+            client.publish_nowait("t/b", "two", acks.append)
+            client.flush()
+            received = broker.recv(65536)
+            writers_for_the_batch = len(added)
+            no_writer = not loop.remove_writer(ours.fileno())
+            # a payload larger than the socket takes at once: the rest goes on the loop's writer
+            client.publish_nowait("t/c", "x" * (8 << 20), acks.append)
+            client.flush()
+            writer_added = loop.remove_writer(ours.fileno())
+            return received, writers_for_the_batch, no_writer, writer_added
+        finally:
+            client._client._sock = None
+            ours.close()
+            broker.close()
+
+    received, writers_for_the_batch, no_writer, writer_added = asyncio.run(scenario())
+    assert b"t/a" in received and b"one" in received and b"t/b" in received and b"two" in received
+    assert writers_for_the_batch == 0  # none added then removed again: what flush wrote needed none
+    assert no_writer
+    assert writer_added
