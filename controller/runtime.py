@@ -84,6 +84,9 @@ from drivers.session import DeviceCommand
 
 log = logging.getLogger(__name__)
 
+#: `json.dumps(..., separators=(",", ":"), sort_keys=True)`, its encoder made once
+_COMPACT_SORTED = json.JSONEncoder(separators=(",", ":"), sort_keys=True)
+
 #: supervisor device actions -> the device command every session understands by that name
 DEVICE_ACTIONS: dict[str, DeviceCommand] = {
     "power_on": DeviceCommand("power", {"on": True}),
@@ -204,6 +207,9 @@ class TableCore:
         self.rejected: dict[str, int] = {}
         #: the gate last asked of the game's gate device (True: open); None: not asked since its link came up
         self._gate_asked: bool | None = None
+        #: the state record's encoded fields but the flow's (`_state_head`), and what they were encoded from
+        self._head: bytes = b""
+        self._head_key: tuple[tuple[str, int], ...] | None = None
 
     # -- state -----------------------------------------------------------------------------------------
     def export_state(self) -> dict[str, Any]:
@@ -215,6 +221,20 @@ class TableCore:
         """`export_state()` as the UTF-8 JSON the journal stores (what `controller.table_state.decode_state`
         reads back), built without the dict round trip: the flow's record is encoded by pydantic directly.
         Journaled with every step, so it is on the path of every event."""
+        return (
+            b'{"flow":'
+            + self.flow.export_record().model_dump_json().encode("utf-8")
+            + b","
+            + self._state_head()
+        )
+
+    def _state_head(self) -> bytes:
+        """The record's other fields, encoded (sorted: after `"flow"`) without their opening brace. While
+        nothing is held, the table is not paused and the rejection counts stay, they are the same bytes from
+        step to step: kept, not encoded again."""
+        key = None if self.held or self.pause is not None else tuple(self.rejected.items())
+        if key is not None and key == self._head_key:
+            return self._head
         head = {
             "game": self.game,
             "held": [held_record(reading).model_dump(mode="json") for reading in self.held],
@@ -223,8 +243,9 @@ class TableCore:
             "state_version": STATE_VERSION,
             "table_id": self.table_id,
         }
-        encoded = json.dumps(head, separators=(",", ":"), sort_keys=True).encode("utf-8")
-        return b'{"flow":' + self.flow.export_record().model_dump_json().encode("utf-8") + b"," + encoded[1:]
+        self._head = _COMPACT_SORTED.encode(head).encode("utf-8")[1:]
+        self._head_key = key
+        return self._head
 
     def restore_state(self, data: dict[str, Any]) -> None:
         """Apply a journaled record (already migrated to STATE_VERSION). Raises StateMismatch, changing
