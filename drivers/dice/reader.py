@@ -8,9 +8,10 @@ Method, in the order the checks run:
 1. Dice are segmented against the background: the background colour is estimated locally (a coarse median
    filter, so that uneven light does not matter) and a pixel belongs to a die when its Lab colour is far
    enough from it. Specks are removed; each blob's convex hull is the die (pips are not die-coloured).
-2. Each blob is checked as a die: cut by the edge of the view; touching another die (not convex once
-   pip-sized notches are closed, an oblong as large as two dice, or twice a die's area); too large (a stacked
-   die is nearer the camera) or too small (partly hidden); not square from above (cocked).
+2. Each blob is checked as a die: cut by the edge of the view; touching another die (twice a die's area, or
+   at least 1.5 dice's pixels and not convex once pip-sized notches are closed, or as oblong as two dice
+   edge to edge; fewer pixels make one die, however ragged its outline: it is judged as one); too large (a
+   stacked die is nearer the camera) or too small (partly hidden); not square from above (cocked).
 3. Inside a die, pips are the small blobs that differ from the die's own lightness (black-hat for dark pips,
    top-hat for light ones, so shading across the die does not matter); a pip must have a pip's size and be
    round. Seen at an angle a die shows pips of its side faces too: the outermost pips are tried left out
@@ -37,9 +38,12 @@ then run in a window around each such place only, cut on the pixel grid the whol
 Boxes and pip centres in the results are in the frame's own pixels.
 
 A blob cut by the edge of the tray region is not read (it may be a die partly out of view); it refuses the
-frame unless the expected number of dice were all read whole, when it cannot be one of them.
+frame unless the expected number of dice were all read whole, when it cannot be one of them. A blob no whole
+die's shape makes (`no_die_makes`: a speck, a sliver) inside the view is named in a refusal, but the
+refusal's reason and count are the dice's: a cable's ragged outline does not make a frame "touching".
 
-Touching dice (`split_touching`): a blob refused in step 2 as touching is tried as 2-7 dice of one size (the
+Touching dice (`split_touching`): a blob refused in step 2 as touching (or, ragged or oblong, not read as
+one die) is tried as 2-7 dice of one size (the
 blob's area shared among them, or the calibrated die's side), each a square fitted to the blob
 (`_fit_squares`), each then read by steps 3-6 as a die alone in its square. The split is accepted only when it
 explains every edge (each square on the blob, no die overlapping another, nothing of the blob left over but
@@ -106,6 +110,7 @@ FACE_HALF_EXTENT = 1.5
 NOISE_SIDE_FRACTION = 0.45  # blobs smaller than this fraction of the smallest die are specks, not dice
 TOUCHING_AREA_RATIO = 1.8  # a blob this many times a usual die's area is two dice (a stacked die: ~1.3)
 SIDE_BY_SIDE_ASPECT = 1.75  # an oblong this long (and large enough for two) is two dice edge to edge
+ONE_DIE_MOST = 1.5  # a blob of less than this many usual dice is at most one die: two make twice its area
 NO_DIE_AREA = 0.5  # a blob smaller than this many usual dice is no die (a die half hidden is refused anyway)
 NO_DIE_ASPECT = 3.5  # nor is a sliver this oblong (three dice in a row make 3) of less than two dice's area
 # a pip-sized mark at least this fraction of the least pip roundness is nearly a pip: a reading that it would
@@ -421,6 +426,7 @@ class DiceReader:
             return DiceRefusal("image", located, frame=reference)
         readings: list[DieReading] = []
         no_die: list[DieReading] = []  # blobs no die of this table makes: passed over like those at the edge
+        not_dice: list[DieReading] = []  # of those, inside the view: not in a refusal's reason
         for view, region in located:
             if region.at_edge and not self.no_die_makes(region):
                 # dice lying against the rim (or a bright band along it) are one blob with it
@@ -429,18 +435,24 @@ class DiceReader:
         # the dice read alone say how large a die is in this frame: touching dice are split into dice of it
         alone = [region.side for _, region, reading in first if reading.value is not None]
         for view, region, reading in first:
-            if reading.problem == "touching" and not self.no_die_makes(region):
+            # a blob of one die's pixels, ragged or oblong, not read as one die may still be two small dice
+            may_touch = reading.problem == "touching" or (
+                reading.value is None and (self.ragged(region) or self.oblong(region))
+            )
+            if may_touch and not self.no_die_makes(region):
                 split = self.split_touching(view.lab, region, view, alone)
                 if isinstance(split, tuple):
                     readings.extend(split)
                     continue
-                if split:
+                if split and reading.problem == "touching":
                     reading = replace(reading, reason=f"touching another die ({split})")
+            if reading.value is None and self.no_die_makes(region) and not region.at_edge:
+                not_dice.append(reading)  # (a die cut by the view's edge may show as any shape)
             if reading.value is None and (self.no_die_makes(region) or self.blank(view.lab, region)):
                 no_die.append(reading)
             readings.append(reading)
         readings.sort(key=lambda reading: reading.box[0] + reading.box[2] / 2)
-        return _combine(tuple(readings), expect, self.calibration.roi, reference, no_die)
+        return _combine(tuple(readings), expect, self.calibration.roi, reference, no_die, not_dice)
 
     def blank(self, lab: Pixels, region: DieRegion) -> bool:
         """Whether a blob of at most one die's size shows not one pip-like mark (with either polarity the
@@ -950,6 +962,16 @@ class DiceReader:
         measure, _, _, reason = next((item for item in whole if item[0].pips), whole[0])
         return DieReading(None, 0.0, box, len(measure.pips), reason, _problem_of(reason))
 
+    def ragged(self, region: DieRegion) -> bool:
+        """Whether a blob's outline is not a die's (convex, once pip-sized notches are closed)."""
+        least = self.calibration.min_die_solidity
+        return region.least_solidity < least and region.solidity < least
+
+    def oblong(self, region: DieRegion) -> bool:
+        """Whether a blob is as long for its width as two dice edge to edge (or a cocked die seen from a
+        slant: its top face foreshortened, a side face beside it)."""
+        return region.aspect >= min(SIDE_BY_SIDE_ASPECT, self.calibration.max_die_aspect)
+
     def region_problem(self, region: DieRegion) -> str:
         """Why this blob cannot be one die lying flat ("" if it can)."""
         cal = self.calibration
@@ -957,12 +979,15 @@ class DiceReader:
         if region.at_edge:
             return "at the edge of the view"
         usual_area = cal.die_side_median**2
+        pixels = region.area * region.least_solidity  # the blob's own, not its hull's: what dice are made of
         # twice a usual die, and well beyond the largest single die (where the dice's size varies a lot)
-        too_big = region.area > max(TOUCHING_AREA_RATIO * usual_area, 1.3 * high * high)
-        solid = region.least_solidity >= cal.min_die_solidity or region.solidity >= cal.min_die_solidity
-        if not solid or too_big:
+        too_big = pixels > max(TOUCHING_AREA_RATIO * usual_area, 1.3 * high * high)
+        solid = not self.ragged(region)
+        # a ragged blob of less than ONE_DIE_MOST dice's pixels is no two dice (each is a die's area): one
+        # die's, its side seen at a slant or a shadow or clutter against it; judged as one die, every check on
+        if too_big or (not solid and pixels >= ONE_DIE_MOST * usual_area):
             return "touching another die"
-        if region.aspect >= min(SIDE_BY_SIDE_ASPECT, cal.max_die_aspect) and region.area >= 1.5 * usual_area:
+        if self.oblong(region) and pixels >= ONE_DIE_MOST * usual_area:
             # two dice edge to edge make a convex oblong; a cocked die's outline (its top face foreshortened,
             # a side face beside it) is oblong too, but smaller than 1.5 dice
             return "touching another die"
@@ -1257,8 +1282,11 @@ def _combine(
     roi: Box | None,
     frame: str,
     no_die: list[DieReading] | None = None,
+    not_dice: list[DieReading] | None = None,
 ) -> AcceptedDice | DiceRefusal:
     passable = {id(r) for r in no_die or ()}
+    # with no number of dice expected, nothing says that a small blob is not a die half hidden: it refuses
+    shapeless = {id(r) for r in not_dice or ()} if expect is not None else set()
     read = tuple(r for r in readings if r.value is not None)
     if (
         expect
@@ -1274,11 +1302,14 @@ def _combine(
         readings = read
     unreadable = [(i, r) for i, r in enumerate(readings, 1) if r.value is None]
     details = [f"die {i}: {r.reason}" for i, r in unreadable]
-    problems: set[RefusalReason] = {r.problem or "unclear" for _, r in unreadable}
-    if expect is not None and len(readings) != expect:
-        details.insert(0, f"{len(readings)} dice found, {expect} expected")
+    # a blob no die's shape makes (a speck, a sliver) is named in the details but is no die: the reason and
+    # the count are the dice's (a shadow's ragged outline must not make a frame of cocked dice "touching")
+    problems: set[RefusalReason] = {r.problem or "unclear" for _, r in unreadable if id(r) not in shapeless}
+    found = sum(1 for r in readings if id(r) not in shapeless)
+    if expect is not None and found != expect:
+        details.insert(0, f"{found} dice found, {expect} expected")
         problems.add("count")
-    if not readings and expect is None:
+    if not found and expect is None:
         details.append("no dice found")
         problems.add("count")
     if problems:

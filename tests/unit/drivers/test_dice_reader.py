@@ -189,6 +189,32 @@ def test_a_blank_die_coloured_blob_is_no_die_once_every_expected_die_is_read(rea
     assert not reader.read(image, expect=None).readable
 
 
+def test_a_sliver_beside_the_dice_is_named_but_is_not_the_frames_reason(reader: DiceReader) -> None:
+    """A ragged sliver of die colour (a cable, a shadow's edge) is not convex, which once made the whole
+    frame "touching". No die makes it: the refusal names it, but its reason and count are the dice's."""
+    image = scene(THREE[:2])
+    cv2.line(image, (450, 350), (500, 350), IVORY, 6)
+    cv2.line(image, (500, 350), (500, 320), IVORY, 6)
+    refused = reader.read(image, expect=3)
+    assert isinstance(refused, DiceRefusal) and refused.reason == "count", refused
+    assert refused.detail.startswith("2 dice found, 3 expected"), refused.detail
+    assert [d.value for d in refused.dice] == [2, 5, None]
+    # reading any number of dice, nothing says it is no die half hidden: it still refuses, on its own
+    assert not reader.read(image, expect=None).readable
+
+
+def test_one_die_with_something_thin_against_it_is_judged_as_one_die(reader: DiceReader) -> None:
+    """A blob of one die's pixels cannot be two dice, however ragged its outline: it is judged as one die
+    (here not square from above), never refused as touching dice, and never read as two."""
+    image = scene(THREE)
+    for start, end in (((340, 262), (392, 262)), ((392, 262), (392, 215))):
+        cv2.line(image, start, end, IVORY, 4)
+    result = reader.read(image, expect=3)
+    assert isinstance(result, DiceRefusal) and result.reason == "cocked", result
+    assert [d.value for d in result.dice] == [2, None, 6]
+    assert "touching" not in result.detail
+
+
 def test_a_blurred_image_is_refused(reader: DiceReader) -> None:
     for blurred in (
         cv2.GaussianBlur(scene(THREE), (0, 0), 3),
