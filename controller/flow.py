@@ -107,9 +107,19 @@ class GameFlow(ABC):
         return self.export_record().model_dump(mode="json")
 
     def export_record(self) -> FlowRecord:
-        """The flow's state as its validated record (`export_state` is its JSON-ready dict)."""
-        fields = self.record_model.model_fields
-        return self.record_model.model_validate({name: getattr(self._holder(name), name) for name in fields})
+        """The flow's state as its validated record (`export_state` is its JSON-ready dict). On the path of
+        every event (the journal stores it with each step): each part's attributes are looked up once, not
+        once per field of the record (`_holder`)."""
+        owned = [vars(getattr(self, name)) for name in self.parts]
+        values: dict[str, Any] = {}
+        for field in self.record_model.model_fields:
+            for kept in owned:
+                if field in kept:
+                    values[field] = kept[field]
+                    break
+            else:
+                values[field] = getattr(self, field)
+        return self.record_model.model_validate(values)
 
     def restore_state(self, data: dict[str, Any]) -> None:
         """Apply a journaled record to a flow freshly built from the configuration. Raises ValueError
