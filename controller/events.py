@@ -8,12 +8,17 @@ the events every game shares; a game's `round.result` model (a `RoundResult`) an
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic_core import to_json
+
+#: `json.dumps(value, separators=(",", ":"), sort_keys=True)` with its encoder made once (json.dumps makes
+#: one per call when given options): for what is encoded on the path of every event
+encode_compact_sorted = json.JSONEncoder(separators=(",", ":"), sort_keys=True).encode
 
 
 def iso_ms(epoch_seconds: float) -> str:

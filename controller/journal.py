@@ -39,7 +39,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from controller.events import Envelope, Event, envelope_json, format_sequence, iso_ms, trusted_envelope
+from controller.events import (
+    Envelope,
+    Event,
+    encode_compact_sorted,
+    envelope_json,
+    format_sequence,
+    iso_ms,
+    trusted_envelope,
+)
 
 #: unacknowledged events kept in memory after `append`, so the bus publishes them without reading them back;
 #: past this many (a long broker outage) the rest is read from SQLite when their turn comes
@@ -242,7 +250,7 @@ class Journal:
             delivered_now = self._delivered
             if delivered is not None:
                 delivered_now = {**self._delivered, delivered[0]: delivered[1]}
-            delivered_json = json.dumps(delivered_now, sort_keys=True, separators=(",", ":"))
+            delivered_json = encode_compact_sorted(delivered_now)
             if snapshot is not None:
                 self._db.execute(
                     "INSERT OR REPLACE INTO snapshot (slot, sequence, data, delivered) VALUES (1, ?, ?, ?)",

@@ -64,6 +64,7 @@ from controller.events import (
     ReadingHeld,
     RoundPaused,
     RoundResumed,
+    encode_compact_sorted,
     iso_ms,
     make_event,
 )
@@ -83,9 +84,6 @@ from drivers.readings import (
 from drivers.session import DeviceCommand
 
 log = logging.getLogger(__name__)
-
-#: `json.dumps(..., separators=(",", ":"), sort_keys=True)`, its encoder made once
-_COMPACT_SORTED = json.JSONEncoder(separators=(",", ":"), sort_keys=True)
 
 #: supervisor device actions -> the device command every session understands by that name
 DEVICE_ACTIONS: dict[str, DeviceCommand] = {
@@ -243,7 +241,7 @@ class TableCore:
             "state_version": STATE_VERSION,
             "table_id": self.table_id,
         }
-        self._head = _COMPACT_SORTED.encode(head).encode("utf-8")[1:]
+        self._head = encode_compact_sorted(head).encode("utf-8")[1:]
         self._head_key = key
         return self._head
 
