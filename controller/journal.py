@@ -30,9 +30,9 @@ read); an older version must not open a file this one wrote (it would miss the c
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import time
-import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -227,7 +227,7 @@ class Journal:
                 # built here from the journal's own counter and clock and an event whose data its model
                 # checked (`make_event`): encoded once, not validated again (`envelope_json`)
                 fields = {
-                    "id": uuid.uuid4().hex,
+                    "id": _event_id(),
                     "source": self.source,
                     "type": event.type,
                     "time": iso_ms(event.time),
@@ -529,6 +529,13 @@ def read_outbox(db: sqlite3.Connection) -> tuple[int, int, frozenset[int]]:
         return last, last, frozenset()
     waiting_set = set(waiting)
     return last, waiting[0] - 1, frozenset(n for n in range(waiting[0], last + 1) if n not in waiting_set)
+
+
+def _event_id() -> str:
+    """A new event id: a random (version 4) UUID's 32 hex digits, `uuid.uuid4().hex` without building the
+    UUID object (on the path of every event)."""
+    value = int.from_bytes(os.urandom(16), "big") & ~(0xC000 << 48 | 0xF000 << 64) | 0x8000 << 48 | 0x4 << 76
+    return f"{value:032x}"
 
 
 def _recordedtime(envelope: str) -> str:

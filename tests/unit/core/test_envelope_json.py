@@ -1,15 +1,19 @@
 """The journal encodes each envelope once, without validating it again (`controller.events.envelope_json`):
-the text is the one the `Envelope` model gives, byte for byte, whatever the event's data holds."""
+the text is the one the `Envelope` model gives, byte for byte, whatever the event's data holds; its times
+(`iso_ms`) are the datetime module's text and its ids random UUID4s, each made without the object."""
 
 from __future__ import annotations
 
+import uuid
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from controller.events import Envelope, envelope_json, trusted_envelope
+from controller import journal as journal_module
+from controller.events import Envelope, envelope_json, iso_ms, trusted_envelope
 
 pytestmark = pytest.mark.unit
 
@@ -62,3 +66,40 @@ def test_the_envelope_returned_is_the_validated_models_equal() -> None:
     assert trusted.model_dump() == validated.model_dump()
     assert trusted.model_dump_json() == validated.model_dump_json() == envelope_json(envelope)
     assert trusted.model_fields_set == validated.model_fields_set
+
+
+def reference_iso_ms(epoch_seconds: float) -> str:
+    """What `iso_ms` says, as the datetime module says it."""
+    return (
+        datetime.fromtimestamp(epoch_seconds, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    )
+
+
+@settings(max_examples=2000, deadline=None)
+@given(
+    st.floats(min_value=0, max_value=253_402_300_799.0)
+    | st.builds(
+        lambda second, edge: second + edge,
+        st.integers(min_value=0, max_value=4_000_000_000),
+        st.sampled_from(
+            [0.0, 0.0005, 0.0004999, 0.0009995, 0.0000005, 0.9994995, 0.9995, 0.9999995, 0.9999999]
+        ),
+    )
+)
+def test_iso_ms_is_the_datetime_text(epoch_seconds: float) -> None:
+    assert iso_ms(epoch_seconds) == reference_iso_ms(epoch_seconds)
+
+
+def test_iso_ms_outside_the_fast_range_is_the_datetime_text_too() -> None:
+    for epoch_seconds in (-0.0005, -1.5, -86_400.25):
+        assert iso_ms(epoch_seconds) == reference_iso_ms(epoch_seconds)
+
+
+def test_an_event_id_is_a_random_uuid4s_hex(monkeypatch: pytest.MonkeyPatch) -> None:
+    for raw in (bytes(16), b"\xff" * 16, bytes(range(16)), bytes(range(100, 116))):
+        monkeypatch.setattr(journal_module.os, "urandom", lambda n, raw=raw: raw)
+        assert journal_module._event_id() == uuid.UUID(bytes=raw, version=4).hex
+    monkeypatch.undo()
+    ids = {journal_module._event_id() for _ in range(1000)}
+    assert len(ids) == 1000
+    assert all(uuid.UUID(hex=value).version == 4 for value in ids)
