@@ -215,7 +215,13 @@ class TableService:
         ACK. Returns False if it could not be journaled: the service then fail-stops."""
         if self.failure is not None:
             return False  # stopping: nothing more may be published that is not journaled
-        self._deadlines_changed.set()
+        try:
+            return self._commit(step, reply)
+        finally:
+            # the core's next deadline may have moved: told once the step's events are on their way
+            self._deadlines_changed.set()
+
+    def _commit(self, step: MachineStep, reply: CommandReply | None) -> bool:
         if not step.applied and reply is None:
             return True  # the core saw nothing (a heartbeat, a repeat): nothing to journal
         delivered = (step.device, "\n".join(step.delivered)) if step.delivered else None
