@@ -86,6 +86,9 @@ RESERVED_INFLIGHT = 4
 #: first of them was acknowledged (a crash in between only re-sends them, with the same ids)
 ACK_BATCH = 500
 ACK_BATCH_SECONDS = 0.05
+#: a change of the retained topics made while events are in flight is published once the broker acknowledged
+#: them, or after this long: it then reaches the broker behind them, not in the instant they are delivered
+RETAINED_AFTER_EVENTS_SECONDS = 0.05
 #: a server-side failure (MQTT SUBACK/PUBACK reason codes from 0x80 on)
 _FAILURE_CODE = 0x80
 #: a command or input is a flat JSON object; anything nested deeper than this is refused unread
@@ -506,6 +509,10 @@ class TableBus:
         while True:
             _stop_if_cancelled()
             await self._retained_changed.wait()
+            sender = self._sender
+            if sender is not None and sender.inflight:
+                # a step's state follows its events: published with them, it held up their delivery
+                await wait_event(sender.acknowledged, RETAINED_AFTER_EVENTS_SECONDS)
             self._retained_changed.clear()
             # The payload is read at publish time, so the last publish always carries the latest value.
             if self._status_dirty:
@@ -774,6 +781,8 @@ class _EventSender:
         self.probing = bus._refusal is not None  # one in flight until the broker takes events again
         self.restored = False
         self.wake = asyncio.Event()
+        #: set while no event is in flight (every event published on this connection was acknowledged)
+        self.acknowledged = asyncio.Event()
         self._events: dict[int, PendingEvent] = {}  # in flight, for the refusal's report
         self._acked: list[int] = []
         self._flush_handle: asyncio.TimerHandle | None = None
@@ -811,6 +820,7 @@ class _EventSender:
             self.inflight.append(entry)
             self._events[event.sequence] = event
             self.cursor = event.sequence
+        self.acknowledged.clear()
         self.client.flush()
         stats = self.bus.stats
         stats.inflight_peak = max(stats.inflight_peak, len(self.inflight))
@@ -841,6 +851,8 @@ class _EventSender:
                 self.probing = False
                 self.restored = True
                 self.wake.set()
+        if not inflight:
+            self.acknowledged.set()
         if len(self._acked) >= ACK_BATCH:
             self.flush_acks()
         elif self._acked and self._flush_handle is None:
