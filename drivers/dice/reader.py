@@ -1525,14 +1525,20 @@ def _fit_square(
     window = 2 * span + 1
     box = max(3, round(side))
     half = box // 2
-    best, best_score = (-1.0, 0.0, 0.0, 0.0), -1.0
-    # the blob and what the others leave of it, turned together (two channels, one warp)
-    pair = cv2.merge([blob.astype(np.float32), remaining.astype(np.float32)])
+    best, best_score = (0.0, 0.0, 0.0), -1
+    best_cover: Pixels = np.zeros((box, box), np.uint8)
+    # the blob and what the others leave of it, added (the rest is part of the blob: 2 there, 1 on the rest
+    # of the blob): one warp, and a square's score, its pixels on the blob plus those on the rest, is one sum
+    pair = blob + remaining
+    # squares holding p: centres within half a side of it (the middle of the window); a square's sum is read
+    # off the turned window's integral image, for every centre at once (the box's first row and column: `a`)
+    first, count = span - 2 * half, 2 * half + 1
+    a, b = slice(first, first + count), slice(first + box, first + box + count)
     # every turn (a die is the same turned by 90 degrees), then finer about the best; or only about `near`
     coarse = [float(angle) for angle in np.arange(0.0, 90.0, SPLIT_ANGLE_STEP)] if near is None else [near]
     fine = [SPLIT_ANGLE_STEP * step / 4 for step in (-2, -1, 1, 2)]
     for number, turn in enumerate(coarse + fine):
-        angle = turn if number < len(coarse) else best[3] + turn  # the finer turns about the best coarse one
+        angle = turn if number < len(coarse) else best[2] + turn  # the finer turns about the best coarse one
         t = math.radians(angle)
         cos, sin = math.cos(t), math.sin(t)
         # window pixel (u, v) is blob point p + R(angle) (u - span, v - span): the square's axes upright
@@ -1542,19 +1548,18 @@ def _fit_square(
         turned = cv2.warpAffine(
             pair, to_blob, (window, window), flags=cv2.INTER_NEAREST | cv2.WARP_INVERSE_MAP
         )
-        cover = cv2.boxFilter(turned, -1, (box, box), normalize=True)
-        # squares holding p: centres within half a side of it (the middle of the window); the best lies on the
-        # blob and takes most of what is still unexplained (of squares alike on the blob, as along a row of
-        # dice, the one clear of the others)
-        middle = cover[span - half : span + half + 1, span - half : span + half + 1]
-        score = middle[:, :, 0] + middle[:, :, 1]
+        sums = cv2.integral(turned)
+        # the best lies on the blob and takes most of what is still unexplained (of squares alike on the
+        # blob, as along a row of dice, the one clear of the others)
+        score = sums[b, b] - sums[a, b] - sums[b, a] + sums[a, a]
         v, u = np.unravel_index(int(np.argmax(score)), score.shape)
-        if float(score[v, u]) > best_score:
-            best_score = float(score[v, u])
+        if int(score[v, u]) > best_score:
+            best_score = int(score[v, u])
             du, dv = float(u - half), float(v - half)
-            best = (float(middle[v, u, 0]), px + du * cos - dv * sin, py + du * sin + dv * cos, angle)
-    share, x, y, angle = best
-    return x, y, angle, share
+            best = (px + du * cos - dv * sin, py + du * sin + dv * cos, angle)
+            best_cover = turned[first + v : first + v + box, first + u : first + u + box]
+    x, y, angle = best
+    return x, y, angle, float(np.count_nonzero(best_cover)) / (box * box)
 
 
 def _rounded(point: tuple[float, float]) -> tuple[float, float]:
