@@ -145,10 +145,35 @@ def machine_line(report: dict[str, Any], *extras: str) -> str:
     return f"Date {report['date_utc']}; tablectl commit {report['git_commit']}; {', '.join(where)}."
 
 
-def cpu_seconds(pid: int) -> float:
-    """CPU seconds (user + system) a live process has used, from /proc/<pid>/stat (fields 14 and 15)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+def cpu_seconds(pid: int, *, gone: float | None = None) -> float:
+    """CPU seconds (user + system) a live process has used, from /proc/<pid>/stat (fields 14 and 15).
+    A process that has ended raises, unless `gone` says what to count for it (a total over many processes
+    sampled while one of them exits)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text(encoding="ascii").rsplit(")", 1)[1].split()
+    except OSError:
+        if gone is None:
+            raise
+        return gone
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def proc_status(pid: int) -> dict[str, int]:
+    """A live process's resident memory now (VmRSS) and at its peak (VmHWM), in KiB (/proc/<pid>/status)."""
+    values: dict[str, int] = {}
+    for line in Path(f"/proc/{pid}/status").read_text(encoding="ascii").splitlines():
+        key, _, rest = line.partition(":")
+        if key in ("VmRSS", "VmHWM"):
+            values[key] = int(rest.split()[0])
+    return values
+
+
+def memory_mib(pid: int, field: str = "VmRSS") -> float:
+    """A process's resident memory (`field`: VmRSS now, VmHWM at its peak) in MiB; 0.0 once it has ended."""
+    try:
+        return proc_status(pid)[field] / 1024
+    except (OSError, KeyError):
+        return 0.0
 
 
 def load_average() -> list[float]:

@@ -69,7 +69,6 @@ from typing import Any
 
 import common
 import httpx
-from memory import proc_status
 
 from controller.console.settings import ConsoleSettings
 from controller.testing.console import chromium, open_console
@@ -304,7 +303,7 @@ async def scrape(client: httpx.AsyncClient) -> dict[str, float]:
 
 
 def process_sample(pid: int, began: float, metrics: dict[str, float]) -> Sample:
-    status = proc_status(pid)
+    status = common.proc_status(pid)
     threads = len(os.listdir(f"/proc/{pid}/task"))
     return Sample(
         at_s=round(time.monotonic() - began, 1),

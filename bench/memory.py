@@ -21,7 +21,6 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import common
@@ -31,18 +30,8 @@ STUDIO, TABLE = "bench", "bac-memory"
 ROOT = f"studio/{STUDIO}/table/{TABLE}"
 
 
-def proc_status(pid: int) -> dict[str, int]:
-    """VmRSS and VmHWM in kB."""
-    values: dict[str, int] = {}
-    for line in Path(f"/proc/{pid}/status").read_text(encoding="ascii").splitlines():
-        key, _, rest = line.partition(":")
-        if key in ("VmRSS", "VmHWM"):
-            values[key] = int(rest.split()[0])
-    return values
-
-
 def rss_sample(pid: int, rounds: int, began: float) -> dict[str, Any]:
-    status = proc_status(pid)
+    status = common.proc_status(pid)
     return {
         "rounds": rounds,
         "seconds": round(time.monotonic() - began, 1),

@@ -17,17 +17,14 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import common
 
 STUDIO = "bench"
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 #: the rules engine: a shared subscription; prints "ready", then on "stop" one JSON summary
 _RULES_ENGINE = r"""
@@ -98,22 +95,6 @@ for line in sys.stdin:
         break
 client.disconnect(); client.loop_stop()
 """
-
-
-def cpu_seconds(pid: int) -> float:
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text(encoding="ascii").rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime + stime
-
-
-def rss_mb(pid: int) -> float:
-    with contextlib.suppress(OSError):
-        for line in Path(f"/proc/{pid}/status").read_text(encoding="ascii").splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
 
 
 def ask(process: subprocess.Popen[bytes], command: str) -> str:
@@ -195,10 +176,10 @@ def run(args: argparse.Namespace) -> int:
             print(f"{online}/{args.tables} tables online after {launch_seconds:.1f} s", file=sys.stderr)
             time.sleep(args.settle)
             cpu_before = {
-                "broker": cpu_seconds(broker_pid),
-                "tables": sum(cpu_seconds(p.pid) for p in tables),
-                "simulators": sum(cpu_seconds(p.pid) for p in shoes),
-                "rules_engine": cpu_seconds(rules.pid),
+                "broker": common.cpu_seconds(broker_pid, gone=0.0),
+                "tables": sum(common.cpu_seconds(p.pid, gone=0.0) for p in tables),
+                "simulators": sum(common.cpu_seconds(p.pid, gone=0.0) for p in shoes),
+                "rules_engine": common.cpu_seconds(rules.pid, gone=0.0),
             }
             window_began = time.monotonic()
             ask(rules, "start")
@@ -206,12 +187,12 @@ def run(args: argparse.Namespace) -> int:
             summary = json.loads(ask(rules, "stop"))
             window = time.monotonic() - window_began
             cpu_after = {
-                "broker": cpu_seconds(broker_pid),
-                "tables": sum(cpu_seconds(p.pid) for p in tables),
-                "simulators": sum(cpu_seconds(p.pid) for p in shoes),
-                "rules_engine": cpu_seconds(rules.pid),
+                "broker": common.cpu_seconds(broker_pid, gone=0.0),
+                "tables": sum(common.cpu_seconds(p.pid, gone=0.0) for p in tables),
+                "simulators": sum(common.cpu_seconds(p.pid, gone=0.0) for p in shoes),
+                "rules_engine": common.cpu_seconds(rules.pid, gone=0.0),
             }
-            table_rss = sorted(rss_mb(p.pid) for p in tables)
+            table_rss = sorted(common.memory_mib(p.pid) for p in tables)
             alive = sum(1 for p in tables if p.poll() is None)
             loads["end"] = common.load_average()
             machine = common.machine_info(broker.binary)

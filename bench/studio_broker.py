@@ -484,14 +484,6 @@ def rules_engine_process(port: int, pipe: Connection) -> None:
 # --- the run ---------------------------------------------------------------------------------------------
 
 
-def rss_mb(pid: int, field: str = "VmRSS") -> float:
-    with contextlib.suppress(OSError):
-        for line in Path(f"/proc/{pid}/status").read_text(encoding="ascii").splitlines():
-            if line.startswith(field + ":"):
-                return round(int(line.split()[1]) / 1024, 1)
-    return 0.0
-
-
 def wait_for(predicate: Any, timeout: float, step: float = 0.5) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -563,9 +555,12 @@ def run(args: argparse.Namespace) -> int:
                 window_ended_ns = time.monotonic_ns()
                 cpu_after = {name: common.cpu_seconds(pid) for name, pid in pids.items() if pid}
                 loads["window_end"] = common.load_average()
-                broker_rss = {"rss_mb": rss_mb(broker_pid), "peak_rss_mb": rss_mb(broker_pid, "VmHWM")}
-                publisher_rss = [rss_mb(p.pid) for p in publishers if p.pid]
-                rules_rss = rss_mb(rules.pid) if rules.pid else 0.0
+                broker_rss = {
+                    "rss_mb": round(common.memory_mib(broker_pid), 1),
+                    "peak_rss_mb": round(common.memory_mib(broker_pid, "VmHWM"), 1),
+                }
+                publisher_rss = [round(common.memory_mib(p.pid), 1) for p in publishers if p.pid]
+                rules_rss = round(common.memory_mib(rules.pid), 1) if rules.pid else 0.0
                 for pipe in pipes:
                     pipe.send("stop")
                 reports: list[PublisherReport] = []

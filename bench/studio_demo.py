@@ -25,13 +25,6 @@ import common
 REPORT = re.compile(r"(\d+) table\(s\) running, (\d+) event\(s\) journaled")
 
 
-def rss_mib(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
-
-
 async def measure(url: str, tables: int, warmup: float, seconds: float) -> dict[str, Any]:
     process = await asyncio.create_subprocess_exec(
         *common.tablectl_command(),
@@ -58,7 +51,7 @@ async def measure(url: str, tables: int, warmup: float, seconds: float) -> dict[
         before, started = common.cpu_seconds(process.pid), time.monotonic()
         await asyncio.sleep(seconds)
         used, elapsed = common.cpu_seconds(process.pid) - before, time.monotonic() - started
-        rss = rss_mib(process.pid)
+        rss = common.memory_mib(process.pid)
         window = [(at, line) for at, line in lines if at >= started]
     finally:
         process.send_signal(signal.SIGTERM)
