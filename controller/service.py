@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import sqlite3
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -106,8 +107,10 @@ class TableService:
             self.journal.close()
             raise
         self._stored_state = self.core.export_state_json()
-        # set after every step: the core's next deadline may have moved
+        # set after a step that moved the machine's next deadline before the one the loop sleeps until
         self._deadlines_changed = asyncio.Event()
+        #: the deadline the deadline loop sleeps until (math.inf: none); None while it is not asleep
+        self._sleeping_until: float | None = None
         #: called with each journaled envelope, in order (the demo, the panel)
         self.listeners: list[EnvelopeListener] = []
         #: called with the new public state whenever it changed (the panel pushes it to the dealer's screen)
@@ -218,7 +221,19 @@ class TableService:
         try:
             return self._commit(step, reply)
         finally:
-            # the core's next deadline may have moved: told once the step's events are on their way
+            # once the step's events are on their way
+            self._wake_deadline_loop()
+
+    def _wake_deadline_loop(self) -> None:
+        """Wake the deadline loop if a step moved the machine's next deadline before the one it sleeps
+        until. A later one needs no waking (a card moves the shoe's watchdog on): the loop wakes at the
+        earlier time, finds nothing due and sleeps until the new one; awake, it reads the deadlines before it
+        sleeps."""
+        sleeping_until = self._sleeping_until
+        if sleeping_until is None:
+            return
+        deadline = self.machine.next_deadline()
+        if deadline is not None and deadline < sleeping_until:
             self._deadlines_changed.set()
 
     def _commit(self, step: MachineStep, reply: CommandReply | None) -> bool:
@@ -368,8 +383,9 @@ class TableService:
         link.record_story("cmd", info, now)
 
     async def _deadline_loop(self) -> None:
-        """Sleep until the machine's next deadline (or until a step moved it), then handle what is due: each
-        deadline at its own time (the rule fired then, however late the loop woke up), one step each."""
+        """Sleep until the machine's next deadline (or until a step moved it earlier), then handle what is
+        due: each deadline at its own time (the rule fired then, however late the loop woke up), one step
+        each."""
         while True:
             self._deadlines_changed.clear()
             deadline = self.machine.next_deadline()
@@ -380,7 +396,11 @@ class TableService:
                     self.apply_step(step)
                 await asyncio.sleep(0)  # let readings and commands in between two due deadlines
                 continue
-            await wait_event(self._deadlines_changed, None if deadline is None else deadline - now)
+            self._sleeping_until = math.inf if deadline is None else deadline
+            try:
+                await wait_event(self._deadlines_changed, None if deadline is None else deadline - now)
+            finally:
+                self._sleeping_until = None
 
     # -- lifecycle ----------------------------------------------------------------------------------------
     def _housekeeping(self) -> Housekeeping:
