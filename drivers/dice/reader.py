@@ -982,14 +982,11 @@ class DiceReader:
         pixels = region.area * region.least_solidity  # the blob's own, not its hull's: what dice are made of
         # twice a usual die, and well beyond the largest single die (where the dice's size varies a lot)
         too_big = pixels > max(TOUCHING_AREA_RATIO * usual_area, 1.3 * high * high)
-        solid = not self.ragged(region)
-        # a ragged blob of less than ONE_DIE_MOST dice's pixels is no two dice (each is a die's area): one
-        # die's, its side seen at a slant or a shadow or clutter against it; judged as one die, every check on
-        if too_big or (not solid and pixels >= ONE_DIE_MOST * usual_area):
-            return "touching another die"
-        if self.oblong(region) and pixels >= ONE_DIE_MOST * usual_area:
-            # two dice edge to edge make a convex oblong; a cocked die's outline (its top face foreshortened,
-            # a side face beside it) is oblong too, but smaller than 1.5 dice
+        # two dice touching make a ragged outline, or a convex oblong edge to edge, of at least ONE_DIE_MOST
+        # dice's pixels; with fewer the blob is one die's (its side seen at a slant, a shadow or clutter
+        # against it; a cocked die's outline is oblong too): judged as one die, every check on
+        may_be_two = pixels >= ONE_DIE_MOST * usual_area
+        if too_big or (may_be_two and (self.ragged(region) or self.oblong(region))):
             return "touching another die"
         if region.aspect > cal.max_die_aspect:
             return f"die not square from above ({region.aspect:.2f}): cocked"
