@@ -537,6 +537,12 @@ def reference_operation(image: Any) -> None:
 # --- report ----------------------------------------------------------------------------------------------
 
 
+def outcome_cells(outcomes: dict[str, int]) -> str:
+    """The table cells `scenes | exact | refused | MISREAD` of one row's outcomes."""
+    n = sum(outcomes.values())
+    return " | ".join([str(n)] + [pct(outcomes.get(k, 0), n) for k in ("exact", "refused", "MISREAD")])
+
+
 def markdown(report: dict[str, Any]) -> str:
     lines = [
         "# Dice reader at the table: values-only calibration, whole frames",
@@ -598,11 +604,7 @@ def markdown(report: dict[str, Any]) -> str:
             "|---|---:|---:|---:|---:|",
         ]
         for hazard, c in s["by_hazard"].items():
-            t = sum(c.values())
-            lines.append(
-                f"| {hazard} | {t} | {pct(c.get('exact', 0), t)} | {pct(c.get('refused', 0), t)} "
-                f"| {pct(c.get('MISREAD', 0), t)} |"
-            )
+            lines.append(f"| {hazard} | {outcome_cells(c)} |")
         lines.append("")
     if report.get("dome"):
         d = report["dome"]
@@ -619,11 +621,8 @@ def markdown(report: dict[str, Any]) -> str:
             "|---:|---:|---:|---:|---:|---|",
         ]
         for count, c in d["by_touching_dice"].items():
-            m = sum(c.values())
-            lines.append(
-                f"| {count} | {m} | {pct(c.get('exact', 0), m)} | {pct(c.get('refused', 0), m)} "
-                f"| {pct(c.get('MISREAD', 0), m)} | {d['refusals_by_touching_dice'].get(count, {})} |"
-            )
+            refusals = d["refusals_by_touching_dice"].get(count, {})
+            lines.append(f"| {count} | {outcome_cells(c)} | {refusals} |")
         lines.append("")
     if report.get("speed"):
         sp = report["speed"]
