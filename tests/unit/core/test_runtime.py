@@ -153,6 +153,18 @@ def test_reading_from_an_unconfigured_device_is_rejected_not_applied() -> None:
     assert core.state()["game_state"]["player"] == []
 
 
+def test_the_state_record_counts_a_rejection_made_without_a_pause() -> None:
+    """The record's fields beside the flow's are kept encoded from step to step while nothing is held or
+    paused: a rejection that pauses nothing must still reach the journaled record."""
+    core = make_core()
+    now = open_and_close_betting(core)
+    assert json.loads(core.export_state_json())["rejected"] == {}
+    for count in (1, 2):
+        core.on_reading(CardSeen(device="other", time=now, code="AS"), now)
+        assert not core.paused and not core.held
+        assert json.loads(core.export_state_json())["rejected"] == {"unknown device": count}
+
+
 def test_recovery_mid_round_pauses_until_a_supervisor_resumes() -> None:
     core = make_core()
     now = open_and_close_betting(core)

@@ -40,7 +40,7 @@ from controller.commands import CommandError, Pause, Resume, VoidRound, parse_co
 from controller.events import Envelope
 from controller.games import game_spec, make_flow
 from controller.journal import Journal
-from controller.runtime import Step, TableCore
+from controller.runtime import Step, TableCore, held_record
 from controller.table_state import decode_state
 from drivers.line.framing import encode_line
 from drivers.shoe.session import ShoeSession
@@ -148,7 +148,14 @@ class Table:
         self._readings(self.session.connection_made(self.now))
 
     def apply(self, step: Step) -> list[Envelope]:
-        published = self.journal.append(step.events, snapshot=self.core.export_state_json())
+        snapshot = self.core.export_state_json()
+        # the record's fields beside the flow's are kept encoded between steps: they must be the table's now
+        record = json.loads(snapshot)
+        assert record["rejected"] == self.core.rejected
+        assert record["held"] == [held_record(reading).model_dump(mode="json") for reading in self.core.held]
+        pause = self.core.pause
+        assert record["pause"] == (None if pause is None else pause.model_dump(mode="json"))
+        published = self.journal.append(step.events, snapshot=snapshot)
         for request in step.requests:
             if request.command.name in ("lock", "unlock"):
                 self.gate_before, self.gate = self.gate, request.command.name == "unlock"
