@@ -184,6 +184,11 @@ def load_average() -> list[float]:
 def fsync_probe(directory: Path, rounds: int = 200) -> dict[str, Any]:
     """What one durable append costs on this disk (append 100 bytes + fdatasync), for reading the results:
     every tablectl journal commit pays at least this once."""
+    return summary_ms(fsync_samples(directory, rounds))
+
+
+def fsync_samples(directory: Path, rounds: int = 200) -> list[int]:
+    """`rounds` durable appends to a new file (100 bytes + fdatasync each): how long each took, in ns."""
     path = directory / "fsync-probe"
     samples: list[int] = []
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
@@ -196,7 +201,7 @@ def fsync_probe(directory: Path, rounds: int = 200) -> dict[str, Any]:
     finally:
         os.close(fd)
         path.unlink()
-    return summary_ms(samples)
+    return samples
 
 
 def filesystem_of(path: Path) -> str:

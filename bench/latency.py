@@ -375,8 +375,12 @@ class PhaseResult:
     position_mismatches: int = 0
     notes: list[str] = field(default_factory=list)
     round_gaps_ns: list[int] = field(default_factory=list)
-    #: tablectl: per measured card, the time its path spent in journal commits (fsync included)
+    #: tablectl: per measured card, the time its path spent in journal appends (fsync included)
     commit_ns: list[int] = field(default_factory=list)
+    #: and of that, in their COMMIT statements (the WAL's write and fdatasync)
+    commit_statement_ns: list[int] = field(default_factory=list)
+    #: append + fdatasync probes of the journal's disk, taken just before this phase (ns)
+    fsync_ns: list[int] = field(default_factory=list)
     host_lines: dict[str, int] = field(default_factory=dict)
     error: str | None = None
     seconds: float = 0.0
@@ -467,20 +471,28 @@ def tablectl_config(port: int, pty_path: str, data_dir: Path) -> dict[str, Any]:
     }
 
 
-def time_journal_commits(service: Any) -> list[tuple[int, int]]:
-    """(start, end) perf_counter_ns of every journal append (one durable commit each), by wrapping the
-    service's journal: the benchmark's own instrument, so the report can say how much of a card's latency
-    was the disk."""
-    commits: list[tuple[int, int]] = []
+def time_journal_commits(service: Any) -> list[tuple[int, int, int]]:
+    """(start, COMMIT's start, end) perf_counter_ns of every journal append (one durable commit each), by
+    wrapping the service's journal: the benchmark's own instrument, so the report can say how much of a
+    card's latency was the journal, and how much of that its COMMIT statement (the disk's part: the WAL's
+    write and fdatasync). The COMMIT's start comes from the connection's statement trace (one Python call
+    per statement, a microsecond: the instrument's own cost, in the figures it reports)."""
+    commits: list[tuple[int, int, int]] = []
     append = service.journal.append
+    commit_started = [0]
+
+    def traced(statement: str) -> None:
+        if statement == "COMMIT":
+            commit_started[0] = time.perf_counter_ns()
 
     def timed_append(*args: Any, **kwargs: Any) -> Any:
-        start = time.perf_counter_ns()
+        start = commit_started[0] = time.perf_counter_ns()
         try:
             return append(*args, **kwargs)
         finally:
-            commits.append((start, time.perf_counter_ns()))
+            commits.append((start, commit_started[0], time.perf_counter_ns()))
 
+    service.journal._db.set_trace_callback(traced)
     service.journal.append = timed_append
     return commits
 
@@ -581,11 +593,9 @@ async def run_tablectl(
                         result.position_mismatches += 1
                     result.latencies_ns.append(latency)
                     # the durable commits in this card's path (the journal's disk, for reading the results)
-                    result.commit_ns.append(
-                        sum(
-                            end - start for start, end in commits if start >= stamp - latency and end <= stamp
-                        )
-                    )
+                    in_path = [c for c in commits if c[0] >= stamp - latency and c[2] <= stamp]
+                    result.commit_ns.append(sum(end - start for start, _, end in in_path))
+                    result.commit_statement_ns.append(sum(end - begun for _, begun, end in in_path))
                     del commits[:-4]
                     last_card_stamp = stamp
             # let the last round's events land so the counts are complete
@@ -751,6 +761,7 @@ def phase_report(phase: PhaseResult, warmup: int) -> dict[str, Any]:
         **(
             {
                 "journal_commit_in_path": common.summary_ms(phase.commit_ns[warmup:]),
+                "journal_commit_statement_in_path": common.summary_ms(phase.commit_statement_ns[warmup:]),
                 "latency_without_commit": common.summary_ms(
                     [a - b for a, b in zip(phase.measured(warmup), phase.commit_ns[warmup:], strict=False)]
                 ),
@@ -779,6 +790,8 @@ def merged_phase(name: str, phases: list[PhaseResult], warmup: int) -> PhaseResu
     for phase in phases:
         merged.latencies_ns += phase.measured(warmup)
         merged.commit_ns += phase.commit_ns[warmup:]
+        merged.commit_statement_ns += phase.commit_statement_ns[warmup:]
+        merged.fsync_ns += phase.fsync_ns
         merged.cards_written += phase.cards_written
         merged.lost += phase.lost
         merged.rejected += phase.rejected
@@ -840,12 +853,16 @@ def pair_report(tablectl: PhaseResult, naive: PhaseResult, warmup: int) -> dict[
         return round(t[key] / n[key], 2)
 
     c = common.summary_ms(tablectl.commit_ns[warmup:])
+    statement = common.summary_ms(tablectl.commit_statement_ns[warmup:])
+    disk = common.summary_ms(tablectl.fsync_ns + naive.fsync_ns)
     rest = common.summary_ms(
         [a - b for a, b in zip(tablectl.measured(warmup), tablectl.commit_ns[warmup:], strict=False)]
     )
     return {
         "order": tablectl.extra.get("order"),
         "tablectl_commit_p50_ms": c.get("p50_ms"),
+        "tablectl_commit_statement_p50_ms": statement.get("p50_ms"),
+        "fdatasync_p50_ms": disk.get("p50_ms"),
         "tablectl_without_commit_p50_ms": rest.get("p50_ms"),
         "tablectl_without_commit_p99_ms": rest.get("p99_ms"),
         "tablectl_p50_ms": t.get("p50_ms"),
@@ -875,8 +892,6 @@ async def run(args: argparse.Namespace) -> int:
             f"Mosquitto on 127.0.0.1:{broker.port}; journal on {fstype}",
             file=sys.stderr,
         )
-        fsync = common.fsync_probe(workdir)
-        print(f"append + fdatasync: p50 {fsync['p50_ms']} ms, p99 {fsync['p99_ms']} ms", file=sys.stderr)
         loads = {"start": common.load_average()}
         round_gap = DEFAULT_ROUND_GAP_SECONDS
         pairs: list[tuple[PhaseResult, PhaseResult]] = []
@@ -885,6 +900,9 @@ async def run(args: argparse.Namespace) -> int:
             first = "tablectl" if number % 2 == 0 else "naive"
             results: dict[str, PhaseResult] = {}
             for system in (first, "naive" if first == "tablectl" else "tablectl"):
+                # the disk's cost of a durable append, just before each phase: it moves by half within
+                # minutes here, and the floor must be the disk's of the same moments as the cards
+                probes = common.fsync_samples(workdir)
                 if system == "tablectl":
                     phase = await run_tablectl(
                         script, broker.port, workdir / f"tablectl-data-{number}", pacing
@@ -894,6 +912,7 @@ async def run(args: argparse.Namespace) -> int:
                         round_gap = gaps[len(gaps) // 2] / 1e9
                 else:
                     phase = await run_naive(script, broker.port, round_gap, pacing)
+                phase.fsync_ns = probes
                 phase.extra["load_average_after"] = common.load_average()
                 results[system] = phase
                 p50 = common.summary_ms(phase.measured(args.warmup))["p50_ms"]
@@ -907,6 +926,7 @@ async def run(args: argparse.Namespace) -> int:
         loads["end"] = common.load_average()
         tablectl = merged_phase("tablectl", [pair[0] for pair in pairs], args.warmup)
         naive = merged_phase("naive bridge", [pair[1] for pair in pairs], args.warmup)
+        fsync = common.summary_ms(tablectl.fsync_ns + naive.fsync_ns)
         machine = common.machine_info(broker.binary)
     journal = tablectl.extra.get("journal", {})
     durable = journal.get("journal_mode") == "wal" and journal.get("synchronous") == "FULL"
@@ -927,7 +947,9 @@ async def run(args: argparse.Namespace) -> int:
     )
     for pair_result, (t, n) in zip(pair_reports, pairs, strict=True):
         pair_result["floor"] = floor_report(
-            common.summary_ms(t.measured(args.warmup)), common.summary_ms(n.measured(args.warmup)), fsync
+            common.summary_ms(t.measured(args.warmup)),
+            common.summary_ms(n.measured(args.warmup)),
+            common.summary_ms(t.fsync_ns + n.fsync_ns),
         )
     report = {
         **common.header(
@@ -951,6 +973,7 @@ async def run(args: argparse.Namespace) -> int:
             "journal_durable": durable,
         },
         "disk_append_fdatasync": fsync,
+        "disk_probes": "200 appends of 100 bytes + fdatasync before every phase, pooled (per pair: its two)",
         "load_average_1_5_15_min": loads,
         "tablectl": phase_report(tablectl, 0),
         "naive_bridge": phase_report(naive, 0),
@@ -970,7 +993,9 @@ async def run(args: argparse.Namespace) -> int:
             f"{pair['tablectl_p99_ms']} ms; naive p50 {pair['naive_p50_ms']} ms "
             f"p99 {pair['naive_p99_ms']} ms; "
             f"ratio p50 {pair['p50_ratio']} p99 {pair['p99_ratio']}; tablectl's commits p50 "
-            f"{pair['tablectl_commit_p50_ms']} ms, without them p50 "
+            f"{pair['tablectl_commit_p50_ms']} ms (their COMMIT statements "
+            f"{pair['tablectl_commit_statement_p50_ms']} ms; append + fdatasync "
+            f"{pair['fdatasync_p50_ms']} ms), without them p50 "
             f"{pair['tablectl_without_commit_p50_ms']} ms "
             f"p99 {pair['tablectl_without_commit_p99_ms']} ms"
         )
