@@ -379,6 +379,8 @@ class PhaseResult:
     commit_ns: list[int] = field(default_factory=list)
     #: and of that, in their COMMIT statements (the WAL's write and fdatasync)
     commit_statement_ns: list[int] = field(default_factory=list)
+    #: tablectl: every call of each of the service's `TIMED_PARTS` in the phase (ns)
+    parts_ns: dict[str, list[int]] = field(default_factory=dict)
     #: append + fdatasync probes of the journal's disk, taken just before this phase (ns)
     fsync_ns: list[int] = field(default_factory=list)
     host_lines: dict[str, int] = field(default_factory=dict)
@@ -497,6 +499,36 @@ def time_journal_commits(service: Any) -> list[tuple[int, int, int]]:
     return commits
 
 
+#: the service's steps timed in every run, by wrapping them on the service's own objects (a card's path:
+#: the bytes through framing, core and flow; its state record; the append; the publish of what it journaled)
+TIMED_PARTS = {
+    "feed (framing, core, flow)": ("machine", "feed"),
+    "state record": ("core", "export_state_json"),
+    "publish (events_committed)": ("bus", "events_committed"),
+}
+
+
+def time_parts(service: Any) -> dict[str, list[int]]:
+    """Every call's duration (ns) of each of `TIMED_PARTS`, from now on; two clock reads a call."""
+    timed: dict[str, list[int]] = {}
+    for label, (owner_name, method) in TIMED_PARTS.items():
+        owner = getattr(service, owner_name)
+        timed[label] = []
+        setattr(owner, method, _timed(getattr(owner, method), timed[label]))
+    return timed
+
+
+def _timed(call: Callable[..., Any], samples: list[int]) -> Callable[..., Any]:
+    def timed_call(*args: Any, **kwargs: Any) -> Any:
+        start = time.perf_counter_ns()
+        try:
+            return call(*args, **kwargs)
+        finally:
+            samples.append(time.perf_counter_ns() - start)
+
+    return timed_call
+
+
 def journal_settings(service: Any) -> dict[str, Any]:
     """Read back what the journal connection really runs with (the point of the 'durable' claim)."""
     settings: dict[str, Any] = {"file": Path(service.journal_path).name}  # the scratch dir is deleted anyway
@@ -525,6 +557,7 @@ async def run_tablectl(
     )
     service = TableService(config)
     commits = time_journal_commits(service)
+    parts = time_parts(service)
     root = config.topic_root
     phase_deadline = time.monotonic() + pacing.phase_timeout
     started = time.monotonic()
@@ -601,6 +634,7 @@ async def run_tablectl(
             # let the last round's events land so the counts are complete
             await events.until(time.monotonic() + 0.3)
             result.extra["journal"] = journal_settings(service)
+            result.parts_ns = parts
         except RuntimeError as exc:  # the phase cannot go on; what was measured so far is still reported
             result.error = str(exc)
         finally:
@@ -762,6 +796,17 @@ def phase_report(phase: PhaseResult, warmup: int) -> dict[str, Any]:
             {
                 "journal_commit_in_path": common.summary_ms(phase.commit_ns[warmup:]),
                 "journal_commit_statement_in_path": common.summary_ms(phase.commit_statement_ns[warmup:]),
+                "journal_append_before_commit_in_path": common.summary_ms(
+                    [
+                        whole - statement
+                        for whole, statement in zip(
+                            phase.commit_ns[warmup:], phase.commit_statement_ns[warmup:], strict=True
+                        )
+                    ]
+                ),
+                "service_steps_every_call": {
+                    label: common.summary_ms(samples) for label, samples in phase.parts_ns.items()
+                },
                 "latency_without_commit": common.summary_ms(
                     [a - b for a, b in zip(phase.measured(warmup), phase.commit_ns[warmup:], strict=False)]
                 ),
@@ -792,6 +837,8 @@ def merged_phase(name: str, phases: list[PhaseResult], warmup: int) -> PhaseResu
         merged.commit_ns += phase.commit_ns[warmup:]
         merged.commit_statement_ns += phase.commit_statement_ns[warmup:]
         merged.fsync_ns += phase.fsync_ns
+        for label, samples in phase.parts_ns.items():
+            merged.parts_ns.setdefault(label, []).extend(samples)
         merged.cards_written += phase.cards_written
         merged.lost += phase.lost
         merged.rejected += phase.rejected
@@ -1000,6 +1047,16 @@ async def run(args: argparse.Namespace) -> int:
             f"p99 {pair['tablectl_without_commit_p99_ms']} ms"
         )
     print(f"median ratio tablectl / naive over {len(pair_reports)} pair(s): {ratios}")
+    steps = report["tablectl"].get("service_steps_every_call", {})
+    before_commit = report["tablectl"].get("journal_append_before_commit_in_path", {})
+    if steps:
+        shown = ", ".join(
+            f"{label} {1000 * v['p50_ms']:.0f} us" for label, v in steps.items() if v.get("count")
+        )
+        print(
+            f"tablectl's steps, p50 of every call: {shown}; in the cards' paths, the append before its "
+            f"COMMIT {1000 * before_commit.get('p50_ms', 0):.0f} us"
+        )
     print(f"Floor (naive bridge + one append and fdatasync, this run), all pairs: {floor_line(floor)}")
     for number, pair in enumerate(pair_reports, 1):
         print(f"  pair {number}: {floor_line(pair['floor'])}")
