@@ -26,24 +26,12 @@ from pathlib import Path
 from typing import Any
 
 import common
+from flush import card_event  # the flush benchmark's card.dealt events, the same size
 
-from controller.events import CardDealt, Event, make_event
 from controller.journal import Journal
 
 STATE_RECORD = b'{"table":' + b'"x"' * 396 + b"}"  # 1,200 bytes, as the latency benchmark's
 PAGE_WRITE = b"w" * 8192
-
-
-def card_event(n: int) -> Event:
-    data = CardDealt(
-        round_id=f"bac-bench-{n // 5:07d}",
-        card="TD",
-        position="player" if n % 2 else "banker",
-        index=n % 3,
-        rescan=False,
-        raw=f"CARD {n % 10000:04d} TD*4F",
-    )
-    return make_event("card.dealt", data, time.time())
 
 
 class TimedJournal:
@@ -62,7 +50,7 @@ class TimedJournal:
 
     def append(self, n: int) -> tuple[int, int]:
         """(whole append, its COMMIT) in ns."""
-        event = card_event(n)
+        event = card_event(n, time.time())
         start = time.perf_counter_ns()
         self.journal.append([event], snapshot=STATE_RECORD, delivered=("shoe", event.data["raw"]))
         end = time.perf_counter_ns()
