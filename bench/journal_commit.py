@@ -115,6 +115,7 @@ def main(argv: list[str] | None = None) -> int:
             started,
             machine,
             what="one card's Journal.append (WAL, synchronous=FULL) against the disk's fdatasync, in turn",
+            measured=("controller", "bench/journal_commit.py", "bench/flush.py", "bench/common.py"),
         ),
         "settings": {"rounds": args.rounds, "filesystem": fstype, "state_record_bytes": len(STATE_RECORD)},
         "load_average_1_5_15_min": {"start": load_before, "end": load_after},

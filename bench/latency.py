@@ -1004,6 +1004,7 @@ async def run(args: argparse.Namespace) -> int:
             started_at,
             machine,
             what="end-to-end latency: shoe line written on the pty -> MQTT message at a QoS 1 subscriber",
+            measured=("controller", "drivers", "bench/latency.py", "bench/common.py"),
         ),
         "settings": {
             "cards": args.cards,
