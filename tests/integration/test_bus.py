@@ -185,6 +185,64 @@ async def test_status_state_and_devices_are_retained_for_late_subscribers(
         assert offline.json() == {"status": "offline", "boot": 1}
 
 
+async def test_a_state_changed_while_events_are_in_flight_follows_their_acknowledgement(
+    mosquitto: MosquittoBroker, journal: Journal, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A step's retained state goes once the broker acknowledged the step's events (sent beside them, it held
+    up their delivery on a busy table), and at most `RETAINED_AFTER_EVENTS_SECONDS` later when no PUBACK
+    comes. The PUBACKs are held back here, as a slow broker would."""
+    held: list[tuple[Any, list[Any], Any]] = []
+    holding = [True]
+    acknowledge = bus_module._EventSender._ack
+
+    def held_ack(sender: Any, entry: list[Any], code: Any) -> None:
+        if holding[0]:
+            held.append((sender, entry, code))
+        else:
+            acknowledge(sender, entry, code)
+
+    def release() -> None:
+        holding[0] = False
+        while held:
+            acknowledge(*held.pop(0))
+
+    monkeypatch.setattr(bus_module._EventSender, "_ack", held_ack)
+    state_topic = f"{ROOT}/state"
+
+    def phase_is(phase: str) -> Callable[[Received], bool]:
+        return lambda message: bool(message.json()["phase"] == phase)
+
+    async with (
+        MqttRecorder(mosquitto, [state_topic, f"{ROOT}/events/#"]) as watcher,
+        running_bus(settings_for(mosquitto), journal) as bus,
+    ):
+        try:
+            bus.set_state({"phase": "idle"})  # nothing in flight: at once
+            await watcher.wait_for_message(state_topic, phase_is("idle"))
+
+            commit(journal, bus, 1)
+            bus.set_state({"phase": "betting"})
+            await watcher.wait_for_count(f"{ROOT}/events/#", 1)
+            await wait_until(lambda: bool(held), what="the event's PUBACK")
+            # the event has reached the subscriber; its PUBACK has not reached the bus: the state waits
+            await asyncio.sleep(0.02)
+            assert not [m for m in watcher.on(state_topic) if phase_is("betting")(m)]
+            release()
+            await watcher.wait_for_message(state_topic, phase_is("betting"))
+
+            holding[0] = True  # a PUBACK that does not come: the state still goes, a bounded time later
+            commit(journal, bus, 2)
+            started = asyncio.get_running_loop().time()
+            bus.set_state({"phase": "dealing"})
+            await watcher.wait_for_message(state_topic, phase_is("dealing"))
+            waited = asyncio.get_running_loop().time() - started
+            assert held, "the PUBACK was held throughout"
+            assert waited >= 0.8 * bus_module.RETAINED_AFTER_EVENTS_SECONDS
+        finally:
+            release()
+        await wait_until(lambda: not journal.outbox(), what="the outbox to empty")
+
+
 async def test_the_last_result_the_broker_took_is_retained_on_result_and_outlives_a_void(
     mosquitto: MosquittoBroker, journal: Journal
 ) -> None:
