@@ -86,9 +86,15 @@ def main() -> None:
         for count in (int(n) for n in options.tables.split(",")):
             runs.append(asyncio.run(measure(broker.url, count, options.warmup, options.seconds)))
             run = runs[-1]
+            rate = run["events_journaled_per_second"]
+            shown = (
+                "events/s not measured (fewer than two reports in the window)"
+                if rate is None
+                else f"{rate} events/s"
+            )
             print(
                 f"{count:>3} tables: {run['cpu_share_of_a_core'] * 100:.0f} % of a core, "
-                f"{run['rss_mib']} MiB, {run['events_journaled_per_second']} events/s, "
+                f"{run['rss_mib']} MiB, {shown}, "
                 f"{run['ack_timeouts_in_window']} timeouts",
                 flush=True,
             )
