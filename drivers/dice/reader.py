@@ -1468,23 +1468,26 @@ def _centred(
     """Each square moved to the centre of the blob's pixels it holds that are nearer its centre than any
     other's: a square is fitted against the blob's outline, which reaches past the dice, and a die between
     two others has no outline of its own along the row."""
-    xs, ys = _nonzero(blob)
-    points = np.stack([xs, ys], axis=1).astype(np.float64)
-    centres = np.array([(x, y) for x, y, _, _ in squares])
-    nearest = np.argmin(((points[:, None, :] - centres[None, :, :]) ** 2).sum(axis=2), axis=1)
+    xs, ys = (values.astype(np.float64) for values in _nonzero(blob))
+    # the nearest centre of each pixel (the first of equals), from one row of squared distances per square
+    nearest = np.argmin(np.stack([(xs - x) ** 2 + (ys - y) ** 2 for x, y, _, _ in squares]), axis=0)
     moved = []
     for index, (x, y, angle, share) in enumerate(squares):
+        # only the pixels nearest this square, then those within it (its own axes)
+        mine = nearest == index
+        dx, dy = xs[mine] - x, ys[mine] - y
         t = math.radians(angle)
-        offsets = points - (x, y)
-        # within the square: its own axes
-        u = np.abs(offsets[:, 0] * math.cos(t) + offsets[:, 1] * math.sin(t))
-        v = np.abs(-offsets[:, 0] * math.sin(t) + offsets[:, 1] * math.cos(t))
-        own = points[(nearest == index) & (u <= side / 2) & (v <= side / 2)]
-        if len(own) < 0.5 * side * side:
+        u = np.abs(dx * math.cos(t) + dy * math.sin(t))
+        v = np.abs(-dx * math.sin(t) + dy * math.cos(t))
+        inside = (u <= side / 2) & (v <= side / 2)
+        count = int(np.count_nonzero(inside))
+        if count < 0.5 * side * side:
             moved.append((x, y, angle, share))
             continue
-        centre_x, centre_y = own.mean(axis=0)
-        moved.append((float(centre_x), float(centre_y), angle, share))
+        # pixel coordinates are whole numbers: their sums are exact, whatever the order of adding
+        centre_x = float(xs[mine][inside].sum() / count)
+        centre_y = float(ys[mine][inside].sum() / count)
+        moved.append((centre_x, centre_y, angle, share))
     return moved
 
 
@@ -1522,8 +1525,6 @@ def _fit_square(
     window = 2 * span + 1
     box = max(3, round(side))
     half = box // 2
-    best, best_score = (0.0, 0.0, 0.0), -1
-    best_cover: Pixels = np.zeros((box, box), np.uint8)
     # the blob and what the others leave of it, added (the rest is part of the blob: 2 there, 1 on the rest
     # of the blob): one warp, and a square's score, its pixels on the blob plus those on the rest, is one sum
     pair = blob + remaining
@@ -1533,30 +1534,52 @@ def _fit_square(
     a, b = slice(first, first + count), slice(first + box, first + box + count)
     # every turn (a die is the same turned by 90 degrees), then finer about the best; or only about `near`
     coarse = [float(angle) for angle in np.arange(0.0, 90.0, SPLIT_ANGLE_STEP)] if near is None else [near]
-    fine = [SPLIT_ANGLE_STEP * step / 4 for step in (-2, -1, 1, 2)]
-    for number, turn in enumerate(coarse + fine):
-        angle = turn if number < len(coarse) else best[2] + turn  # the finer turns about the best coarse one
+
+    def turn_window(angle: float, turned: Pixels, sums: NDArray[np.int32]) -> tuple[float, float]:
+        """`pair` seen from p turned by `angle` into `turned`, its integral image into `sums`; (cos, sin)."""
         t = math.radians(angle)
         cos, sin = math.cos(t), math.sin(t)
         # window pixel (u, v) is blob point p + R(angle) (u - span, v - span): the square's axes upright
         to_blob = np.array(
             [[cos, -sin, px - span * cos + span * sin], [sin, cos, py - span * sin - span * cos]]
         )
-        turned = cv2.warpAffine(
-            pair, to_blob, (window, window), flags=cv2.INTER_NEAREST | cv2.WARP_INVERSE_MAP
+        cv2.warpAffine(
+            pair, to_blob, (window, window), dst=turned, flags=cv2.INTER_NEAREST | cv2.WARP_INVERSE_MAP
         )
-        sums = cv2.integral(turned)
-        # the best lies on the blob and takes most of what is still unexplained (of squares alike on the
-        # blob, as along a row of dice, the one clear of the others)
+        cv2.integral(turned, sum=sums)
+        return cos, sin
+
+    def place(angle: float, cos: float, sin: float, u: int, v: int) -> tuple[float, float, float]:
+        du, dv = float(u - half), float(v - half)
+        return (px + du * cos - dv * sin, py + du * sin + dv * cos, angle)
+
+    # the coarse turns at once: their windows and integral images side by side, every square's score of
+    # every turn in one array; its first maximum (turn by turn, then row by row) is the best, as a search
+    # turn after turn keeping only a strictly better one finds
+    turned_all = np.empty((len(coarse), window, window), np.uint8)
+    sums_all = np.empty((len(coarse), window + 1, window + 1), np.int32)
+    turns = [turn_window(angle, turned_all[i], sums_all[i]) for i, angle in enumerate(coarse)]
+    # the best lies on the blob and takes most of what is still unexplained (of squares alike on the
+    # blob, as along a row of dice, the one clear of the others)
+    scores = sums_all[:, b, b] - sums_all[:, a, b] - sums_all[:, b, a] + sums_all[:, a, a]
+    i, v, u = (int(n) for n in np.unravel_index(int(np.argmax(scores)), scores.shape))
+    best_score = int(scores[i, v, u])
+    best = place(coarse[i], *turns[i], u, v)
+    cover = np.count_nonzero(turned_all[i, first + v : first + v + box, first + u : first + u + box])
+    # then finer about the best, each about the best so far
+    turned = np.empty((window, window), np.uint8)
+    sums = np.empty((window + 1, window + 1), np.int32)
+    for turn in (SPLIT_ANGLE_STEP * step / 4 for step in (-2, -1, 1, 2)):
+        angle = best[2] + turn
+        cos, sin = turn_window(angle, turned, sums)
         score = sums[b, b] - sums[a, b] - sums[b, a] + sums[a, a]
-        v, u = np.unravel_index(int(np.argmax(score)), score.shape)
+        v, u = (int(n) for n in np.unravel_index(int(np.argmax(score)), score.shape))
         if int(score[v, u]) > best_score:
             best_score = int(score[v, u])
-            du, dv = float(u - half), float(v - half)
-            best = (px + du * cos - dv * sin, py + du * sin + dv * cos, angle)
-            best_cover = turned[first + v : first + v + box, first + u : first + u + box]
+            best = place(angle, cos, sin, u, v)
+            cover = np.count_nonzero(turned[first + v : first + v + box, first + u : first + u + box])
     x, y, angle = best
-    return x, y, angle, float(np.count_nonzero(best_cover)) / (box * box)
+    return x, y, angle, float(cover) / (box * box)
 
 
 def _rounded(point: tuple[float, float]) -> tuple[float, float]:
