@@ -1412,17 +1412,19 @@ def _fit_squares(blob: Pixels, side: float, count: int) -> list[tuple[float, flo
     square lies on the blob, no die overlaps another, and nothing of the blob is left over but strips
     narrower than a sixth of a die (its soft outline, and gaps between dice closer than a pip, which
     segmentation fills)."""
-    # the turns and places are searched at half size (a quarter of the work; a die is still 20 px or more),
-    # then each square is centred and measured at full size
+    # the turns and places may be searched smaller (`SPLIT_SEARCH_SCALE`: at half size, a quarter of the
+    # work, but fewer splits read), then each square is centred and measured at full size
     small_side = side * SPLIT_SEARCH_SCALE
-    small = cv2.resize(
-        blob.astype(np.float32),
-        None,
-        fx=SPLIT_SEARCH_SCALE,
-        fy=SPLIT_SEARCH_SCALE,
-        interpolation=cv2.INTER_AREA,
-    )
-    small = (small >= 0.5).astype(np.uint8)
+    small = blob
+    if SPLIT_SEARCH_SCALE != 1.0:
+        shrunk = cv2.resize(
+            blob.astype(np.float32),
+            None,
+            fx=SPLIT_SEARCH_SCALE,
+            fy=SPLIT_SEARCH_SCALE,
+            interpolation=cv2.INTER_AREA,
+        )
+        small = (shrunk >= 0.5).astype(np.uint8)
     found: list[tuple[float, float, float, float]] = []
     for number in range(1, count + 1):
         square = _fit_square(small, small_side, found)
@@ -1491,9 +1493,15 @@ def _centred(
     return moved
 
 
+def _square_corners(x: float, y: float, side: float, angle: float) -> NDArray[np.int32]:
+    """The corners of a square of `side` centred on (x, y) turned by `angle` degrees, to the pixel."""
+    corners: NDArray[np.int32] = np.round(cv2.boxPoints(((x, y), (side, side), angle))).astype(np.int32)
+    return corners
+
+
 def _square_mask(shape: tuple[int, ...], x: float, y: float, side: float, angle: float) -> Pixels:
     mask = np.zeros(shape[:2], np.uint8)
-    cv2.fillConvexPoly(mask, np.round(cv2.boxPoints(((x, y), (side, side), angle))).astype(np.int32), 1)
+    cv2.fillConvexPoly(mask, _square_corners(x, y, side, angle), 1)
     return mask
 
 
@@ -1505,20 +1513,28 @@ def _fit_square(
     turns about `near` when given), that
     hold the point of that rest farthest from the others (from the blob's centre when there are none): a
     corner of one die, which only that die's square holds while lying on the blob."""
-    remaining = blob.copy()
-    for x, y, angle, _ in others:
-        remaining[_square_mask(blob.shape, x, y, side, angle) > 0] = 0
-    if others:  # slivers the others' squares leave of their dice are no die
+    if others:
+        remaining = blob.copy()
+        for x, y, angle, _ in others:
+            cv2.fillConvexPoly(remaining, _square_corners(x, y, side, angle), 0)
+        # slivers the others' squares leave of their dice are no die
         remaining = cv2.morphologyEx(remaining, cv2.MORPH_OPEN, _disc(_odd(max(3, round(side * 0.2)))))
+        anchors = [(x, y) for x, y, _, _ in others]
+    else:
+        remaining = blob
+        anchors = []
     xs, ys = _nonzero(remaining)
     if len(xs) < 0.5 * side * side:
         return "nothing left for it"
-    if others:
-        anchors = [(x, y) for x, y, _, _ in others]
-    else:
-        blob_xs, blob_ys = _nonzero(blob)
-        anchors = [(float(blob_xs.mean()), float(blob_ys.mean()))]
-    distance2 = np.min([(xs - ax) ** 2 + (ys - ay) ** 2 for ax, ay in anchors], axis=0)
+    if not anchors:
+        anchors = [(float(xs.mean()), float(ys.mean()))]
+    # the squared distance to the nearest anchor (products, not powers: the same values, fewer passes)
+    (ax, ay), *more = anchors
+    dx, dy = xs - ax, ys - ay
+    distance2 = dx * dx + dy * dy
+    for ax, ay in more:
+        dx, dy = xs - ax, ys - ay
+        distance2 = np.minimum(distance2, dx * dx + dy * dy)
     far = int(np.argmax(distance2))
     px, py = float(xs[far]), float(ys[far])
     span = math.ceil(side)
@@ -1533,16 +1549,16 @@ def _fit_square(
     first, count = span - 2 * half, 2 * half + 1
     a, b = slice(first, first + count), slice(first + box, first + box + count)
     # every turn (a die is the same turned by 90 degrees), then finer about the best; or only about `near`
-    coarse = [float(angle) for angle in np.arange(0.0, 90.0, SPLIT_ANGLE_STEP)] if near is None else [near]
+    coarse = _COARSE_TURNS if near is None else (near,)
+    to_blob = np.empty((2, 3))
 
     def turn_window(angle: float, turned: Pixels, sums: NDArray[np.int32]) -> tuple[float, float]:
         """`pair` seen from p turned by `angle` into `turned`, its integral image into `sums`; (cos, sin)."""
         t = math.radians(angle)
         cos, sin = math.cos(t), math.sin(t)
         # window pixel (u, v) is blob point p + R(angle) (u - span, v - span): the square's axes upright
-        to_blob = np.array(
-            [[cos, -sin, px - span * cos + span * sin], [sin, cos, py - span * sin - span * cos]]
-        )
+        to_blob[0] = cos, -sin, px - span * cos + span * sin
+        to_blob[1] = sin, cos, py - span * sin - span * cos
         cv2.warpAffine(
             pair, to_blob, (window, window), dst=turned, flags=cv2.INTER_NEAREST | cv2.WARP_INVERSE_MAP
         )
@@ -1561,25 +1577,34 @@ def _fit_square(
     turns = [turn_window(angle, turned_all[i], sums_all[i]) for i, angle in enumerate(coarse)]
     # the best lies on the blob and takes most of what is still unexplained (of squares alike on the
     # blob, as along a row of dice, the one clear of the others)
-    scores = sums_all[:, b, b] - sums_all[:, a, b] - sums_all[:, b, a] + sums_all[:, a, a]
-    i, v, u = (int(n) for n in np.unravel_index(int(np.argmax(scores)), scores.shape))
+    scores = sums_all[:, b, b] - sums_all[:, a, b]
+    scores -= sums_all[:, b, a]
+    scores += sums_all[:, a, a]
+    i, place_index = divmod(int(np.argmax(scores)), count * count)
+    v, u = divmod(place_index, count)
     best_score = int(scores[i, v, u])
     best = place(coarse[i], *turns[i], u, v)
     cover = np.count_nonzero(turned_all[i, first + v : first + v + box, first + u : first + u + box])
     # then finer about the best, each about the best so far
     turned = np.empty((window, window), np.uint8)
     sums = np.empty((window + 1, window + 1), np.int32)
-    for turn in (SPLIT_ANGLE_STEP * step / 4 for step in (-2, -1, 1, 2)):
-        angle = best[2] + turn
+    score = np.empty((count, count), np.int32)
+    for step in (-2, -1, 1, 2):
+        angle = best[2] + SPLIT_ANGLE_STEP * step / 4
         cos, sin = turn_window(angle, turned, sums)
-        score = sums[b, b] - sums[a, b] - sums[b, a] + sums[a, a]
-        v, u = (int(n) for n in np.unravel_index(int(np.argmax(score)), score.shape))
+        np.subtract(sums[b, b], sums[a, b], out=score)
+        score -= sums[b, a]
+        score += sums[a, a]
+        v, u = divmod(int(np.argmax(score)), count)
         if int(score[v, u]) > best_score:
             best_score = int(score[v, u])
             best = place(angle, cos, sin, u, v)
             cover = np.count_nonzero(turned[first + v : first + v + box, first + u : first + u + box])
     x, y, angle = best
     return x, y, angle, float(cover) / (box * box)
+
+
+_COARSE_TURNS = tuple(float(angle) for angle in np.arange(0.0, 90.0, SPLIT_ANGLE_STEP))
 
 
 def _rounded(point: tuple[float, float]) -> tuple[float, float]:
