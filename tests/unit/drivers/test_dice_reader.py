@@ -10,6 +10,7 @@ import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
+from unittest.mock import patch
 
 import cv2
 import numpy as np
@@ -27,12 +28,15 @@ from drivers.dice.reader import (
     FaceMeasure,
     PipBlob,
     _blob_statistics,
+    _coarse_turns,
     _components,
     _fit_face,
+    _fit_square,
     _fit_squares,
     _histogram_percentiles,
     _merged,
     _nonzero,
+    _outline_angle,
     _singular_ratio,
 )
 from tests.helpers.dice_scenes import (
@@ -175,6 +179,62 @@ def test_fitting_squares_to_touching_dice_masks() -> None:
     oblong = np.zeros((80, 140), np.uint8)
     oblong[20:60, 10:70] = 1  # one and a half dice
     assert isinstance(_fit_squares(oblong, side, 2), str)
+
+
+def _turned_square(
+    shape: tuple[int, int], centre: tuple[float, float], side: float, angle: float
+) -> np.ndarray:
+    mask = np.zeros(shape, np.uint8)
+    corners = cv2.boxPoints((centre, (side, side), angle))
+    cv2.fillConvexPoly(mask, np.round(corners).astype(np.int32), 1)
+    return mask
+
+
+@pytest.mark.parametrize("angle", [0.0, 12.0, 27.0, 41.0, 63.0, 88.0])
+def test_the_outline_about_a_corner_gives_the_die_s_turn(angle: float) -> None:
+    side = 40.0
+    blob = _turned_square((120, 120), (60.0, 60.0), side, angle)
+    corner = cv2.boxPoints(((60.0, 60.0), (side, side), angle))[0]
+    found, dominance = _outline_angle(blob, float(corner[0]), float(corner[1]), side)
+    # folded onto 0-90 both ways round (a square is the same turned by 90 degrees)
+    error = min(abs(found - angle % 90.0), 90.0 - abs(found - angle % 90.0))
+    assert error <= 2.5, (found, angle)
+    assert dominance > 0.4
+    # the turns tried first hold the die's own, on the search's grid
+    assert any(
+        min(abs(turn - angle % 90.0), 90.0 - abs(turn - angle % 90.0)) <= 2.5
+        for turn in _coarse_turns(blob, float(corner[0]), float(corner[1]), side)
+    )
+
+
+def test_a_round_outline_has_no_turn_and_every_turn_is_tried() -> None:
+    disc = np.zeros((120, 120), np.uint8)
+    cv2.circle(disc, (60, 60), 30, 1, cv2.FILLED)
+    _, dominance = _outline_angle(disc, 90.0, 60.0, 40.0)
+    assert dominance < 0.4
+    assert len(_coarse_turns(disc, 90.0, 60.0, 40.0)) == 18
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_square_found_from_the_outline_is_the_one_every_turn_finds(seed: int) -> None:
+    """Two touching dice at random turns: the search that starts at the outline's angle finds the same
+    square as the search of every turn (the outline only says where to start)."""
+    rng = np.random.default_rng(seed)
+    side = float(rng.uniform(30, 50))
+    first = float(rng.uniform(0, 90))
+    second = float(rng.uniform(0, 90))
+    blob = _turned_square((160, 220), (70.0, 80.0), side, first)
+    # the second die against the first, along x
+    gap = side * (0.5 * (abs(math.cos(math.radians(first))) + abs(math.sin(math.radians(first)))))
+    gap += side * (0.5 * (abs(math.cos(math.radians(second))) + abs(math.sin(math.radians(second)))))
+    blob |= _turned_square(blob.shape, (70.0 + gap - 2.0, 80.0), side, second)
+    narrowed = _fit_square(blob, side, [])
+    every = np.arange(0.0, 90.0, 5.0).tolist()
+    with patch("drivers.dice.reader._coarse_turns", lambda *args: every):
+        full = _fit_square(blob, side, [])
+    assert not isinstance(narrowed, str) and not isinstance(full, str)
+    assert narrowed[3] >= full[3] - 0.02, (narrowed, full)  # as much on the blob
+    assert math.dist(narrowed[:2], full[:2]) <= 2.0, (narrowed, full)
 
 
 def test_a_blank_die_coloured_blob_is_no_die_once_every_expected_die_is_read(reader: DiceReader) -> None:
