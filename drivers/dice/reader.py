@@ -1727,26 +1727,38 @@ def outside_as_felt(image: Pixels, circle: tuple[float, float, float], origin: t
     """A copy of `image` (whose top-left pixel is `origin` in the frame) with everything outside the round
     tray `circle` painted the median colour of the felt along the inside of its rim."""
     height, width = image.shape[:2]
-    outside, rim = _circle_masks(height, width, circle[0] - origin[0], circle[1] - origin[1], circle[2])
-    painted = image.copy()
-    if rim.any():
-        painted[outside] = np.median(image[rim], axis=0).astype(np.uint8)
+    inside, rim_ys, rim_xs = _circle_masks(
+        height, width, circle[0] - origin[0], circle[1] - origin[1], circle[2]
+    )
+    if not len(rim_ys):
+        return image.copy()
+    felt = np.median(image[rim_ys, rim_xs], axis=0).astype(np.uint8)
+    # the felt's colour everywhere, then the image inside the circle over it: OpenCV's fill and masked copy
+    # take a tenth of the time of numpy's assignment through a boolean mask (the same pixels)
+    painted = np.empty_like(image)
+    if painted.ndim == 2:
+        painted.fill(int(felt))
+    else:
+        cv2.rectangle(painted, (0, 0), (width - 1, height - 1), [int(value) for value in felt], cv2.FILLED)
+    cv2.copyTo(image, inside, painted)
     return painted
 
 
 @functools.lru_cache(maxsize=8)
 def _circle_masks(
     height: int, width: int, centre_x: float, centre_y: float, radius: float
-) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
-    """Pixels outside the circle, and a sample of those just inside it (the felt along the rim)."""
+) -> tuple[Pixels, NDArray[np.intp], NDArray[np.intp]]:
+    """The pixels inside the circle (a mask), and a sample of those just inside its rim (the felt along the
+    rim; their rows and columns)."""
     ys, xs = np.ogrid[0:height, 0:width]
     distance2 = (xs - centre_x) ** 2 + (ys - centre_y) ** 2
-    outside = distance2 > radius * radius
+    inside: Pixels = (distance2 <= radius * radius).astype(np.uint8)
     rim = (distance2 <= radius * radius) & (distance2 > (0.96 * radius) ** 2)
     rim &= (xs + ys) % 7 == 0  # a sample is enough for a median
-    outside.flags.writeable = False
-    rim.flags.writeable = False
-    return outside, rim
+    rim_ys, rim_xs = np.nonzero(rim)
+    for array in (inside, rim_ys, rim_xs):
+        array.flags.writeable = False
+    return inside, rim_ys, rim_xs
 
 
 def _odd(size: int) -> int:
