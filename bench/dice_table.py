@@ -33,8 +33,9 @@ Four parts:
   another. Drawn by the hand that wrote the reader: for finding failures, not evidence alone.
 - speed: milliseconds (CPU time) per 1280x720 frame of three dice on one core (OpenCV limited to one
   thread), with where the time goes (locating the dice; the faces), and the whole-tray segmentation beside;
-  frames with two dice touching too; each timed in turn with a fixed reference operation (a blur and a
-  colour conversion of a frame), for a ratio that the machine's speed and load do not move.
+  frames with two dice touching too, and the shaker's own frames (three dice at rest in the dome, mostly
+  touching, read with the dome's calibration); each timed in turn with a fixed reference operation (a blur
+  and a colour conversion of a frame), for a ratio that the machine's speed and load do not move.
 
 Real photos are also counted by the number of dice touching another, estimated from the labels.
 
@@ -427,7 +428,11 @@ def reader_at(commit: str, calibration: Any) -> Any:
 
 
 def run_speed(
-    reader: DiceReader, frames: int = 200, rounds: int = 3, against: str | None = None
+    reader: DiceReader,
+    frames: int = 200,
+    rounds: int = 3,
+    against: str | None = None,
+    shaker: DiceReader | None = None,
 ) -> dict[str, Any]:
     """Milliseconds per `read` of a 1280x720 frame of three dice, OpenCV on one thread.
 
@@ -437,7 +442,10 @@ def run_speed(
     (the tray shrunk, each die segmented in its window) and reading the faces; and, for comparison, reading
     with the whole tray segmented at once (`locate(whole=True)`, what every read did before). `against`: a
     commit whose reader reads every frame too (the touching ones as well), in turn with this one (the same
-    moments of a shared machine's load; which first, swapped every frame), for the ratio of the two."""
+    moments of a shared machine's load; which first, swapped every frame), for the ratio of the two.
+    `shaker`: a reader calibrated for the shaker's dome, which also reads `frames` dome frames of three
+    dice (`dome_scene`: mostly touching, as they come to rest; the round tray painted round), each timed in
+    turn with the reference too (and with `against`'s reader of the same calibration)."""
     cv2.setNumThreads(1)
     rng = np.random.default_rng(7)
     images = [render(random_scene(rng, hazard="none"), seed=i) for i in range(frames)]
@@ -508,6 +516,9 @@ def run_speed(
                 3,
             ),
         }
+    shaker_part = {}
+    if shaker is not None:
+        shaker_part = time_shaker(shaker, frames, fastest, reference_image, against)
     ratios_calm = [ours / reference for ours, reference in zip(cpu_ms, reference_ms, strict=True)]
     ratios_touching = [
         ours / reference for ours, reference in zip(touching_ms, touching_reference_ms, strict=True)
@@ -521,23 +532,69 @@ def run_speed(
         "touching_cpu_ms_p95": round(float(np.percentile(touching_ms, 95)), 2),
         "touching_ratio_to_reference_median": round(statistics.median(ratios_touching), 3),
     }
-    return compared | {
-        "frame": "1280x720, three dice about 64 px wide",
-        "frames": frames,
-        "rounds_per_frame": rounds,
-        "opencv_threads": 1,
-        "tray_roi": reader.calibration.roi,
-        "scale": reader.calibration.scale,
-        "max_pips_left_out": reader.calibration.max_pips_left_out,
-        "load_average_1_5_15_min": {"before": load_before, "after": os.getloadavg()},
-        "cpu_ms_median": median(cpu_ms),
-        "cpu_ms_p95": round(float(np.percentile(cpu_ms, 95)), 2),
-        "wall_ms_median": median(wall_ms),
-        "wall_ms_p95": round(float(np.percentile(wall_ms, 95)), 2),
-        "cpu_ms_locate_median": median(locate_ms),
-        "cpu_ms_faces_median": median(faces_ms),
-        "cpu_ms_locate_whole_tray_median": median(whole_ms),
+    return (
+        compared
+        | shaker_part
+        | {
+            "frame": "1280x720, three dice about 64 px wide",
+            "frames": frames,
+            "rounds_per_frame": rounds,
+            "opencv_threads": 1,
+            "tray_roi": reader.calibration.roi,
+            "scale": reader.calibration.scale,
+            "max_pips_left_out": reader.calibration.max_pips_left_out,
+            "load_average_1_5_15_min": {"before": load_before, "after": os.getloadavg()},
+            "cpu_ms_median": median(cpu_ms),
+            "cpu_ms_p95": round(float(np.percentile(cpu_ms, 95)), 2),
+            "wall_ms_median": median(wall_ms),
+            "wall_ms_p95": round(float(np.percentile(wall_ms, 95)), 2),
+            "cpu_ms_locate_median": median(locate_ms),
+            "cpu_ms_faces_median": median(faces_ms),
+            "cpu_ms_locate_whole_tray_median": median(whole_ms),
+        }
+    )
+
+
+def time_shaker(
+    reader: DiceReader,
+    frames: int,
+    fastest: Any,
+    reference_image: Any,
+    against: str | None,
+) -> dict[str, Any]:
+    """The speed part's dome frames of three dice (see `run_speed`): CPU median and p95 of `read`, and the
+    median over frames of its ratio to the reference timed in turn."""
+    rng = np.random.default_rng(20261206)
+    scenes = [dome_scene(rng, dice=3) for _ in range(frames)]
+    images = [render(scene, seed=index) for index, scene in enumerate(scenes)]
+    other = reader_at(against, reader.calibration) if against else None
+    ms: list[float] = []
+    reference_ms: list[float] = []
+    other_ms: list[float] = []
+    for number, image in enumerate(images):
+        if other is not None and number % 2:
+            other_ms.append(fastest(lambda image=image: other.read(image))[0])
+        ms.append(fastest(lambda image=image: reader.read(image))[0])
+        if other is not None and not number % 2:
+            other_ms.append(fastest(lambda image=image: other.read(image))[0])
+        reference_ms.append(fastest(lambda: reference_operation(reference_image))[0])
+    touching = Counter(str(scene.touching_dice) for scene in scenes)
+    part: dict[str, Any] = {
+        "shaker_frames": frames,
+        "shaker_frame": "1280x720, the shaker's dome, three dice of 58-70 px, mostly touching",
+        "shaker_dice_touching_another": dict(sorted(touching.items())),
+        "shaker_cpu_ms_median": round(statistics.median(ms), 2),
+        "shaker_cpu_ms_p95": round(float(np.percentile(ms, 95)), 2),
+        "shaker_ratio_to_reference_median": round(
+            statistics.median(ours / ref for ours, ref in zip(ms, reference_ms, strict=True)), 3
+        ),
     }
+    if other is not None:
+        part["against_shaker_cpu_ms_median"] = round(statistics.median(other_ms), 2)
+        part["shaker_speedup_median_of_frames"] = round(
+            statistics.median(theirs / ours for theirs, ours in zip(other_ms, ms, strict=True)), 3
+        )
+    return part
 
 
 REFERENCE_OPERATION = (
@@ -662,6 +719,20 @@ def markdown(report: dict[str, Any]) -> str:
             f"{sp['touching_ratio_to_reference_median']}x the reference.",
             "",
         ]
+        if sp.get("shaker_frames"):
+            lines += [
+                f"The shaker's own frames ({sp['shaker_frames']} frames, {sp['shaker_frame']}; dice touching "
+                f"another per frame: {sp['shaker_dice_touching_another']}): CPU median "
+                f"{sp['shaker_cpu_ms_median']} ms, p95 {sp['shaker_cpu_ms_p95']} ms, "
+                f"{sp['shaker_ratio_to_reference_median']}x the reference (median over frames)"
+                + (
+                    f"; the reader of {sp['against_commit']}: CPU median {sp['against_shaker_cpu_ms_median']}"
+                    f" ms, per frame {sp['shaker_speedup_median_of_frames']}x as long (median)."
+                    if sp.get("against_shaker_cpu_ms_median") is not None
+                    else "."
+                ),
+                "",
+            ]
         if sp.get("against_commit"):
             lines += [
                 f"The reader of {sp['against_commit']}, reading each frame in turn with this one: CPU median "
@@ -719,10 +790,12 @@ def main(argv: list[str] | None = None) -> int:
         except CalibrationError as exc:  # the SAMPLES.csv itself: a missing photo, a value that is not 1-6
             print(f"dice_table.py: {exc}", file=sys.stderr)
             return 2
-    if "dome" in parts:
+    dome = None
+    if parts & {"dome", "speed"}:
         print("dome: calibrating from 40 photos of dice apart (values only)...", file=sys.stderr)
         dome = dome_calibration()
         report["dome_calibration"] = dome.model_dump(mode="json")
+    if "dome" in parts and dome is not None:
         print(f"dome: {args.dome_scenes} scenes...", file=sys.stderr)
         report["dome"] = run_dome(DiceReader(dome), args.dome_scenes)
     if parts & {"synthetic", "speed"}:
@@ -731,7 +804,8 @@ def main(argv: list[str] | None = None) -> int:
         report["synthetic_calibration"] = calibration.model_dump(mode="json")
         reader = DiceReader(calibration)
         if "speed" in parts:
-            report["speed"] = run_speed(reader, against=args.against)
+            shaker = DiceReader(dome) if dome is not None else None
+            report["speed"] = run_speed(reader, against=args.against, shaker=shaker)
         if "synthetic" in parts:
             print(f"synthetic: {args.scenes} scenes...", file=sys.stderr)
             report["synthetic"] = run_synthetic(reader, args.scenes)
