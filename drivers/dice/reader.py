@@ -138,13 +138,13 @@ RIM_OPENING = 0.5
 SPLIT_ANGLE_STEP = 5.0  # degrees between the turns tried for a die's square, before finer ones about the best
 # a die's first square is searched at the turns within this many steps of the angle of the blob's outline
 # about its corner, then turn by turn further while the best is at an end of those tried (the outline can
-# mislead, as where dice touch): 3.5 to 4.5 turns of the 18 on average on touching dice; in the generated
-# dome scenes the same square as a search of all 18 in 98 fits of 100, the others squares about as good
-# (bench/DICE.md has what it changed in the readings)
+# mislead, as where dice touch): a few turns of the 18 on touching dice, and mostly the square a search of
+# all 18 finds, the others about as good (bench/DICE.md: a one-off comparison, and what it changed in the
+# readings)
 SPLIT_TURNS_AROUND = 1
 SPLIT_OUTLINE_REACH = 0.5  # sides about the corner whose outline gives the die's angle
 # every turn is tried when the outline's angle there is less dominant than this (0: no direction, 1: one):
-# a ragged outline, or a corner where dice touch (4 fits in 100 in the dome)
+# a ragged outline, or a corner where dice touch
 SPLIT_OUTLINE_WEAK = 0.4
 SPLIT_SQUARE_COVER = 0.85  # least share of a fitted square on the blob (its corners are rounded: ~0.98)
 SPLIT_LEFT_OVER = 0.08  # most of the blob, in dice, that no fitted square covers (the seams, the outline)
