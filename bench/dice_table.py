@@ -469,17 +469,10 @@ def run_speed(
 
     other = reader_at(against, reader.calibration) if against else None
     cpu_ms, wall_ms, locate_ms, faces_ms, whole_ms, other_ms = [], [], [], [], [], []
-    reference_ms, touching_ms, touching_reference_ms = [], [], []
-    other_touching_ms: list[float] = []
-    for number, image in enumerate(touching_images):
-        # with `against`, the two readers in turn, which first swapped every frame (the second reads a warm
-        # cache)
-        if other is not None and number % 2:
-            other_touching_ms.append(fastest(lambda image=image: other.read(image))[0])
-        touching_ms.append(fastest(lambda image=image: reader.read(image))[0])
-        if other is not None and not number % 2:
-            other_touching_ms.append(fastest(lambda image=image: other.read(image))[0])
-        touching_reference_ms.append(fastest(lambda: reference_operation(reference_image))[0])
+    reference_ms: list[float] = []
+    touching_ms, other_touching_ms, touching_reference_ms = in_turn(
+        touching_images, reader, other, fastest, reference_image
+    )
     for number, image in enumerate(images):
         reference_ms.append(fastest(lambda: reference_operation(reference_image))[0])
         if other is not None and number % 2:
@@ -555,6 +548,25 @@ def run_speed(
     )
 
 
+def in_turn(
+    images: list[Any], reader: DiceReader, other: DiceReader | None, fastest: Any, reference_image: Any
+) -> tuple[list[float], list[float], list[float]]:
+    """CPU ms of `reader` reading each image, of `other` (if any) reading it in turn, and of the reference
+    operation after each: the same moments of a shared machine's load. Which reader goes first is swapped
+    every frame (the second reads a warm cache)."""
+    ours: list[float] = []
+    theirs: list[float] = []
+    reference: list[float] = []
+    for number, image in enumerate(images):
+        if other is not None and number % 2:
+            theirs.append(fastest(lambda image=image: other.read(image))[0])
+        ours.append(fastest(lambda image=image: reader.read(image))[0])
+        if other is not None and not number % 2:
+            theirs.append(fastest(lambda image=image: other.read(image))[0])
+        reference.append(fastest(lambda: reference_operation(reference_image))[0])
+    return ours, theirs, reference
+
+
 def time_shaker(
     reader: DiceReader,
     frames: int,
@@ -568,16 +580,7 @@ def time_shaker(
     scenes = [dome_scene(rng, dice=3) for _ in range(frames)]
     images = [render(scene, seed=index) for index, scene in enumerate(scenes)]
     other = reader_at(against, reader.calibration) if against else None
-    ms: list[float] = []
-    reference_ms: list[float] = []
-    other_ms: list[float] = []
-    for number, image in enumerate(images):
-        if other is not None and number % 2:
-            other_ms.append(fastest(lambda image=image: other.read(image))[0])
-        ms.append(fastest(lambda image=image: reader.read(image))[0])
-        if other is not None and not number % 2:
-            other_ms.append(fastest(lambda image=image: other.read(image))[0])
-        reference_ms.append(fastest(lambda: reference_operation(reference_image))[0])
+    ms, other_ms, reference_ms = in_turn(images, reader, other, fastest, reference_image)
     touching = Counter(str(scene.touching_dice) for scene in scenes)
     part: dict[str, Any] = {
         "shaker_frames": frames,
