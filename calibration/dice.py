@@ -77,6 +77,11 @@ WRONG_PENALTY = 20  # a wrong reading costs this many right ones when choosing b
 # dice larger than this (pixels) are read from the frame shrunk to about this size: the pips stay several
 # pixels wide and the reading takes a fraction of the time
 READ_SIDE_PX = 48.0
+# touching dice are split into dice within this fraction of the sizes seen alone (1st-99th percentile): the
+# squares fitted to dice that touch came out up to 2.5% below that range on generated dome frames of one die
+# size (the blob's soft outline and the gaps closed between dice move its area), so a margin of about three
+# times that; it still keeps 3 dice from being tried as 4 (0.87 times as wide) or 2 (1.22 times)
+SPLIT_SIDE_MARGIN = 0.08
 
 
 class CalibrationError(Exception):
@@ -393,6 +398,10 @@ def _fit_die_shape(base: DiceCalibration, singles: list[_Single]) -> DiceCalibra
     return base.model_copy(
         update={
             "die_side_px": (float(np.percentile(sides, 1)) * 0.85, float(np.percentile(sides, 99)) * 1.15),
+            "split_side_px": (
+                float(np.percentile(sides, 1)) * (1.0 - SPLIT_SIDE_MARGIN),
+                float(np.percentile(sides, 99)) * (1.0 + SPLIT_SIDE_MARGIN),
+            ),
             "die_side_median": float(np.median(sides)),
             "max_die_aspect": max(1.2, float(np.percentile(aspects, 98)) * 1.1),
             "min_die_solidity": min(0.9, float(np.percentile(solidity, 2)) * 0.97),

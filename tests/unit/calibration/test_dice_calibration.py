@@ -61,6 +61,10 @@ def test_the_fit_describes_the_dice_it_was_shown(fitted: DiceCalibration) -> Non
     low, high = (side / fitted.scale for side in fitted.die_side_px)
     assert low < 54 and high > 66 and low > 35 and high < 100  # drawn 54-66 px wide
     assert 54 <= fitted.die_side_median / fitted.scale <= 72  # the blob includes the die's soft edge
+    # touching dice are split into dice of the sizes seen alone, with a narrower margin than a die alone's
+    assert fitted.split_side_px is not None
+    split_low, split_high = fitted.split_side_px
+    assert fitted.die_side_px[0] < split_low < fitted.die_side_median < split_high < fitted.die_side_px[1]
     assert fitted.pip_polarity == "dark"  # black pips on ivory
     # every face's pip grid relative to the die: drawn at 0.27 of the side; the blob takes in the die's soft
     # edge, so it is a little larger and the ratio a little smaller
@@ -137,6 +141,17 @@ def test_save_writes_a_versioned_file_and_never_overwrites(fitted: DiceCalibrati
     assert load(second).min_confidence == 0.5
 
 
+def test_a_file_fitted_before_the_split_sizes_were_kept_still_loads(
+    fitted: DiceCalibration, tmp_path: Path
+) -> None:
+    """Its touching dice are tried at every size a die alone may have, as when it was fitted."""
+    older = json.loads(fitted.model_dump_json())
+    del older["split_side_px"]
+    path = tmp_path / "older.json"
+    path.write_text(json.dumps(older), encoding="utf-8")
+    assert load(path) == fitted.model_copy(update={"split_side_px": None})
+
+
 def test_load_refuses_what_is_not_a_dice_calibration(fitted: DiceCalibration, tmp_path: Path) -> None:
     good = json.loads(fitted.model_dump_json())
     cases = {
@@ -146,6 +161,7 @@ def test_load_refuses_what_is_not_a_dice_calibration(fitted: DiceCalibration, tm
         "wheel.json": json.dumps({**good, "kind": "tablectl.calibration.wheel"}),
         "future.json": json.dumps({**good, "version": 3}),
         "broken.json": json.dumps({**good, "die_side_px": "wide"}),
+        "broken-split.json": json.dumps({**good, "split_side_px": [40.0]}),
         "five-faces.json": json.dumps({**good, "pip_unit_ratio": good["pip_unit_ratio"][:5]}),
         "extra.json": json.dumps({**good, "surprise": 1}),
     }

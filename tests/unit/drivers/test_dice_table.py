@@ -12,6 +12,7 @@ from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
+from unittest.mock import patch
 
 import cv2
 import numpy as np
@@ -19,6 +20,7 @@ import pytest
 
 from calibration.dice import CalibrationError, ValueSample, calibrate_from_samples, load, load_samples
 from drivers.camera.sources import SyntheticSource
+from drivers.dice import reader as reader_module
 from drivers.dice.reader import AcceptedDice, DiceCalibration, DiceReader, DiceRefusal
 from drivers.dice.stillness import Stillness
 from drivers.dice.synthetic import DiceRenderer, DiceScene, dome_scene, random_scene, render, tray_area
@@ -239,6 +241,58 @@ def test_dome_scenes_read_right_or_refused() -> None:
         seen[judge(scene, dome_reader.read(render(scene, seed=index), expect=len(scene.dice)))] += 1
     assert seen["MISREAD"] == 0, seen
     assert seen["right"] >= 12, seen
+
+
+def _dome_table(side: float, photos: int = 30) -> DiceCalibration:
+    """A shaker's table of one die size, calibrated from photos of its dome with the dice apart."""
+    rng = np.random.default_rng(5)
+    scenes = [dome_scene(rng, touching=0.0, side=(side, side)) for _ in range(photos)]
+    return calibrate_from_samples(
+        [
+            ValueSample(render(scene, seed=100 + index), tuple(d.value for d in scene.dice), f"d{index}")
+            for index, scene in enumerate(scenes)
+        ]
+    )
+
+
+def test_touching_dice_are_tried_only_as_dice_of_the_tables_size() -> None:
+    """A table of one die size: a blob of three touching dice is not tried as four smaller dice, which the
+    wider range a die alone is accepted in still allows, and is read right; a calibration without the
+    split's sizes (a file fitted before they were kept) tries them too. (It may still be tried as two dice
+    of the usual size: `_split_sizes` lets dice fill as little as 0.7 of a blob, and the fit refuses it.)"""
+    table = _dome_table(64.0)
+    assert table.split_side_px is not None
+    low, high = table.split_side_px
+    assert table.die_side_px[0] < low < table.die_side_median < high < table.die_side_px[1]
+    rng = np.random.default_rng(21)
+    scenes = [dome_scene(rng, dice=3, side=(64.0, 64.0)) for _ in range(40)]
+    touching = [(index, scene) for index, scene in enumerate(scenes) if scene.touching_dice == 3][:8]
+    assert len(touching) >= 6
+    tried: dict[str, list[set[int]]] = {}
+    for label, calibration in (
+        ("table", table),
+        ("before", table.model_copy(update={"split_side_px": None})),
+    ):
+        reader = DiceReader(calibration)
+        counts: dict[bytes, set[int]] = {}  # the numbers of dice each blob was tried as
+        real_fit = reader_module._fit_squares
+
+        def counting(
+            blob: Any, side: float, count: int, counts: dict[bytes, set[int]] = counts, fit: Any = real_fit
+        ) -> Any:
+            counts.setdefault(blob.tobytes() + bytes(blob.shape), set()).add(count)
+            return fit(blob, side, count)
+
+        seen: Counter[str] = Counter()
+        with patch.object(reader_module, "_fit_squares", counting):
+            for index, scene in touching:
+                seen[judge(scene, reader.read(render(scene, seed=index)))] += 1
+        assert seen["MISREAD"] == 0, (label, seen)
+        if label == "table":
+            assert seen["right"] >= len(touching) - 1, seen
+        tried[label] = list(counts.values())
+    assert tried["table"] and all(3 in numbers and 4 not in numbers for numbers in tried["table"]), tried
+    assert any(4 in numbers for numbers in tried["before"]), tried  # what the narrower sizes save
 
 
 def test_a_reading_carries_its_evidence(reader: DiceReader) -> None:
