@@ -28,13 +28,15 @@ Four parts:
   the reader read it confidently and they are not, refused otherwise. The measurement the sic bo target,
   "95% of photos exact, 0 misread", asks for, on the table it is meant for.
 - dome: `--dome-scenes` rests of 3-7 dice in a sic bo shaker's round dome, mostly touching
-  (`drivers.dice.synthetic.dome_scene`: the rim, the light's reflection), read with a values-only calibration
-  from 40 photos of the dome with the dice spread apart: exact / refused / MISREAD per number of dice touching
-  another. Drawn by the hand that wrote the reader: for finding failures, not evidence alone.
+  (`drivers.dice.synthetic.dome_scene`: the rim, the light's reflection), taken in turn at four tables of one
+  die size each (`DOME_TABLES`), each read with a values-only calibration from 40 photos of its dome with the
+  dice spread apart: exact / refused / MISREAD per number of dice touching another and per table. Drawn by
+  the hand that wrote the reader: for finding failures, not evidence alone.
 - speed: milliseconds (CPU time) per 1280x720 frame of three dice on one core (OpenCV limited to one
   thread), with where the time goes (locating the dice; the faces), and the whole-tray segmentation beside;
   frames with two dice touching too, and the shaker's own frames (three dice at rest in the dome, mostly
-  touching, read with the dome's calibration); each timed in turn with a fixed reference operation (a blur
+  touching, at each table with its calibration, and again with one calibration across all sizes); each timed
+  in turn with a fixed reference operation (a blur
   and a colour conversion of a frame), for a ratio that the machine's speed and load do not move.
 
 Real photos are also counted by the number of dice touching another, estimated from the labels.
@@ -356,39 +358,53 @@ def run_synthetic(reader: DiceReader, scenes: int) -> dict[str, Any]:
 # --- a shaker's dome -------------------------------------------------------------------------------------
 
 
-def dome_calibration(seed: int = 5, photos: int = 40) -> DiceCalibration:
+#: the dome's tables: each one size of die (frame pixels, as `dome_scene` draws a die flat; each die within 2%
+#: of it), each read with a calibration from its own photos. A table's camera sees one set of dice from one
+#: height; a calibration fitted across all these sizes is one of no table (the speed part times it too).
+DOME_TABLES = (58.0, 62.0, 66.0, 70.0)
+DOME_SIDES = (DOME_TABLES[0], DOME_TABLES[-1])
+
+
+def dome_calibration(
+    side: tuple[float, float] = DOME_SIDES, seed: int = 5, photos: int = 40
+) -> DiceCalibration:
     """Values-only calibration from photos of the dome with the dice spread apart (as a technician takes
-    them: the calibration needs dice it can tell apart)."""
+    them: the calibration needs dice it can tell apart), dice of `side` (a die side drawn per photo)."""
     rng = np.random.default_rng(seed)
     samples = []
     for index in range(photos):
-        scene = dome_scene(rng, touching=0.0)
+        scene = dome_scene(rng, touching=0.0, side=side)
         samples.append(
             ValueSample(render(scene, seed=1000 + index), tuple(d.value for d in scene.dice), f"d{index}")
         )
     return calibrate_from_samples(samples)
 
 
-def run_dome(reader: DiceReader, scenes: int) -> dict[str, Any]:
-    """`scenes` rests of 3-7 dice in the dome, mostly touching (`dome_scene`): exact / refused / MISREAD per
-    number of dice touching another, and why frames were refused."""
+def run_dome(tables: dict[float, DiceReader], scenes: int) -> dict[str, Any]:
+    """`scenes` rests of 3-7 dice in the dome, mostly touching (`dome_scene`), taken in turn at each table
+    (die side: its reader): exact / refused / MISREAD per number of dice touching another and per table, and
+    why frames were refused."""
     rng = np.random.default_rng(20261205)
     by_touching: dict[int, Counter[str]] = {}
+    by_table: dict[str, Counter[str]] = {}
     reasons: dict[int, Counter[str]] = {}
     misread = []
     cpu_ms = []
+    sides = list(tables)
     for index in range(scenes):
-        scene = dome_scene(rng)
+        side = sides[index % len(sides)]
+        scene = dome_scene(rng, side=(side, side))
         image = render(scene, seed=index)
         started = time.process_time()
-        result = reader.read(image, expect=len(scene.dice))
+        result = tables[side].read(image, expect=len(scene.dice))
         cpu_ms.append((time.process_time() - started) * 1000)
         outcome = judge(scene, result)
         by_touching.setdefault(scene.touching_dice, Counter())[outcome] += 1
+        by_table.setdefault(f"{side:g}", Counter())[outcome] += 1
         if isinstance(result, DiceRefusal):
             reasons.setdefault(scene.touching_dice, Counter())[result.reason] += 1
         if outcome == "MISREAD":
-            misread.append({"scene": index, "values": scene.values, "read": result.values})
+            misread.append({"scene": index, "table": side, "values": scene.values, "read": result.values})
     total: Counter[str] = Counter()
     touching: Counter[str] = Counter()
     for count, counts in by_touching.items():
@@ -400,6 +416,7 @@ def run_dome(reader: DiceReader, scenes: int) -> dict[str, Any]:
         "outcomes": dict(total),
         "outcomes_with_touching_dice": dict(touching),
         "by_touching_dice": {str(k): dict(v) for k, v in sorted(by_touching.items())},
+        "by_table_die_side": {k: dict(v) for k, v in by_table.items()},
         "refusals_by_touching_dice": {str(k): dict(v.most_common()) for k, v in sorted(reasons.items())},
         "misreadings": misread,
         "cpu_ms_median": round(statistics.median(cpu_ms), 2),
@@ -432,7 +449,7 @@ def run_speed(
     frames: int = 200,
     rounds: int = 3,
     against: str | None = None,
-    shaker: DiceReader | None = None,
+    shaker: tuple[dict[tuple[float, float], DiceReader], dict[tuple[float, float], DiceReader]] | None = None,
 ) -> dict[str, Any]:
     """Milliseconds per `read` of a 1280x720 frame of three dice, OpenCV on one thread.
 
@@ -443,9 +460,10 @@ def run_speed(
     with the whole tray segmented at once (`locate(whole=True)`, what every read did before). `against`: a
     commit whose reader reads every frame too (the touching ones as well), in turn with this one (the same
     moments of a shared machine's load; which first, swapped every frame), for the ratio of the two.
-    `shaker`: a reader calibrated for the shaker's dome, which also reads `frames` dome frames of three
-    dice (`dome_scene`: mostly touching, as they come to rest; the round tray painted round), each timed in
-    turn with the reference too (and with `against`'s reader of the same calibration)."""
+    `shaker`: readers calibrated for the shaker's dome, per table (die sides) and one across all sizes,
+    which also read `frames` dome frames of three dice each (`dome_scene`: mostly touching, as they come to
+    rest; the round tray painted round), each timed in turn with the reference too (and with `against`'s
+    reader of the same calibration)."""
     cv2.setNumThreads(1)
     rng = np.random.default_rng(7)
     images = [render(random_scene(rng, hazard="none"), seed=i) for i in range(frames)]
@@ -471,7 +489,7 @@ def run_speed(
     cpu_ms, wall_ms, locate_ms, faces_ms, whole_ms, other_ms = [], [], [], [], [], []
     reference_ms: list[float] = []
     touching_ms, other_touching_ms, touching_reference_ms = in_turn(
-        touching_images, reader, other, fastest, reference_image
+        touching_images, [(reader, other)] * len(touching_images), fastest, reference_image
     )
     for number, image in enumerate(images):
         reference_ms.append(fastest(lambda: reference_operation(reference_image))[0])
@@ -511,7 +529,12 @@ def run_speed(
         }
     shaker_part = {}
     if shaker is not None:
-        shaker_part = time_shaker(shaker, frames, fastest, reference_image, against)
+        # the shaker's frames at its tables, each with its own calibration; and the same number of frames of
+        # every size read with one calibration fitted across them all (no table's: the harder case)
+        shaker_part["shaker"] = time_shaker(shaker[0], frames, fastest, reference_image, against)
+        shaker_part["shaker_one_calibration_across_sizes"] = time_shaker(
+            shaker[1], frames, fastest, reference_image, against
+        )
     ratios_calm = [ours / reference for ours, reference in zip(cpu_ms, reference_ms, strict=True)]
     ratios_touching = [
         ours / reference for ours, reference in zip(touching_ms, touching_reference_ms, strict=True)
@@ -549,52 +572,62 @@ def run_speed(
 
 
 def in_turn(
-    images: list[Any], reader: DiceReader, other: DiceReader | None, fastest: Any, reference_image: Any
+    images: list[Any],
+    readers: list[tuple[DiceReader, DiceReader | None]],
+    fastest: Any,
+    reference_image: Any,
 ) -> tuple[list[float], list[float], list[float]]:
-    """CPU ms of `reader` reading each image, of `other` (if any) reading it in turn, and of the reference
-    operation after each: the same moments of a shared machine's load. Which reader goes first is swapped
-    every frame (the second reads a warm cache)."""
+    """CPU ms of each image's reader reading it, of its other reader (if any) reading it in turn, and of the
+    reference operation after each: the same moments of a shared machine's load. Which reader goes first is
+    swapped every frame (the second reads a warm cache)."""
     ours: list[float] = []
     theirs: list[float] = []
     reference: list[float] = []
-    for number, image in enumerate(images):
+    for number, (image, (reader, other)) in enumerate(zip(images, readers, strict=True)):
         if other is not None and number % 2:
-            theirs.append(fastest(lambda image=image: other.read(image))[0])
-        ours.append(fastest(lambda image=image: reader.read(image))[0])
+            theirs.append(fastest(lambda image=image, other=other: other.read(image))[0])
+        ours.append(fastest(lambda image=image, reader=reader: reader.read(image))[0])
         if other is not None and not number % 2:
-            theirs.append(fastest(lambda image=image: other.read(image))[0])
+            theirs.append(fastest(lambda image=image, other=other: other.read(image))[0])
         reference.append(fastest(lambda: reference_operation(reference_image))[0])
     return ours, theirs, reference
 
 
 def time_shaker(
-    reader: DiceReader,
+    tables: dict[tuple[float, float], DiceReader],
     frames: int,
     fastest: Any,
     reference_image: Any,
     against: str | None,
 ) -> dict[str, Any]:
-    """The speed part's dome frames of three dice (see `run_speed`): CPU median and p95 of `read`, and the
-    median over frames of its ratio to the reference timed in turn."""
+    """The speed part's dome frames of three dice (see `run_speed`), taken in turn at each table (the die
+    sides `dome_scene` draws: its reader): CPU median and p95 of `read`, and the median over frames of its
+    ratio to the reference timed in turn."""
     rng = np.random.default_rng(20261206)
-    scenes = [dome_scene(rng, dice=3) for _ in range(frames)]
+    sides = list(tables)
+    scenes = [dome_scene(rng, dice=3, side=sides[index % len(sides)]) for index in range(frames)]
     images = [render(scene, seed=index) for index, scene in enumerate(scenes)]
-    other = reader_at(against, reader.calibration) if against else None
-    ms, other_ms, reference_ms = in_turn(images, reader, other, fastest, reference_image)
+    others = {
+        side: reader_at(against, reader.calibration) if against else None for side, reader in tables.items()
+    }
+    readers = [
+        (tables[sides[index % len(sides)]], others[sides[index % len(sides)]]) for index in range(frames)
+    ]
+    ms, other_ms, reference_ms = in_turn(images, readers, fastest, reference_image)
     touching = Counter(str(scene.touching_dice) for scene in scenes)
     part: dict[str, Any] = {
-        "shaker_frames": frames,
-        "shaker_frame": "1280x720, the shaker's dome, three dice of 58-70 px, mostly touching",
-        "shaker_dice_touching_another": dict(sorted(touching.items())),
-        "shaker_cpu_ms_median": round(statistics.median(ms), 2),
-        "shaker_cpu_ms_p95": round(float(np.percentile(ms, 95)), 2),
-        "shaker_ratio_to_reference_median": round(
+        "frames": frames,
+        "die_sides_px": [list(side) for side in sides],
+        "dice_touching_another": dict(sorted(touching.items())),
+        "cpu_ms_median": round(statistics.median(ms), 2),
+        "cpu_ms_p95": round(float(np.percentile(ms, 95)), 2),
+        "ratio_to_reference_median": round(
             statistics.median(ours / ref for ours, ref in zip(ms, reference_ms, strict=True)), 3
         ),
     }
-    if other is not None:
-        part["against_shaker_cpu_ms_median"] = round(statistics.median(other_ms), 2)
-        part["shaker_speedup_median_of_frames"] = round(
+    if against:
+        part["against_cpu_ms_median"] = round(statistics.median(other_ms), 2)
+        part["speedup_median_of_frames"] = round(
             statistics.median(theirs / ours for theirs, ours in zip(other_ms, ms, strict=True)), 3
         )
     return part
@@ -687,8 +720,9 @@ def markdown(report: dict[str, Any]) -> str:
         o, n, t = d["outcomes"], d["scenes"], d["outcomes_with_touching_dice"]
         nt = sum(t.values())
         lines += [
-            f"Shaker dome: {n} scenes of 3-7 dice, mostly touching (`dome_scene`), calibrated from 40 "
-            f"photos of the dome with the dice apart (values only): exact {pct(o.get('exact', 0), n)}, "
+            f"Shaker dome: {n} scenes of 3-7 dice, mostly touching (`dome_scene`), in turn at tables of "
+            f"die sides {', '.join(d['by_table_die_side'])} px, each calibrated from 40 photos of its dome "
+            f"with the dice apart (values only): exact {pct(o.get('exact', 0), n)}, "
             f"refused {pct(o.get('refused', 0), n)}, MISREAD {pct(o.get('MISREAD', 0), n)}; the {nt} with "
             f"touching dice: exact {pct(t.get('exact', 0), nt)}, MISREAD {pct(t.get('MISREAD', 0), nt)}. "
             f"CPU per frame: median {d['cpu_ms_median']} ms, p95 {d['cpu_ms_p95']} ms.",
@@ -699,6 +733,13 @@ def markdown(report: dict[str, Any]) -> str:
         for count, c in d["by_touching_dice"].items():
             refusals = d["refusals_by_touching_dice"].get(count, {})
             lines.append(f"| {count} | {outcome_cells(c)} | {refusals} |")
+        lines += [
+            "",
+            "| table's die side (px) | scenes | exact | refused | MISREAD |",
+            "|---:|---:|---:|---:|---:|",
+        ]
+        for side, c in d["by_table_die_side"].items():
+            lines.append(f"| {side} | {outcome_cells(c)} |")
         lines.append("")
     if report.get("speed"):
         sp = report["speed"]
@@ -722,16 +763,26 @@ def markdown(report: dict[str, Any]) -> str:
             f"{sp['touching_ratio_to_reference_median']}x the reference.",
             "",
         ]
-        if sp.get("shaker_frames"):
+        for key, what in (
+            ("shaker", "each table read with its own calibration"),
+            ("shaker_one_calibration_across_sizes", "one calibration fitted across all sizes (no table's)"),
+        ):
+            sh = sp.get(key)
+            if not sh:
+                continue
+            sides = ", ".join(
+                f"{low:g}" if low == high else f"{low:g}-{high:g}" for low, high in sh["die_sides_px"]
+            )
             lines += [
-                f"The shaker's own frames ({sp['shaker_frames']} frames, {sp['shaker_frame']}; dice touching "
-                f"another per frame: {sp['shaker_dice_touching_another']}): CPU median "
-                f"{sp['shaker_cpu_ms_median']} ms, p95 {sp['shaker_cpu_ms_p95']} ms, "
-                f"{sp['shaker_ratio_to_reference_median']}x the reference (median over frames)"
+                f"The shaker's own frames, {what}: {sh['frames']} frames of three dice at rest in the dome, "
+                f"die sides {sides} px, in turn (dice touching another per frame: "
+                f"{sh['dice_touching_another']}): "
+                f"CPU median {sh['cpu_ms_median']} ms, p95 {sh['cpu_ms_p95']} ms, "
+                f"{sh['ratio_to_reference_median']}x the reference (median over frames)"
                 + (
-                    f"; the reader of {sp['against_commit']}: CPU median {sp['against_shaker_cpu_ms_median']}"
-                    f" ms, per frame {sp['shaker_speedup_median_of_frames']}x as long (median)."
-                    if sp.get("against_shaker_cpu_ms_median") is not None
+                    f"; the reader of {sp['against_commit']}: CPU median {sh['against_cpu_ms_median']}"
+                    f" ms, per frame {sh['speedup_median_of_frames']}x as long (median)."
+                    if sh.get("against_cpu_ms_median") is not None
                     else "."
                 ),
                 "",
@@ -793,21 +844,29 @@ def main(argv: list[str] | None = None) -> int:
         except CalibrationError as exc:  # the SAMPLES.csv itself: a missing photo, a value that is not 1-6
             print(f"dice_table.py: {exc}", file=sys.stderr)
             return 2
-    dome = None
+    tables: dict[float, DiceCalibration] = {}
     if parts & {"dome", "speed"}:
-        print("dome: calibrating from 40 photos of dice apart (values only)...", file=sys.stderr)
-        dome = dome_calibration()
-        report["dome_calibration"] = dome.model_dump(mode="json")
-    if "dome" in parts and dome is not None:
+        print("dome: calibrating each table from 40 photos of dice apart (values only)...", file=sys.stderr)
+        tables = {side: dome_calibration((side, side)) for side in DOME_TABLES}
+        report["dome_calibrations"] = {
+            f"{side:g}": cal.model_dump(mode="json") for side, cal in tables.items()
+        }
+    if "dome" in parts:
         print(f"dome: {args.dome_scenes} scenes...", file=sys.stderr)
-        report["dome"] = run_dome(DiceReader(dome), args.dome_scenes)
+        report["dome"] = run_dome({side: DiceReader(cal) for side, cal in tables.items()}, args.dome_scenes)
     if parts & {"synthetic", "speed"}:
         print("synthetic: calibrating from 40 photos (values only)...", file=sys.stderr)
         calibration = synthetic_calibration()
         report["synthetic_calibration"] = calibration.model_dump(mode="json")
         reader = DiceReader(calibration)
         if "speed" in parts:
-            shaker = DiceReader(dome) if dome is not None else None
+            print("speed: calibrating the dome from 40 photos of every size...", file=sys.stderr)
+            across = dome_calibration()
+            report["dome_calibration_across_sizes"] = across.model_dump(mode="json")
+            shaker = (
+                {(side, side): DiceReader(cal) for side, cal in tables.items()},
+                {DOME_SIDES: DiceReader(across)},
+            )
             report["speed"] = run_speed(reader, against=args.against, shaker=shaker)
         if "synthetic" in parts:
             print(f"synthetic: {args.scenes} scenes...", file=sys.stderr)
