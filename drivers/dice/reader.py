@@ -1500,8 +1500,15 @@ def _centred(
     other's: a square is fitted against the blob's outline, which reaches past the dice, and a die between
     two others has no outline of its own along the row."""
     xs, ys = (values.astype(np.float64) for values in _nonzero(blob))
-    # the nearest centre of each pixel (the first of equals), from one row of squared distances per square
-    nearest = np.argmin(np.stack([(xs - x) ** 2 + (ys - y) ** 2 for x, y, _, _ in squares]), axis=0)
+    # the nearest centre of each pixel (the first of equals: only a strictly nearer one takes a pixel over),
+    # from one row of squared distances per square
+    (x0, y0, _, _), *further = squares
+    least = (xs - x0) ** 2 + (ys - y0) ** 2
+    nearest = np.zeros(len(xs), np.intp)
+    for index, (x, y, _, _) in enumerate(further, 1):
+        distance2 = (xs - x) ** 2 + (ys - y) ** 2
+        nearest[distance2 < least] = index
+        np.minimum(least, distance2, out=least)
     moved = []
     for index, (x, y, angle, share) in enumerate(squares):
         # only the pixels nearest this square, then those within it (its own axes)
@@ -1522,9 +1529,13 @@ def _centred(
     return moved
 
 
+@functools.lru_cache(maxsize=256)
 def _square_corners(x: float, y: float, side: float, angle: float) -> NDArray[np.int32]:
-    """The corners of a square of `side` centred on (x, y) turned by `angle` degrees, to the pixel."""
+    """The corners of a square of `side` centred on (x, y) turned by `angle` degrees, to the pixel. (Cached:
+    a split's squares are drawn again and again, as the others of each square fitted after them and to check
+    the split.)"""
     corners: NDArray[np.int32] = np.round(cv2.boxPoints(((x, y), (side, side), angle))).astype(np.int32)
+    corners.flags.writeable = False
     return corners
 
 
@@ -1651,9 +1662,10 @@ def _fit_square(
         np.subtract(sums[b, b], sums[a, b], out=score)
         score -= sums[b, a]
         score += sums[a, a]
-        v, u = divmod(int(np.argmax(score)), count)
-        if int(score[v, u]) > best_score:
-            best_score = int(score[v, u])
+        top = int(score.max())
+        if top > best_score:  # (where only then: it is seldom better)
+            best_score = top
+            v, u = divmod(int(np.argmax(score)), count)
             best = place(angle, cos, sin, u, v)
             cover = np.count_nonzero(turned[first + v : first + v + box, first + u : first + u + box])
     x, y, angle = best
