@@ -1663,7 +1663,7 @@ def _fit_square(
         score -= sums[b, a]
         score += sums[a, a]
         top = int(score.max())
-        if top > best_score:  # (where only then: it is seldom better)
+        if top > best_score:  # where it lies is looked up only then (a finer turn is seldom better)
             best_score = top
             v, u = divmod(int(np.argmax(score)), count)
             best = place(angle, cos, sin, u, v)
@@ -1812,7 +1812,7 @@ def _morphed(image: Pixels, operation: int, kernel: Pixels) -> Pixels:
     least for a dilation); the pixels of the image come out the same."""
     height, width = image.shape
     wide = _ceil_div(width, MORPHOLOGY_BLOCK) * MORPHOLOGY_BLOCK
-    if wide == width:
+    if wide == width or operation not in (cv2.MORPH_OPEN, cv2.MORPH_CLOSE):
         return cv2.morphologyEx(image, operation, kernel)
     steps = (cv2.erode, cv2.dilate) if operation == cv2.MORPH_OPEN else (cv2.dilate, cv2.erode)
     work: Pixels = np.empty((height, wide), np.uint8)
