@@ -1883,24 +1883,34 @@ def _blob_statistics(
     xs, ys = _nonzero(labels)
     ids = labels[ys, xs]
     size = np.maximum(areas, 1.0)
-
-    def mean(values: Pixels) -> NDArray[np.float64]:
-        return np.bincount(ids, weights=values, minlength=count) / size
-
-    x, y = xs.astype(np.float64), ys.astype(np.float64)
-    mean_x, mean_y = mean(x), mean(y)
+    # every statistic's per-pixel values side by side, summed per blob by one `np.bincount` (bin: blob and
+    # statistic): each sum adds the same values in the same order as one `np.bincount` per statistic would
+    values = np.empty((len(xs), _STATISTICS), np.float64)
+    x, y = values[:, 0], values[:, 1]
+    x[:], y[:] = xs, ys
+    np.multiply(x, x, out=values[:, 2])
+    np.multiply(y, y, out=values[:, 3])
+    np.multiply(x, y, out=values[:, 4])
+    values[:, 5] = response[ys, xs]
+    values[:, 6:] = colours[ys, xs]
+    bins = (ids[:, None] * _STATISTICS + _STATISTIC_BINS).ravel()
+    sums = np.bincount(bins, weights=values.ravel(), minlength=count * _STATISTICS)
+    means = sums.reshape(count, _STATISTICS) / size[:, None]
+    mean_x, mean_y = means[:, 0], means[:, 1]
     # sample covariance (n - 1), plus the variance of a pixel's own quantisation (1/12)
     spread = np.maximum(areas - 1.0, 1.0)
-    xx = (mean(x * x) - mean_x * mean_x) * size / spread + 1.0 / 12.0
-    yy = (mean(y * y) - mean_y * mean_y) * size / spread + 1.0 / 12.0
-    xy = (mean(x * y) - mean_x * mean_y) * size / spread
+    xx = (means[:, 2] - mean_x * mean_x) * size / spread + 1.0 / 12.0
+    yy = (means[:, 3] - mean_y * mean_y) * size / spread + 1.0 / 12.0
+    xy = (means[:, 4] - mean_x * mean_y) * size / spread
     half_trace, gap = (xx + yy) / 2.0, np.sqrt(((xx - yy) / 2.0) ** 2 + xy * xy)
     low, high = np.maximum(half_trace - gap, 0.0), half_trace + gap
     roundness = np.where((areas >= 3) & (high > 0), np.sqrt(low / np.maximum(high, 1e-12)), 1.0)
-    levels = mean(response[ys, xs].astype(np.float64))
-    pixels = colours[ys, xs].astype(np.float64)
-    blob_colours = np.stack([mean(pixels[:, channel]) for channel in range(3)], axis=1)
-    return roundness, levels, blob_colours
+    return roundness, means[:, 5], means[:, 6:]
+
+
+_STATISTICS = 9  # x, y, x * x, y * y, x * y, response, L, a, b
+_STATISTIC_BINS = np.arange(_STATISTICS)
+_STATISTIC_BINS.flags.writeable = False
 
 
 def _nonzero(image: Pixels) -> tuple[Pixels, Pixels]:
@@ -1918,8 +1928,8 @@ def _histogram_percentiles(
 ) -> list[float]:
     """`np.percentile` (linear interpolation) of one channel of an 8-bit image where `mask` is set, from its
     histogram: one OpenCV call instead of a sort."""
-    counts = cv2.calcHist([image], [channel], mask, [256], [0, 256]).ravel()
-    cumulative = np.cumsum(counts)
+    # the array's own methods: numpy's functions of the same name add a call's overhead (called per die)
+    cumulative = cv2.calcHist([image], [channel], mask, [256], [0, 256]).ravel().cumsum()
     total = int(cumulative[-1])
     if total == 0:
         raise ValueError("no values")
@@ -1927,8 +1937,10 @@ def _histogram_percentiles(
     for percent in percents:
         position = percent / 100.0 * (total - 1)
         low = math.floor(position)
-        # the value of rank r (from 0) is the first whose cumulative count exceeds r
-        low_value, high_value = np.searchsorted(cumulative, (low, min(low + 1, total - 1)), side="right")
+        # the value of rank r (from 0) is the first whose cumulative count exceeds r (a count is compared as
+        # float32, exact below 2^24 pixels, as the cumulative counts themselves are)
+        low_value = int(cumulative.searchsorted(low, "right"))
+        high_value = int(cumulative.searchsorted(min(low + 1, total - 1), "right"))
         result.append(float(low_value) + float(high_value - low_value) * (position - low))
     return result
 
