@@ -30,11 +30,13 @@ from drivers.dice.reader import (
     _blob_statistics,
     _coarse_turns,
     _components,
+    _disc,
     _fit_face,
     _fit_square,
     _fit_squares,
     _histogram_percentiles,
     _merged,
+    _morphed,
     _nonzero,
     _outline_angle,
     _singular_ratio,
@@ -573,6 +575,32 @@ def test_components_are_opencvs_default() -> None:
         assert got[0] == expected[0]
         for ours, theirs in zip(got[1:], expected[1:], strict=True):
             assert np.array_equal(ours, theirs, equal_nan=ours.dtype.kind == "f")
+
+
+@pytest.mark.parametrize(
+    "operation",
+    [
+        cv2.MORPH_ERODE,
+        cv2.MORPH_DILATE,
+        cv2.MORPH_OPEN,
+        cv2.MORPH_CLOSE,
+        cv2.MORPH_BLACKHAT,
+        cv2.MORPH_TOPHAT,
+    ],
+)
+def test_morphology_on_widened_rows_is_opencvs(operation: int) -> None:
+    """Each operation with the rows widened to whole SIMD blocks: OpenCV's pixels, border included, on masks
+    and grey windows of every width about the block's, even and odd discs, and views of a larger image."""
+    rng = np.random.default_rng(operation)
+    for trial in range(150):
+        height, width = int(rng.integers(1, 90)), int(rng.integers(1, 140))
+        if trial % 3 == 0:
+            image = (rng.random((height, width)) < rng.random()).astype(np.uint8)
+        else:
+            image = rng.integers(0, 256, (height, width + 7), dtype=np.uint8)[:, 3 : 3 + width]
+        kernel = _disc(int(rng.integers(1, 26)))
+        expected = cv2.morphologyEx(image, operation, kernel)
+        assert np.array_equal(_morphed(image, operation, kernel), expected), (trial, height, width)
 
 
 def test_nonzero_is_numpys() -> None:
