@@ -429,7 +429,7 @@ def run_dome(tables: dict[float, DiceReader], scenes: int) -> dict[str, Any]:
 
 def reader_at(commit: str, calibration: Any) -> Any:
     """A `DiceReader` of the reader module as it was at `commit` (from git, loaded on its own: the module
-    needs only OpenCV, numpy and pydantic), with the same calibration."""
+    needs only OpenCV, numpy and pydantic), with the same calibration (less any field it does not know)."""
     source = subprocess.run(
         ["git", "show", f"{commit}:drivers/dice/reader.py"],
         cwd=common.REPO_ROOT,
@@ -441,7 +441,11 @@ def reader_at(commit: str, calibration: Any) -> Any:
     module = types.ModuleType(name)
     sys.modules[name] = module  # dataclasses look their module up while the class is being made
     exec(compile(source, f"{commit}:drivers/dice/reader.py", "exec"), module.__dict__)
-    return module.DiceReader(module.DiceCalibration.model_validate(calibration.model_dump()))
+    # a field the older reader does not know is left out (its files refuse unknown fields): it reads as it
+    # did, e.g. without `split_side_px` it splits touching dice at every size a die alone may have
+    known = module.DiceCalibration.model_fields
+    fields = {key: value for key, value in calibration.model_dump().items() if key in known}
+    return module.DiceReader(module.DiceCalibration.model_validate(fields))
 
 
 def run_speed(
