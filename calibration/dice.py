@@ -80,7 +80,8 @@ READ_SIDE_PX = 48.0
 # touching dice are split into dice within this fraction of the sizes seen alone (1st-99th percentile): the
 # squares fitted to dice that touch came out up to 2.5% below that range on generated dome frames of one die
 # size (the blob's soft outline and the gaps closed between dice move its area), so a margin of about three
-# times that; it still keeps 3 dice from being tried as 4 (0.87 times as wide) or 2 (1.22 times)
+# times that; on a table of one die size it still leaves out 4 dice for a blob of 3 (0.87 times as wide) and
+# 2 larger ones (1.22 times)
 SPLIT_SIDE_MARGIN = 0.08
 
 

@@ -278,10 +278,15 @@ def test_touching_dice_are_tried_only_as_dice_of_the_tables_size() -> None:
         real_fit = reader_module._fit_squares
 
         def counting(
-            blob: Any, side: float, count: int, counts: dict[bytes, set[int]] = counts, fit: Any = real_fit
+            blob: Any,
+            side: float,
+            count: int,
+            *rest: Any,
+            counts: dict[bytes, set[int]] = counts,
+            fit: Any = real_fit,
         ) -> Any:
             counts.setdefault(blob.tobytes() + bytes(blob.shape), set()).add(count)
-            return fit(blob, side, count)
+            return fit(blob, side, count, *rest)
 
         seen: Counter[str] = Counter()
         with patch.object(reader_module, "_fit_squares", counting):
