@@ -274,7 +274,7 @@ def test_touching_dice_are_tried_only_as_dice_of_the_tables_size() -> None:
         ("before", table.model_copy(update={"split_side_px": None})),
     ):
         reader = DiceReader(calibration)
-        counts: dict[bytes, set[int]] = {}  # the numbers of dice each blob was tried as
+        counts: dict[tuple[Any, bytes], set[int]] = {}  # the numbers of dice each blob was tried as
         real_fit = reader_module._fit_squares
 
         def counting(
@@ -282,10 +282,10 @@ def test_touching_dice_are_tried_only_as_dice_of_the_tables_size() -> None:
             side: float,
             count: int,
             *rest: Any,
-            counts: dict[bytes, set[int]] = counts,
+            counts: dict[tuple[Any, bytes], set[int]] = counts,
             fit: Any = real_fit,
         ) -> Any:
-            counts.setdefault(blob.tobytes() + bytes(blob.shape), set()).add(count)
+            counts.setdefault((blob.shape, blob.tobytes()), set()).add(count)
             return fit(blob, side, count, *rest)
 
         seen: Counter[str] = Counter()
