@@ -162,6 +162,8 @@ def test_load_refuses_what_is_not_a_dice_calibration(fitted: DiceCalibration, tm
         "future.json": json.dumps({**good, "version": 3}),
         "broken.json": json.dumps({**good, "die_side_px": "wide"}),
         "broken-split.json": json.dumps({**good, "split_side_px": [40.0]}),
+        "reversed-split.json": json.dumps({**good, "split_side_px": [50.0, 40.0]}),
+        "no-split-side.json": json.dumps({**good, "split_side_px": [0.0, 40.0]}),
         "five-faces.json": json.dumps({**good, "pip_unit_ratio": good["pip_unit_ratio"][:5]}),
         "extra.json": json.dumps({**good, "surprise": 1}),
     }
