@@ -1781,7 +1781,7 @@ def outside_as_felt(image: Pixels, circle: tuple[float, float, float], origin: t
     )
     if not len(rim_ys):
         return image.copy()
-    felt = np.median(image[rim_ys, rim_xs], axis=0).astype(np.uint8)
+    felt = _median_uint8(image[rim_ys, rim_xs])
     # the felt's colour everywhere, then the image inside the circle over it: OpenCV's fill and masked copy
     # take a tenth of the time of numpy's assignment through a boolean mask (the same pixels)
     painted = np.empty_like(image)
@@ -1791,6 +1791,23 @@ def outside_as_felt(image: Pixels, circle: tuple[float, float, float], origin: t
         cv2.rectangle(painted, (0, 0), (width - 1, height - 1), [int(value) for value in felt], cv2.FILLED)
     cv2.copyTo(image, inside, painted)
     return painted
+
+
+def _median_uint8(samples: Pixels) -> Pixels:
+    """Each channel's median of uint8 `samples` (one row per sample) as `np.median(samples, axis=0)` cast to
+    uint8 gives it (of an even count, the mean of the two middle values, rounded down), from each channel's
+    histogram: `np.median` (a sort) takes three times as long on a few thousand samples."""
+    count = len(samples)
+    columns = samples.reshape(count, -1)
+    # the values at the two middle places of the sorted samples (the same place for an odd count)
+    places = np.array([(count - 1) // 2, count // 2])
+    medians = []
+    for channel in range(columns.shape[1]):
+        below = np.cumsum(np.bincount(columns[:, channel], minlength=256))  # samples at or below each value
+        low, high = np.searchsorted(below, places, side="right")
+        medians.append((int(low) + int(high)) // 2)
+    median: Pixels = np.array(medians, np.uint8).reshape(samples.shape[1:])
+    return median
 
 
 @functools.lru_cache(maxsize=8)

@@ -35,6 +35,7 @@ from drivers.dice.reader import (
     _fit_square,
     _fit_squares,
     _histogram_percentiles,
+    _median_uint8,
     _merged,
     _morphed,
     _nonzero,
@@ -606,6 +607,22 @@ def test_morphology_on_widened_rows_is_opencvs(operation: int) -> None:
         kernel = _disc(int(rng.integers(1, 26)))
         expected = cv2.morphologyEx(image, operation, kernel)
         assert np.array_equal(_morphed(image, operation, kernel), expected), (trial, height, width)
+
+
+@given(
+    st.integers(1, 400),
+    st.sampled_from([(), (1,), (3,)]),
+    st.integers(0, 2**32 - 1),
+)
+def test_felt_median_is_numpys(count: int, channels: tuple[int, ...], seed: int) -> None:
+    """The felt's colour: numpy's median cast to uint8, for odd and even counts (the mean of two middle
+    values rounded down) of one or three channels, narrow or full ranges of values."""
+    rng = np.random.default_rng(seed)
+    low = int(rng.integers(0, 256))
+    samples = rng.integers(low, min(256, low + int(rng.integers(1, 257))), (count, *channels), dtype=np.uint8)
+    expected = np.median(samples, axis=0).astype(np.uint8)
+    got = _median_uint8(samples)
+    assert got.dtype == np.uint8 and np.array_equal(got, expected)
 
 
 def test_nonzero_is_numpys() -> None:
