@@ -161,6 +161,14 @@ SPLIT_SIZE_SPREAD = 0.2
 # OpenCV's morphology is fastest on rows a whole number of this many bytes long (its widest SIMD registers)
 MORPHOLOGY_BLOCK = 32
 ROUND_TRAY_MARGIN = 0.3  # die sides a round tray's view reaches past its circle's bounding box
+# the least and most share of a blob that the n dice it is tried as fill (n side^2 / area): more where
+# touching dice's soft outlines overlap, less where gaps between dice closer than a pip are filled. Every
+# split read on the real and generated sets filled 0.80-1.15 of its blob; three touching dice tried as two
+# of the usual side fill about 0.7 of theirs, a try that only costs time (bench/DICE.md)
+SPLIT_FILL = (0.78, 1.15)
+# a blob's dice are tried at the side that shares its area and at the usual side, unless these are this close
+# (touching dice share 3-4% less than the usual side: one split, not two alike; bench/DICE.md)
+SPLIT_SIDES_ALIKE = 0.05
 SPLIT_CORNER = 0.12  # corner radius / side of the square a split die is read in (a die's corners are round)
 
 
@@ -1434,8 +1442,8 @@ def _split_sizes(area: float, usual: float, sides: tuple[float, float]) -> list[
     tries = []
     for count in range(2, SPLIT_MOST_DICE + 1):
         shared = math.sqrt(area / count)
-        for side in (shared, usual) if abs(shared - usual) > 0.03 * usual else (shared,):
-            if sides[0] <= side <= sides[1] and 0.7 <= count * side * side / area <= 1.15:
+        for side in (shared, usual) if abs(shared - usual) > SPLIT_SIDES_ALIKE * usual else (shared,):
+            if sides[0] <= side <= sides[1] and SPLIT_FILL[0] <= count * side * side / area <= SPLIT_FILL[1]:
                 tries.append((count, side))
     return tries
 

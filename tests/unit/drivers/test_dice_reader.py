@@ -41,6 +41,7 @@ from drivers.dice.reader import (
     _nonzero,
     _outline_angle,
     _singular_ratio,
+    _split_sizes,
 )
 from tests.helpers.dice_scenes import (
     DATA,
@@ -623,6 +624,23 @@ def test_felt_median_is_numpys(count: int, channels: tuple[int, ...], seed: int)
     expected = np.median(samples, axis=0).astype(np.uint8)
     got = _median_uint8(samples)
     assert got.dtype == np.uint8 and np.array_equal(got, expected)
+
+
+def test_a_blob_is_tried_as_the_dice_that_fill_it() -> None:
+    """The numbers and sides of dice a blob is tried as: touching dice, whose outlines overlap, only at the
+    side that shares the blob's area when that is near the usual side; dice with gaps filled between them at
+    the usual side too; never fewer dice than fill enough of the blob, nor sides outside the table's."""
+    usual, sides = 40.0, (36.0, 44.0)
+    three_touching = 3 * (0.97 * usual) ** 2
+    assert _split_sizes(three_touching, usual, sides) == [(3, pytest.approx(0.97 * usual))]
+    two_with_gaps = 2 * usual**2 / 0.85
+    assert _split_sizes(two_with_gaps, usual, sides) == [
+        (2, pytest.approx(usual / math.sqrt(0.85))),
+        (2, usual),
+    ]
+    # three dice of the usual side, tightly together: not two of that side (they would fill 0.7 of it)
+    assert all(count == 3 for count, _ in _split_sizes(2.85 * usual**2, usual, sides))
+    assert _split_sizes(2 * (0.85 * usual) ** 2, usual, sides) == []  # two dice smaller than the table's
 
 
 def test_nonzero_is_numpys() -> None:

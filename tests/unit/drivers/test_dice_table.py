@@ -256,10 +256,10 @@ def _dome_table(side: float, photos: int = 30) -> DiceCalibration:
 
 
 def test_touching_dice_are_tried_only_as_dice_of_the_tables_size() -> None:
-    """A table of one die size: a blob of three touching dice is not tried as four smaller dice, which the
-    wider range a die alone is accepted in still allows, and is read right; a calibration without the
-    split's sizes (a file fitted before they were kept) tries them too. (It may still be tried as two dice
-    of the usual size: `_split_sizes` lets dice fill as little as 0.7 of a blob, and the fit refuses it.)"""
+    """A table of one die size: a blob of three touching dice is tried as three dice only, and read right:
+    not as four smaller dice, which the wider range a die alone is accepted in still allows (a calibration
+    without the split's sizes, a file fitted before they were kept, tries them), nor as two of the usual
+    size, which would fill too little of it."""
     table = _dome_table(64.0)
     assert table.split_side_px is not None
     low, high = table.split_side_px
@@ -296,7 +296,7 @@ def test_touching_dice_are_tried_only_as_dice_of_the_tables_size() -> None:
         if label == "table":
             assert seen["right"] >= len(touching) - 1, seen
         tried[label] = list(counts.values())
-    assert tried["table"] and all(3 in numbers and 4 not in numbers for numbers in tried["table"]), tried
+    assert tried["table"] and all(numbers == {3} for numbers in tried["table"]), tried
     assert any(4 in numbers for numbers in tried["before"]), tried  # what the narrower sizes save
 
 
