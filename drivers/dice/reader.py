@@ -1805,7 +1805,7 @@ def outside_as_felt(image: Pixels, circle: tuple[float, float, float], origin: t
 def _median_uint8(samples: Pixels) -> Pixels:
     """Each channel's median of uint8 `samples` (one row per sample) as `np.median(samples, axis=0)` cast to
     uint8 gives it (of an even count, the mean of the two middle values, rounded down), from each channel's
-    histogram: `np.median` (a sort) takes three times as long on a few thousand samples."""
+    histogram: `np.median` (a sort) takes more than twice as long on a few thousand samples."""
     count = len(samples)
     columns = samples.reshape(count, -1)
     # the values at the two middle places of the sorted samples (the same place for an odd count)
