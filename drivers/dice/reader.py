@@ -154,7 +154,9 @@ SPLIT_OVERLAP = 0.05  # most a die may overlap another, in dice (dice do not pas
 SPLIT_OUTLINE = 0.15
 # the squares' turns and places are searched at this scale (0.5: 1.4x as fast, and fewer dice read)
 SPLIT_SEARCH_SCALE = 1.0
-SPLIT_REFITS = 1  # passes fitting each die's square again with the others in place
+# passes fitting each die's square again with the others in place (the first pass not the last die's, which
+# was placed with them all: refitting it too read no more, bench/DICE.md)
+SPLIT_REFITS = 1
 # sides of dice in one frame differ by less than this share (one camera; a webcam at a slant sees nearer dice
 # larger: at 0.12 one matteop65 photo of touching dice was no longer read)
 SPLIT_SIZE_SPREAD = 0.2
@@ -1454,8 +1456,9 @@ def _fit_squares(
 ) -> list[tuple[float, float, float]] | str:
     """`count` squares of `side` (x, y of the centre, angle in degrees; in `blob`'s pixels) that together
     explain the blob, or why there are none. Each is fitted by `_fit_square` to what the others leave of the
-    blob: first one after the other, then each again with all the others in place (a die placed early,
-    with little of the blob known to be its neighbours', moves to where they leave room). Explained: each
+    blob: first one after the other, then each but the last again with all the others in place (a die placed
+    early, with little of the blob known to be its neighbours', moves to where they leave room; the last was
+    placed with them all). Explained: each
     square lies on the blob, no die overlaps another, and nothing of the blob is left over but strips
     narrower than a sixth of a die (its soft outline, and gaps between dice closer than a pip, which
     segmentation fills). `fitted`: the squares fitted to this blob so far, by what they were fitted to (more
@@ -1487,8 +1490,9 @@ def _fit_squares(
         if isinstance(square, str):
             return f"die {number}: {square}"
         found.append(square)
-    for _ in range(SPLIT_REFITS):
-        for index in range(count):
+    for refit in range(SPLIT_REFITS):
+        # the last die was placed with every other die in place already: the first pass refits the others
+        for index in range(count - 1 if refit == 0 else count):
             square = fit(found[:index] + found[index + 1 :], found[index][2])
             if not isinstance(square, str):
                 found[index] = square

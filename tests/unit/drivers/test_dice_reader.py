@@ -185,6 +185,28 @@ def test_fitting_squares_to_touching_dice_masks() -> None:
     assert isinstance(_fit_squares(oblong, side, 2), str)
 
 
+def test_every_die_but_the_last_placed_is_fitted_again_with_the_others_in_place() -> None:
+    """Three dice in an L: after one square each (each with those before it in place), the first two are
+    fitted again with all the others in place; the last was placed with them all already."""
+    side = 40.0
+    blob = np.zeros((120, 140), np.uint8)
+    blob[20:60, 10:50] = 1
+    blob[20:60, 50:90] = 1
+    blob[60:100, 50:90] = 1
+    calls: list[tuple[int, float | None]] = []  # (squares in place, the turn searched about) of each fit
+
+    def recording(small: Any, small_side: float, others: Any, near: float | None = None) -> Any:
+        calls.append((len(others), near))
+        return _fit_square(small, small_side, others, near)
+
+    with patch("drivers.dice.reader._fit_square", recording):
+        fitted = _fit_squares(blob, side, 3)
+    assert not isinstance(fitted, str), fitted
+    placed = [others for others, near in calls if near is None]
+    refitted = [others for others, near in calls if near is not None]
+    assert placed == [0, 1, 2] and refitted == [2, 2], calls
+
+
 def _turned_square(
     shape: tuple[int, int], centre: tuple[float, float], side: float, angle: float
 ) -> np.ndarray:
