@@ -1367,16 +1367,25 @@ def _combine(
 def _die_distance2(lab: Pixels, background: Pixels, shadow_weight: float) -> Pixels:
     """Squared Lab distance of each pixel from the background; darker than the background counts only
     `shadow_weight` as much (0: dice are lighter, and shadows are not dice)."""
+    if shadow_weight in (0.0, 1.0):
+        # the weights the calibration fits, by OpenCV in float32, half the time of numpy's passes: with 8-bit
+        # channels every difference, square and sum of three is a whole number below 2^24, exact in float32
+        # whatever the order of the work (the same values as the general way below)
+        diff = cv2.subtract(lab, background, dtype=cv2.CV_32F)
+        if shadow_weight == 0.0:
+            lightness = diff[:, :, 0]
+            np.maximum(lightness, 0.0, out=lightness)
+        squares = cv2.multiply(diff, diff)
+        summed: Pixels = cv2.transform(squares, _CHANNEL_SUM)
+        return summed
     diff = lab.astype(np.float32) - background.astype(np.float32)
-    lightness = diff[:, :, 0]
-    # the weights the calibration fits, 0 and 1, without `np.where` (the same squares: a darker pixel's
-    # lightness times 0 is 0, times 1 is itself)
-    if shadow_weight == 0.0:
-        lightness = np.maximum(lightness, 0.0)
-    elif shadow_weight != 1.0:
-        lightness = np.where(lightness > 0, lightness, lightness * shadow_weight)
+    lightness = np.where(diff[:, :, 0] > 0, diff[:, :, 0], diff[:, :, 0] * shadow_weight)
     distance2: Pixels = lightness**2 + diff[:, :, 1] ** 2 + diff[:, :, 2] ** 2
     return distance2
+
+
+_CHANNEL_SUM = np.ones((1, 3), np.float32)
+_CHANNEL_SUM.flags.writeable = False
 
 
 def _shrink(image: Pixels, factor: float) -> tuple[Pixels, float]:

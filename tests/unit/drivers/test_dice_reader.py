@@ -30,6 +30,7 @@ from drivers.dice.reader import (
     _blob_statistics,
     _coarse_turns,
     _components,
+    _die_distance2,
     _disc,
     _fit_face,
     _fit_square,
@@ -646,6 +647,22 @@ def test_felt_median_is_numpys(count: int, channels: tuple[int, ...], seed: int)
     expected = np.median(samples, axis=0).astype(np.uint8)
     got = _median_uint8(samples)
     assert got.dtype == np.uint8 and np.array_equal(got, expected)
+
+
+@given(st.sampled_from([0.0, 1.0, 0.5]), st.integers(0, 2**32 - 1))
+def test_a_pixel_s_distance_from_the_background_is_the_plain_sum_of_squares(weight: float, seed: int) -> None:
+    """Each pixel's squared Lab distance from the background, darker counting `weight` as much: what the
+    plain float arithmetic gives, to the bit, for OpenCV's way (weights 0 and 1) as for numpy's."""
+    rng = np.random.default_rng(seed)
+    height, width = (int(size) for size in rng.integers(1, 90, 2))
+    lab = rng.integers(0, 256, (height, width, 3), dtype=np.uint8)
+    background = rng.integers(0, 256, (height, width, 3), dtype=np.uint8)
+    diff = lab.astype(np.float64) - background.astype(np.float64)
+    lightness = np.where(diff[:, :, 0] > 0, diff[:, :, 0], diff[:, :, 0] * weight)
+    expected = lightness**2 + diff[:, :, 1] ** 2 + diff[:, :, 2] ** 2
+    got = _die_distance2(lab, background, weight)
+    assert got.shape == (height, width) and got.dtype == np.float32
+    assert np.array_equal(got.astype(np.float64), expected)
 
 
 def test_a_blob_is_tried_as_the_dice_that_fill_it() -> None:
