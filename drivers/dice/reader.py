@@ -142,6 +142,10 @@ SPLIT_ANGLE_STEP = 5.0  # degrees between the turns tried for a die's square, be
 # all 18 finds, the others about as good (bench/DICE.md: a one-off comparison, and what it changed in the
 # readings)
 SPLIT_TURNS_AROUND = 1
+# the finer turns tried about the best coarse one, in coarse steps: halfway to its neighbours. Quarter steps
+# as well, each about the best so far, took twice as long and read 6 fewer of the dome's 2,000 scenes
+# (bench/DICE.md)
+SPLIT_FINE_TURNS = (-0.5, 0.5)
 SPLIT_OUTLINE_REACH = 0.5  # sides about the corner whose outline gives the die's angle
 # every turn is tried when the outline's angle there is less dominant than this (0: no direction, 1: one):
 # a ragged outline, or a corner where dice touch
@@ -1590,8 +1594,8 @@ def _fit_square(
 ) -> tuple[float, float, float, float] | str:
     """The square of `side` (x, y, angle, its share on the blob) that lies most on the blob and on what the
     `others` leave of it, among those, of the turns tried (`SPLIT_ANGLE_STEP` apart, about the angle of the
-    blob's outline near that point and on while the best is at an end, then finer about the best; only turns
-    about `near` when given), that
+    blob's outline near that point and on while the best is at an end, then `SPLIT_FINE_TURNS` about the best
+    of those; only `near` and the fine turns about it when given), that
     hold the point of that rest farthest from the others (from the blob's centre when there are none): a
     corner of one die, which only that die's square holds while lying on the blob."""
     if others:
@@ -1630,7 +1634,7 @@ def _fit_square(
     first, count = span - 2 * half, 2 * half + 1
     a, b = slice(first, first + count), slice(first + box, first + box + count)
     # the turns about the outline's angle (a die is the same turned by 90 degrees), then finer about the best;
-    # or only about `near`
+    # or only `near`
     coarse = _coarse_turns(blob, px, py, side) if near is None else [near]
     to_blob = np.empty((2, 3))
 
@@ -1692,12 +1696,13 @@ def _fit_square(
     v, u = divmod(int(np.argmax(scores)), count)
     best = place(angle, *cos_sin, u, v)
     cover = np.count_nonzero(turned_best[first + v : first + v + box, first + u : first + u + box])
-    # then finer about the best, each about the best so far
+    # then the turns halfway to the coarse ones either side of the best
     turned = np.empty((window, window), np.uint8)
     sums = np.empty((window + 1, window + 1), np.int32)
     score = np.empty((count, count), np.int32)
-    for step in (-2, -1, 1, 2):
-        angle = best[2] + SPLIT_ANGLE_STEP * step / 4
+    coarse_best = angle
+    for offset in SPLIT_FINE_TURNS:
+        angle = coarse_best + SPLIT_ANGLE_STEP * offset
         cos, sin = turn_window(angle, turned, sums)
         np.subtract(sums[b, b], sums[a, b], out=score)
         score -= sums[b, a]

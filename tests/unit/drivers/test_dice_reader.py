@@ -208,6 +208,27 @@ def test_every_die_but_the_last_placed_is_fitted_again_with_the_others_in_place(
     assert placed == [0, 1, 2] and refitted == [2, 2], calls
 
 
+def test_a_die_s_square_is_found_halfway_between_the_coarse_turns() -> None:
+    """A die turned halfway between two coarse turns is found at its own turn; a refit (about a known turn)
+    tries that turn and the two halfway to its neighbours, nothing more."""
+    side = 40.0
+    blob = _turned_square((120, 120), (60.0, 60.0), side, 12.5)
+    found = _fit_square(blob, side, [])
+    assert not isinstance(found, str), found
+    assert found[2] % 90.0 == 12.5 and found[3] > 0.95, found
+    turns: list[Any] = []
+    real_warp = cv2.warpAffine
+
+    def recording(source: Any, matrix: Any, *args: Any, **kwargs: Any) -> Any:
+        turns.append(round(math.degrees(math.atan2(matrix[1][0], matrix[0][0])), 6))
+        return real_warp(source, matrix, *args, **kwargs)
+
+    with patch("drivers.dice.reader.cv2.warpAffine", recording):
+        refit = _fit_square(blob, side, [], near=10.0)
+    assert not isinstance(refit, str) and refit[2] == 12.5, refit
+    assert sorted(turns) == [7.5, 10.0, 12.5], turns
+
+
 def _turned_square(
     shape: tuple[int, int], centre: tuple[float, float], side: float, angle: float
 ) -> np.ndarray:
