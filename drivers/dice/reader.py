@@ -424,6 +424,29 @@ class FaceMeasure:
     sharpness: float = 0.0
 
 
+@dataclass(frozen=True)
+class PipResponses:
+    """The black-hat (dark pips) and top-hat (light pips) of the lightness of a part of a view, with a disc
+    `kernel` pixels wide: worked out once for a blob of touching dice, and cut for each die read in it (a
+    die's own window would need the same work again on most of the same pixels)."""
+
+    origin: tuple[int, int]  # the view coordinates of the part's top-left pixel
+    kernel: int
+    by_polarity: dict[str, Pixels]
+
+    def cut(self, polarity: str, box: tuple[int, int, int, int], kernel: int) -> Pixels | None:
+        """A copy of the response of `box` (left, top, right, bottom in the view), or None when the part does
+        not hold it all or was worked out with another kernel."""
+        response = self.by_polarity.get(polarity)
+        left, top, right, bottom = box
+        x0, y0 = left - self.origin[0], top - self.origin[1]
+        if response is None or kernel != self.kernel or x0 < 0 or y0 < 0:
+            return None
+        if x0 + right - left > response.shape[1] or y0 + bottom - top > response.shape[0]:
+            return None
+        return response[y0 : y0 + bottom - top, x0 : x0 + right - left].copy()
+
+
 # --- the reader -------------------------------------------------------------------------------------
 
 
@@ -756,7 +779,8 @@ class DiceReader:
             if isinstance(squares, str):
                 why.append(f"{count} dice of {side:.0f} px: {squares}")
                 continue
-            dice = self._read_squares(lab, squares, side, hull, origin, region, view)
+            responses = self._pip_responses(lab, origin, blob.shape, side)
+            dice = self._read_squares(lab, squares, side, hull, origin, region, view, responses)
             if isinstance(dice, str):
                 why.append(f"{count} dice of {side:.0f} px: {dice}")
                 continue
@@ -766,7 +790,9 @@ class DiceReader:
             for square_x, square_y, angle in squares:
                 on_squares |= _square_mask(blob.shape, square_x, square_y, side, angle)
                 cores |= _square_mask(blob.shape, square_x, square_y, core, angle)
-            unexplained = self._unexplained_pips(lab, blob & on_squares, cores, origin, side, dice, view)
+            unexplained = self._unexplained_pips(
+                lab, blob & on_squares, cores, origin, side, dice, view, responses
+            )
             if unexplained:
                 why.append(f"{count} dice of {side:.0f} px: {unexplained}")
                 continue
@@ -787,6 +813,7 @@ class DiceReader:
         origin: tuple[int, int],
         region: DieRegion,
         view: View,
+        responses: PipResponses,
     ) -> tuple[DieReading, ...] | str:
         """Each fitted square (x, y, angle in the blob's own pixels) read as a die alone: its region is the
         square with rounded corners, within the blob's hull; or why one was not read."""
@@ -830,11 +857,31 @@ class DiceReader:
                 notch=region.notch,
                 least_solidity=1.0,
             )
-            reading = self.read_region(lab, die_region, view)
+            reading = self.read_region(lab, die_region, view, responses)
             if reading.value is None:
                 return f"die {number}: {reading.reason}"
             readings.append(reading)
         return tuple(readings)
+
+    def _pip_responses(
+        self, lab: Pixels, origin: tuple[int, int], shape: tuple[int, ...], side: float
+    ) -> PipResponses:
+        """The pip responses (`PipResponses`) of the part of the view a blob's window (`origin`, `shape`)
+        holds, for dice of `side`."""
+        x0, y0 = origin
+        vx0, vy0 = max(0, x0), max(0, y0)
+        vx1, vy1 = min(lab.shape[1], x0 + shape[1]), min(lab.shape[0], y0 + shape[0])
+        lightness = np.ascontiguousarray(lab[vy0:vy1, vx0:vx1, 0])
+        kernel = _odd(max(3, round(side * 0.45)))
+        cal = self.calibration
+        polarities = ("dark", "light") if cal.pip_polarity == "any" else (cal.pip_polarity,)
+        by_polarity = {
+            polarity: _morphed(
+                lightness, cv2.MORPH_BLACKHAT if polarity == "dark" else cv2.MORPH_TOPHAT, _disc(kernel)
+            )
+            for polarity in polarities
+        }
+        return PipResponses((vx0, vy0), kernel, by_polarity)
 
     @staticmethod
     def _tray_colour(
@@ -853,6 +900,7 @@ class DiceReader:
         side: float,
         dice: tuple[DieReading, ...],
         view: View,
+        responses: PipResponses,
     ) -> str:
         """Empty when every pip-like mark on the blob's dice (`blob`: the part of the blob the dice's squares
         cover; the rest is strips too narrow for a pip, checked by `_fit_squares`), of either polarity the
@@ -866,7 +914,6 @@ class DiceReader:
         height, width = blob.shape
         vx0, vy0 = max(0, x0), max(0, y0)
         vx1, vy1 = min(lab.shape[1], x0 + width), min(lab.shape[0], y0 + height)
-        lightness = np.ascontiguousarray(lab[vy0:vy1, vx0:vx1, 0])
         inner = _morphed(
             blob[vy0 - y0 : vy1 - y0, vx0 - x0 : vx1 - x0],
             cv2.MORPH_ERODE,
@@ -880,7 +927,6 @@ class DiceReader:
         low_area = min(cal.pip_area_ratio[0], cal.one_pip_area_ratio[0]) * die_area
         high_area = max(cal.pip_area_ratio[1], cal.one_pip_area_ratio[1]) * die_area
         polarities = ("dark", "light") if cal.pip_polarity == "any" else (cal.pip_polarity,)
-        structuring = _disc(_odd(max(3, round(side * 0.45))))
         window_blob = blob[vy0 - y0 : vy1 - y0, vx0 - x0 : vx1 - x0]
         known: list[NDArray[np.float64]] = []
 
@@ -895,8 +941,7 @@ class DiceReader:
             return known[0]
 
         for polarity in polarities:
-            operation = cv2.MORPH_BLACKHAT if polarity == "dark" else cv2.MORPH_TOPHAT
-            response = _morphed(lightness, operation, structuring)
+            response = responses.by_polarity[polarity].copy()
             response[inner == 0] = 0
             (peak,) = _histogram_percentiles(response, 0, inner, (99.5,))
             threshold = max(cal.pip_contrast, 0.4 * peak)
@@ -984,15 +1029,17 @@ class DiceReader:
 
     # one die ----------------------------------------------------------------------------------------
 
-    def read_region(self, lab: Pixels, region: DieRegion, view: View | None = None) -> DieReading:
+    def read_region(
+        self, lab: Pixels, region: DieRegion, view: View | None = None, responses: PipResponses | None = None
+    ) -> DieReading:
         """Read one blob found by `find_dice` in the Lab image `lab` (of `view`: its box and pips are given in
-        the frame's coordinates)."""
+        the frame's coordinates); `responses`: see `measure_face`."""
         view = view or View(lab)
         box = view.box_to_frame(region.box)
         problem = self.region_problem(region)
         if problem:
             return DieReading(None, 0.0, box, 0, problem, _problem_of(problem))
-        measures = self.measure_face(lab, region, doubts=True)
+        measures = self.measure_face(lab, region, doubts=True, responses=responses)
         judged = [(measure, *self.judge(measure)) for measure in measures]
         good = [(m, v, confidence) for m, v, confidence, _ in judged if v is not None and not m.near_pips]
         values = sorted({value for _, value, _ in good})
@@ -1047,9 +1094,13 @@ class DiceReader:
             return f"die too small ({region.side:.0f} px): partly hidden, or not a die"
         return ""
 
-    def measure_face(self, lab: Pixels, region: DieRegion, *, doubts: bool = False) -> list[FaceMeasure]:
+    def measure_face(
+        self, lab: Pixels, region: DieRegion, *, doubts: bool = False, responses: PipResponses | None = None
+    ) -> list[FaceMeasure]:
         """Pips and pattern measurements of one die, for each pip polarity the calibration allows; with
-        `doubts`, also the face with the marks a little too flat to be pips counted as pips (`near_pips`)."""
+        `doubts`, also the face with the marks a little too flat to be pips counted as pips (`near_pips`).
+        `responses`: the pip responses of the blob the die was split from, cut for the die where they hold
+        its window and were worked out with its kernel."""
         cal = self.calibration
         side = region.side
         x, y, w, h = region.box
@@ -1062,11 +1113,13 @@ class DiceReader:
         inner = _morphed(die, cv2.MORPH_ERODE, _disc(_odd(max(3, round(side * 0.08)))))
         sharpness = _sharpness(lightness, _morphed(die, cv2.MORPH_DILATE, _disc(5)))
         polarities = ("dark", "light") if cal.pip_polarity == "any" else (cal.pip_polarity,)
-        structuring = _disc(_odd(max(3, round(side * 0.45))))
+        kernel = _odd(max(3, round(side * 0.45)))
         measures = []
         for polarity in polarities:
-            operation = cv2.MORPH_BLACKHAT if polarity == "dark" else cv2.MORPH_TOPHAT
-            response = _morphed(lightness, operation, structuring)
+            response = None if responses is None else responses.cut(polarity, (x0, y0, x1, y1), kernel)
+            if response is None:
+                operation = cv2.MORPH_BLACKHAT if polarity == "dark" else cv2.MORPH_TOPHAT
+                response = _morphed(lightness, operation, _disc(kernel))
             response[inner == 0] = 0
             window = lab[y0:y1, x0:x1]
             faces = self._face_from_response(response, inner, window, region, (x0, y0), polarity, doubts)

@@ -27,6 +27,7 @@ from drivers.dice.reader import (
     DiceResult,
     FaceMeasure,
     PipBlob,
+    PipResponses,
     _blob_statistics,
     _coarse_turns,
     _components,
@@ -145,6 +146,48 @@ def test_three_touching_dice_in_a_row_are_read(reader: DiceReader) -> None:
     dice = [die((150 + i * (SIDE + 1), 220), value, 3) for i, value in enumerate((5, 2, 6))]
     result = reader.read(scene(dice))
     assert result.readable and result.values == (5, 2, 6), result
+
+
+def test_a_blob_s_pip_responses_are_cut_for_each_die_only_where_they_hold_it() -> None:
+    """The responses worked out for a blob are cut for a die (as a copy: the die's reading masks it) only
+    where they hold the die's whole window and were worked out with the die's kernel."""
+    dark = np.arange(60 * 80, dtype=np.uint32).reshape(60, 80).astype(np.uint8)
+    responses = PipResponses((10, 20), 21, {"dark": dark})
+    cut = responses.cut("dark", (15, 25, 45, 50), 21)
+    assert cut is not None and np.array_equal(cut, dark[5:30, 5:35])
+    cut[:] = 0
+    assert dark[5:30, 5:35].any()  # a copy
+    assert responses.cut("dark", (10, 20, 90, 80), 21) is not None  # the whole part
+    assert responses.cut("dark", (9, 25, 45, 50), 21) is None  # left of it
+    assert responses.cut("dark", (15, 25, 91, 50), 21) is None  # right of it
+    assert responses.cut("dark", (15, 25, 45, 81), 21) is None  # below it
+    assert responses.cut("dark", (15, 25, 45, 50), 19) is None  # another kernel
+    assert responses.cut("light", (15, 25, 45, 50), 21) is None  # not worked out
+
+
+def test_touching_dice_read_with_their_blob_s_responses_read_as_with_their_own(reader: DiceReader) -> None:
+    """Each die split from a blob is read from the blob's pip responses, cut for it: it reads as it does
+    with the responses of its own window (more of the view around a die's window changes no pip in it)."""
+    dice = [die((150 + i * (SIDE + 1), 220), value, 3) for i, value in enumerate((5, 2, 6))]
+    image = scene(dice)
+    shared = reader.read(image)
+    with patch.object(PipResponses, "cut", lambda *args: None):
+        own = reader.read(image)
+    assert shared.readable and shared.values == (5, 2, 6), shared
+    assert shared == own
+    cuts: list[bool] = []
+    real_cut = PipResponses.cut
+
+    def recording(self: PipResponses, *args: Any) -> Any:
+        cut = real_cut(self, *args)
+        cuts.append(cut is not None)
+        return cut
+
+    with patch.object(PipResponses, "cut", recording):
+        reader.read(image)
+    # two sizes of dice are tried here: most dice are read from their blob's responses (a die whose kernel
+    # differs from its blob's by its rounded side reads from its own)
+    assert cuts.count(True) >= 3, cuts
 
 
 def test_a_split_that_leaves_a_pip_unexplained_is_refused(reader: DiceReader) -> None:
@@ -804,7 +847,9 @@ def test_a_lone_pip_beside_a_nearly_round_mark_that_makes_another_face_is_ambigu
     one.strays = [flat]
     two = FaceMeasure(polarity=one.polarity, pips=[lone, flat], near_pips=1, value=2)
     monkeypatch.setattr(
-        reader, "measure_face", lambda lab, measured, *, doubts=False: [one, two] if doubts else [one]
+        reader,
+        "measure_face",
+        lambda lab, measured, *, doubts=False, responses=None: [one, two] if doubts else [one],
     )
     for fits, expected in ((True, None), (False, 1)):
         monkeypatch.setattr(reader, "pattern_fits", lambda measure, fits=fits: fits)
