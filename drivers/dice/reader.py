@@ -1837,19 +1837,24 @@ def rounded_square(
     """A die's outline: a square of `side` with corners rounded by `corner` sides, turned by `angle` degrees
     about its centre, its height times `slant`; (x, y) points."""
     half, radius = side / 2, side * corner
-    points = []
-    for cx, cy, start in (
-        (half - radius, half - radius, 0),
-        (-half + radius, half - radius, 90),
-        (-half + radius, -half + radius, 180),
-        (half - radius, -half + radius, 270),
-    ):
-        for step in range(7):
-            a = math.radians(start + 15 * step)
-            points.append((cx + radius * math.cos(a), cy + radius * math.sin(a)))
+    # each corner's arc about its centre, 7 points from 0 to 90 degrees (the sines and cosines of the turns
+    # are the same for every die: worked out once)
+    near, far = half - radius, -half + radius
+    arc_centres = np.array([[near, near], [far, near], [far, far], [near, far]]).repeat(7, axis=0)
+    points = arc_centres + radius * _CORNER_ARCS
     t = math.radians(angle)
     rotation = np.array([[math.cos(t), -math.sin(t)], [math.sin(t), math.cos(t)]])
-    return (np.array(points) * np.array([1.0, slant])) @ rotation.T + np.array(centre)
+    return (points * np.array([1.0, slant])) @ rotation.T + np.array(centre)
+
+
+_CORNER_ARCS = np.array(
+    [
+        (math.cos(math.radians(start + 15 * step)), math.sin(math.radians(start + 15 * step)))
+        for start in (0, 90, 180, 270)
+        for step in range(7)
+    ]
+)
+_CORNER_ARCS.flags.writeable = False
 
 
 def outside_as_felt(image: Pixels, circle: tuple[float, float, float], origin: tuple[int, int]) -> Pixels:

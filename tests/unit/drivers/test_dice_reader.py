@@ -29,6 +29,7 @@ from drivers.dice.reader import (
     PipBlob,
     PipResponses,
     _blob_statistics,
+    _centred,
     _coarse_turns,
     _components,
     _die_distance2,
@@ -44,6 +45,7 @@ from drivers.dice.reader import (
     _outline_angle,
     _singular_ratio,
     _split_sizes,
+    rounded_square,
 )
 from tests.helpers.dice_scenes import (
     DATA,
@@ -206,6 +208,57 @@ def test_a_split_into_dice_of_the_wrong_size_is_refused(reader: DiceReader) -> N
     cv2.rectangle(image, (100, 170), (100 + round(1.5 * SIDE), 170 + round(SIDE)), IVORY, -1)
     result = reader.read(image, expect=2)
     assert not result.readable, result
+
+
+@given(st.integers(0, 2**32 - 1))
+def test_a_square_is_centred_on_the_blob_s_pixels_it_holds_nearest_it(seed: int) -> None:
+    """Against the plain way: pixel by pixel, its nearest square (the first of equals), whether it lies in
+    that square (its own axes), and each square's mean of those (unmoved when they are under half a die)."""
+    rng = np.random.default_rng(seed)
+    height, width = (int(size) for size in rng.integers(4, 90, 2))
+    blob = (rng.random((height, width)) < rng.random()).astype(np.uint8)
+    assume(blob.any())
+    side = float(rng.uniform(3, 40))
+    squares = [
+        (float(rng.uniform(0, width)), float(rng.uniform(0, height)), float(rng.uniform(0, 90)), 0.9)
+        for _ in range(int(rng.integers(1, 5)))
+    ]
+    held: list[list[tuple[int, int]]] = [[] for _ in squares]
+    for y, x in zip(*np.nonzero(blob), strict=True):
+        distances = [(x - sx) ** 2 + (y - sy) ** 2 for sx, sy, _, _ in squares]
+        index = distances.index(min(distances))
+        sx, sy, angle, _ = squares[index]
+        t = math.radians(angle)
+        u = (x - sx) * math.cos(t) + (y - sy) * math.sin(t)
+        v = -(x - sx) * math.sin(t) + (y - sy) * math.cos(t)
+        if abs(u) <= side / 2 and abs(v) <= side / 2:
+            held[index].append((int(x), int(y)))
+    moved = _centred(blob, side, squares)
+    for (x, y, angle, share), pixels, (mx, my, m_angle, m_share) in zip(squares, held, moved, strict=True):
+        assert (m_angle, m_share) == (angle, share)
+        if len(pixels) < 0.5 * side * side:
+            assert (mx, my) == (x, y)
+        else:
+            assert mx == pytest.approx(sum(p[0] for p in pixels) / len(pixels), abs=1e-9)
+            assert my == pytest.approx(sum(p[1] for p in pixels) / len(pixels), abs=1e-9)
+
+
+def test_a_die_s_outline_is_a_square_with_rounded_corners() -> None:
+    """Unturned, its outline spans the side both ways, each corner an arc of `corner` sides about a centre
+    that far in from both edges; turned and slanted, it is that outline turned about its centre."""
+    side, corner = 40.0, 0.12
+    outline = rounded_square((100.0, 50.0), side, 0.0, corner)
+    assert outline.shape == (28, 2)
+    assert np.allclose(outline.min(axis=0), (80.0, 30.0)) and np.allclose(outline.max(axis=0), (120.0, 70.0))
+    radius = side * corner
+    for arc, (sx, sy) in zip(outline.reshape(4, 7, 2), ((1, 1), (-1, 1), (-1, -1), (1, -1)), strict=True):
+        centre = (100.0 + sx * (side / 2 - radius), 50.0 + sy * (side / 2 - radius))
+        assert np.allclose(np.hypot(arc[:, 0] - centre[0], arc[:, 1] - centre[1]), radius)
+    turned = rounded_square((100.0, 50.0), side, 30.0, corner, slant=0.5)
+    t = math.radians(30.0)
+    flat = (outline - (100.0, 50.0)) * (1.0, 0.5)
+    expected = flat @ np.array([[math.cos(t), -math.sin(t)], [math.sin(t), math.cos(t)]]).T + (100.0, 50.0)
+    assert np.allclose(turned, expected)
 
 
 def test_fitting_squares_to_touching_dice_masks() -> None:
