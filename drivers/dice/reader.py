@@ -184,6 +184,16 @@ Square = tuple[float, float, float, float]  # a split die's square: x, y, angle,
 FittedSquares = dict[tuple[float, tuple[Square, ...], float | None], Square | str]
 
 
+@dataclass(frozen=True)
+class SplitSquares:
+    """The squares that explain a blob of touching dice (`_fit_squares`), and the masks of them its check
+    drew, in the blob's pixels: where the squares lie, and their cores (without the blob's soft outline)."""
+
+    squares: list[tuple[float, float, float]]  # x, y, angle of each die's square
+    on_squares: Pixels
+    cores: Pixels
+
+
 class DiceCalibration(BaseModel):
     """Everything the reader needs to know about one camera and one type of dice. JSON-serialisable."""
 
@@ -775,23 +785,17 @@ class DiceReader:
         why: list[str] = []
         fitted: FittedSquares = {}  # numbers of dice of one side fit their first squares alike
         for count, side in _split_sizes(area, cal.die_side_median, (low, high)):
-            squares = _fit_squares(blob, side, count, fitted)
-            if isinstance(squares, str):
-                why.append(f"{count} dice of {side:.0f} px: {squares}")
+            split = _fit_squares(blob, side, count, fitted)
+            if isinstance(split, str):
+                why.append(f"{count} dice of {side:.0f} px: {split}")
                 continue
             responses = self._pip_responses(lab, origin, blob.shape, side)
-            dice = self._read_squares(lab, squares, side, hull, origin, region, view, responses)
+            dice = self._read_squares(lab, split.squares, side, hull, origin, region, view, responses)
             if isinstance(dice, str):
                 why.append(f"{count} dice of {side:.0f} px: {dice}")
                 continue
-            on_squares: Pixels = np.zeros_like(blob)
-            cores: Pixels = np.zeros_like(blob)
-            core = side * (1.0 - SPLIT_OUTLINE)
-            for square_x, square_y, angle in squares:
-                on_squares |= _square_mask(blob.shape, square_x, square_y, side, angle)
-                cores |= _square_mask(blob.shape, square_x, square_y, core, angle)
             unexplained = self._unexplained_pips(
-                lab, blob & on_squares, cores, origin, side, dice, view, responses
+                lab, blob & split.on_squares, split.cores, origin, side, dice, view, responses
             )
             if unexplained:
                 why.append(f"{count} dice of {side:.0f} px: {unexplained}")
@@ -1519,16 +1523,16 @@ def _split_sizes(area: float, usual: float, sides: tuple[float, float]) -> list[
 
 def _fit_squares(
     blob: Pixels, side: float, count: int, fitted: FittedSquares | None = None
-) -> list[tuple[float, float, float]] | str:
+) -> SplitSquares | str:
     """`count` squares of `side` (x, y of the centre, angle in degrees; in `blob`'s pixels) that together
-    explain the blob, or why there are none. Each is fitted by `_fit_square` to what the others leave of the
-    blob: first one after the other, then each but the last again with all the others in place (a die placed
-    early, with little of the blob known to be its neighbours', moves to where they leave room; the last was
-    placed with them all). Explained: each square lies on the blob, no die overlaps another, and nothing of
-    the blob is left over but strips
-    narrower than a sixth of a die (its soft outline, and gaps between dice closer than a pip, which
-    segmentation fills). `fitted`: the squares fitted to this blob so far, by what they were fitted to (more
-    dice of the same side begin with the same squares), kept for the next call."""
+    explain the blob, with the masks the check drew of them (`SplitSquares`), or why there are none. Each is
+    fitted by `_fit_square` to what the others leave of the blob: first one after the other, then each but
+    the last again with all the others in place (a die placed early, with little of the blob known to be its
+    neighbours', moves to where they leave room; the last was placed with them all). Explained: each square
+    lies on the blob, no die overlaps another, and nothing of the blob is left over but strips narrower than
+    a sixth of a die (its soft outline, and gaps between dice closer than a pip, which segmentation fills).
+    `fitted`: the squares fitted to this blob so far, by what they were fitted to (more dice of the same
+    side begin with the same squares), kept for the next call."""
     # the turns and places may be searched smaller (`SPLIT_SEARCH_SCALE`: at half size, a quarter of the
     # work, but fewer splits read), then each square is centred and measured at full size
     small_side = side * SPLIT_SEARCH_SCALE
@@ -1587,7 +1591,7 @@ def _fit_squares(
     left_over = cv2.countNonZero(uncovered) / die_area
     if left_over > SPLIT_LEFT_OVER:
         return f"{left_over:.2f} of a die left over"
-    return [(x, y, angle) for x, y, angle, _ in squares]
+    return SplitSquares([(x, y, angle) for x, y, angle, _ in squares], placed, cores)
 
 
 def _centred(

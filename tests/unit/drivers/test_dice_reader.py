@@ -266,10 +266,15 @@ def test_fitting_squares_to_touching_dice_masks() -> None:
     blob = np.zeros((80, 140), np.uint8)
     blob[20:60, 10:50] = 1
     blob[20:60, 50:90] = 1
-    squares = _fit_squares(blob, side, 2)
-    assert not isinstance(squares, str), squares
-    centres = sorted((round(x), round(y)) for x, y, _ in squares)
+    split = _fit_squares(blob, side, 2)
+    assert not isinstance(split, str), split
+    centres = sorted((round(x), round(y)) for x, y, _ in split.squares)
     assert all(math.dist(a, b) <= 2 for a, b in zip(centres, [(30, 40), (70, 40)], strict=True)), centres
+    # the masks of the squares, drawn to check the split, come with it: the squares cover the blob, and
+    # their cores (without the soft outline) lie within them
+    assert np.count_nonzero(split.on_squares & blob) >= 0.95 * np.count_nonzero(blob)
+    assert not np.any(split.cores & (split.on_squares == 0))
+    assert 0.6 < np.count_nonzero(split.cores) / np.count_nonzero(split.on_squares) < 0.8
     assert isinstance(_fit_squares(blob, side, 3), str)  # three dice of 40 px do not make it
     l_shape = blob.copy()
     l_shape[60:80, 50:90] = 0
