@@ -1183,7 +1183,7 @@ class DiceReader:
             roundness, levels, blob_colours = _blob_statistics(labels, count, areas, response, colours)
             # as Python floats at once: indexing numpy arrays element by element costs more than the blobs
             centre_list, colour_list = centroids.tolist(), blob_colours.tolist()
-            roundness_list, level_list = roundness.tolist(), levels.tolist()
+            roundness_list, level_list = roundness, levels
             for index in candidates:
                 x, y = centre_list[index]
                 light, a, b = colour_list[index]
@@ -2003,7 +2003,7 @@ def _region_at(regions: list[DieRegion], point: tuple[float, float]) -> DieRegio
 
 def _blob_statistics(
     labels: Pixels, count: int, areas: NDArray[np.float64], response: Pixels, colours: Pixels
-) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+) -> tuple[list[float], list[float], NDArray[np.float64]]:
     """Per labelled blob, in one pass over its pixels (one numpy call per statistic, not one per blob):
     roundness (minor/major axis of its pixel spread, 1 below 3 pixels), mean response, mean Lab colour."""
     xs, ys = _nonzero(labels)
@@ -2022,16 +2022,22 @@ def _blob_statistics(
     bins = (ids[:, None] * _STATISTICS + _STATISTIC_BINS).ravel()
     sums = np.bincount(bins, weights=values.ravel(), minlength=count * _STATISTICS)
     means = sums.reshape(count, _STATISTICS) / size[:, None]
-    mean_x, mean_y = means[:, 0], means[:, 1]
-    # sample covariance (n - 1), plus the variance of a pixel's own quantisation (1/12)
-    spread = np.maximum(areas - 1.0, 1.0)
-    xx = (means[:, 2] - mean_x * mean_x) * size / spread + 1.0 / 12.0
-    yy = (means[:, 3] - mean_y * mean_y) * size / spread + 1.0 / 12.0
-    xy = (means[:, 4] - mean_x * mean_y) * size / spread
-    half_trace, gap = (xx + yy) / 2.0, np.sqrt(((xx - yy) / 2.0) ** 2 + xy * xy)
-    low, high = np.maximum(half_trace - gap, 0.0), half_trace + gap
-    roundness = np.where((areas >= 3) & (high > 0), np.sqrt(low / np.maximum(high, 1e-12)), 1.0)
-    return roundness, means[:, 5], means[:, 6:]
+    # the roundness of each blob in Python floats: a few blobs, and a dozen numpy calls would cost more than
+    # the arithmetic (the same operations in the same order: the same values)
+    roundness = []
+    for (mean_x, mean_y, mean_xx, mean_yy, mean_xy), area in zip(
+        means[:, :5].tolist(), areas.tolist(), strict=True
+    ):
+        # sample covariance (n - 1), plus the variance of a pixel's own quantisation (1/12)
+        weight, spread = max(area, 1.0), max(area - 1.0, 1.0)
+        xx = (mean_xx - mean_x * mean_x) * weight / spread + 1.0 / 12.0
+        yy = (mean_yy - mean_y * mean_y) * weight / spread + 1.0 / 12.0
+        xy = (mean_xy - mean_x * mean_y) * weight / spread
+        half_trace, half_gap = (xx + yy) / 2.0, (xx - yy) / 2.0
+        gap = math.sqrt(half_gap * half_gap + xy * xy)
+        low, high = max(half_trace - gap, 0.0), half_trace + gap
+        roundness.append(math.sqrt(low / max(high, 1e-12)) if area >= 3 and high > 0 else 1.0)
+    return roundness, means[:, 5].tolist(), means[:, 6:]
 
 
 _STATISTICS = 9  # x, y, x * x, y * y, x * y, response, L, a, b
