@@ -1180,10 +1180,12 @@ class DiceReader:
         pips: list[PipBlob] = []
         strays: list[PipBlob] = []
         if candidates:
-            roundness, levels, blob_colours = _blob_statistics(labels, count, areas, response, colours)
-            # as Python floats at once: indexing numpy arrays element by element costs more than the blobs
+            # Python floats (roundness and levels come as lists): indexing numpy arrays element by element
+            # costs more than the blobs
+            roundness_list, level_list, blob_colours = _blob_statistics(
+                labels, count, areas, response, colours
+            )
             centre_list, colour_list = centroids.tolist(), blob_colours.tolist()
-            roundness_list, level_list = roundness, levels
             for index in candidates:
                 x, y = centre_list[index]
                 light, a, b = colour_list[index]

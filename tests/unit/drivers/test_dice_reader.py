@@ -168,8 +168,9 @@ def test_a_blob_s_pip_responses_are_cut_for_each_die_only_where_they_hold_it() -
 
 
 def test_touching_dice_read_with_their_blob_s_responses_read_as_with_their_own(reader: DiceReader) -> None:
-    """Each die split from a blob is read from the blob's pip responses, cut for it: it reads as it does
-    with the responses of its own window (more of the view around a die's window changes no pip in it)."""
+    """Each die split from a blob is read from the blob's pip responses, cut for it: here it reads as it
+    does with the responses of its own window (more of the view around a die's window changes no pip in
+    it; `bench/DICE.md` has the same check on the benchmark's sets)."""
     dice = [die((150 + i * (SIDE + 1), 220), value, 3) for i, value in enumerate((5, 2, 6))]
     image = scene(dice)
     shared = reader.read(image)
