@@ -876,16 +876,14 @@ class DiceReader:
         vx0, vy0 = max(0, x0), max(0, y0)
         vx1, vy1 = min(lab.shape[1], x0 + shape[1]), min(lab.shape[0], y0 + shape[0])
         lightness = np.ascontiguousarray(lab[vy0:vy1, vx0:vx1, 0])
-        kernel = _odd(max(3, round(side * 0.45)))
-        cal = self.calibration
-        polarities = ("dark", "light") if cal.pip_polarity == "any" else (cal.pip_polarity,)
-        by_polarity = {
-            polarity: _morphed(
-                lightness, cv2.MORPH_BLACKHAT if polarity == "dark" else cv2.MORPH_TOPHAT, _disc(kernel)
-            )
-            for polarity in polarities
-        }
+        kernel = _pip_kernel(side)
+        by_polarity = {polarity: _pip_response(lightness, polarity, kernel) for polarity in self.polarities()}
         return PipResponses((vx0, vy0), kernel, by_polarity)
+
+    def polarities(self) -> tuple[str, ...]:
+        """The pip polarities the calibration allows: "dark" pips, "light" ones, or both."""
+        pip_polarity = self.calibration.pip_polarity
+        return ("dark", "light") if pip_polarity == "any" else (pip_polarity,)
 
     @staticmethod
     def _tray_colour(
@@ -930,7 +928,6 @@ class DiceReader:
         die_area = side * side
         low_area = min(cal.pip_area_ratio[0], cal.one_pip_area_ratio[0]) * die_area
         high_area = max(cal.pip_area_ratio[1], cal.one_pip_area_ratio[1]) * die_area
-        polarities = ("dark", "light") if cal.pip_polarity == "any" else (cal.pip_polarity,)
         window_blob = blob[vy0 - y0 : vy1 - y0, vx0 - x0 : vx1 - x0]
         known: list[NDArray[np.float64]] = []
 
@@ -944,7 +941,7 @@ class DiceReader:
                 known.append(np.median(pixels, axis=0) if len(pixels) else np.full(3, np.inf))
             return known[0]
 
-        for polarity in polarities:
+        for polarity in self.polarities():
             response = responses.by_polarity[polarity].copy()
             response[inner == 0] = 0
             (peak,) = _histogram_percentiles(response, 0, inner, (99.5,))
@@ -1105,7 +1102,6 @@ class DiceReader:
         `doubts`, also the face with the marks a little too flat to be pips counted as pips (`near_pips`).
         `responses`: the pip responses of the blob the die was split from, cut for the die where they hold
         its window and were worked out with its kernel."""
-        cal = self.calibration
         side = region.side
         x, y, w, h = region.box
         margin = max(2, round(side * 0.15))
@@ -1116,14 +1112,12 @@ class DiceReader:
         die[y - y0 : y - y0 + h, x - x0 : x - x0 + w] = region.mask
         inner = _morphed(die, cv2.MORPH_ERODE, _disc(_odd(max(3, round(side * 0.08)))))
         sharpness = _sharpness(lightness, _morphed(die, cv2.MORPH_DILATE, _disc(5)))
-        polarities = ("dark", "light") if cal.pip_polarity == "any" else (cal.pip_polarity,)
-        kernel = _odd(max(3, round(side * 0.45)))
+        kernel = _pip_kernel(side)
         measures = []
-        for polarity in polarities:
+        for polarity in self.polarities():
             response = None if responses is None else responses.cut(polarity, (x0, y0, x1, y1), kernel)
             if response is None:
-                operation = cv2.MORPH_BLACKHAT if polarity == "dark" else cv2.MORPH_TOPHAT
-                response = _morphed(lightness, operation, _disc(kernel))
+                response = _pip_response(lightness, polarity, kernel)
             response[inner == 0] = 0
             window = lab[y0:y1, x0:x1]
             faces = self._face_from_response(response, inner, window, region, (x0, y0), polarity, doubts)
@@ -1912,6 +1906,18 @@ def _circle_masks(
     for array in (inside, rim_ys, rim_xs):
         array.flags.writeable = False
     return inside, rim_ys, rim_xs
+
+
+def _pip_kernel(side: float) -> int:
+    """The width of the disc a die of `side` pixels has its pips found with: wider than a pip, narrower than
+    the gap between pips (a blob's responses are cut for a die only when both were worked out with it)."""
+    return _odd(max(3, round(side * 0.45)))
+
+
+def _pip_response(lightness: Pixels, polarity: str, kernel: int) -> Pixels:
+    """The black-hat (dark pips) or top-hat (light pips) of 8-bit lightness with a disc `kernel` wide."""
+    operation = cv2.MORPH_BLACKHAT if polarity == "dark" else cv2.MORPH_TOPHAT
+    return _morphed(lightness, operation, _disc(kernel))
 
 
 def _odd(size: int) -> int:
