@@ -557,28 +557,20 @@ class DiceReader:
         `find_dice` in a window of the tray at the calibrated scale, as the whole tray would be. A blob cut by
         a window's side (not the tray's) means the windows were too small for it: then the whole tray is
         segmented. `whole`: segment the whole tray at once (the reference the windows must agree with)."""
-        tray = self._tray_cut(image, tray=True)
+        tray = self._tray(image, tray=True)
         if isinstance(tray, str):
             return tray
-        pixels, origin, round_tray = tray
+        pixels, origin = tray
         cal = self.calibration
         frame_side = cal.die_side_median / cal.scale  # the usual die, in frame pixels
         if whole or frame_side < 2.0 * LOCATE_SIDE_PX or pixels.ndim not in (2, 3):
             return self._locate_whole(image)
-        height, width = pixels.shape[:2]
-        factor = frame_side / LOCATE_SIDE_PX
-        coarse_size = (max(1, round(width / factor)), max(1, round(height / factor)))
-        coarse_scale = coarse_size[0] / width
-        # sampled, not averaged: a few pixels of the tray per pixel here, where a die is a dozen pixels wide
-        # and the background a median of hundreds (painting and averaging every pixel of the tray was two
-        # fifths of what locating cost before any die was looked at, timed one-off)
-        coarse = cv2.resize(pixels, coarse_size, interpolation=cv2.INTER_LINEAR)
-        if round_tray is not None:
-            coarse = round_tray.resized_painted(coarse)
+        coarse, coarse_scale = _shrink(pixels, frame_side / LOCATE_SIDE_PX)
         coarse_lab = to_lab(coarse)
         if coarse_lab is None:
             return "not a colour or grey image"
         background = self._background(coarse_lab, frame_side * coarse_scale)
+        height, width = pixels.shape[:2]
         background_scale = background.shape[1] / width  # background pixels per frame pixel
         places = self._die_places(coarse_lab, background, coarse_scale)
         margin = WINDOW_MARGIN_SIDES * frame_side
@@ -599,10 +591,7 @@ class DiceReader:
         for window in windows:
             left, right, view_left, view_right = _on_view_grid(window[0], window[2], width, view_width)
             top, bottom, view_top, view_bottom = _on_view_grid(window[1], window[3], height, view_height)
-            if round_tray is None:
-                part = pixels[top:bottom, left:right]
-            else:
-                part = round_tray.window(top, bottom, left, right)
+            part = pixels[top:bottom, left:right]
             size = (view_right - view_left, view_bottom - view_top)
             if size != (right - left, bottom - top):
                 part = cv2.resize(part, size, interpolation=cv2.INTER_AREA)
@@ -682,18 +671,7 @@ class DiceReader:
 
     def _tray(self, image: object, *, tray: bool) -> tuple[Pixels, tuple[int, int]] | str:
         """The tray region of `image` (all of it unless `tray`) at the frame's scale, with its top-left
-        corner in the frame, a round tray's outside painted as felt (`RoundTray`); or why there is none."""
-        cut = self._tray_cut(image, tray=tray)
-        if isinstance(cut, str):
-            return cut
-        pixels, origin, round_tray = cut
-        return (pixels if round_tray is None else round_tray.painted()), origin
-
-    def _tray_cut(
-        self, image: object, *, tray: bool
-    ) -> tuple[Pixels, tuple[int, int], RoundTray | None] | str:
-        """`_tray`'s region as it is in `image` (a view of it, not painted), with the round tray to paint
-        what is read of it when the calibration has one; or why there is none."""
+        corner in the frame; or why there is none."""
         if not isinstance(image, np.ndarray) or image.size == 0 or image.dtype != np.uint8:
             return "not a colour or grey image"
         origin = (0, 0)
@@ -718,8 +696,8 @@ class DiceReader:
             image = image[y : y + h, x : x + w]
             origin = (x, y)
         if circle is not None and image.ndim in (2, 3):
-            return image, origin, RoundTray(image, circle, origin)
-        return image, origin, None
+            image = outside_as_felt(image, circle, origin)
+        return image, origin
 
     def read_die_at(self, image: np.ndarray, point: tuple[float, float]) -> DieReading:
         """Read only the die under `point` (image coordinates), e.g. in a crop centred on one die.
@@ -1467,6 +1445,21 @@ _CHANNEL_SUM = np.ones((1, 3), np.float32)
 _CHANNEL_SUM.flags.writeable = False
 
 
+def _shrink(image: Pixels, factor: float) -> tuple[Pixels, float]:
+    """`image` shrunk by about `factor` (pixel areas averaged), with the scale reached (new px per old px).
+    Halvings first: OpenCV averages 2x2 blocks far faster than arbitrary areas; the last step is small."""
+    scale = 1.0
+    while factor * scale >= 2.0 and min(image.shape[:2]) >= 4:
+        height, width = image.shape[0] // 2 * 2, image.shape[1] // 2 * 2
+        image = cv2.resize(image[:height, :width], (width // 2, height // 2), interpolation=cv2.INTER_AREA)
+        scale /= 2.0
+    rest = factor * scale  # below 2: bilinear samples every pixel, and is far cheaper than area weights
+    width = max(1, round(image.shape[1] / rest))
+    height = max(1, round(image.shape[0] / rest))
+    scale *= width / image.shape[1]
+    return cv2.resize(image, (width, height), interpolation=cv2.INTER_LINEAR), scale
+
+
 def _merged(boxes: list[tuple[int, int, int, int]]) -> list[tuple[int, int, int, int]]:
     """Boxes (left, top, right, bottom) that overlap joined into one, until none overlap: each blob is then
     segmented in one window only."""
@@ -1867,56 +1860,15 @@ _CORNER_ARCS.flags.writeable = False
 def outside_as_felt(image: Pixels, circle: tuple[float, float, float], origin: tuple[int, int]) -> Pixels:
     """A copy of `image` (whose top-left pixel is `origin` in the frame) with everything outside the round
     tray `circle` painted the median colour of the felt along the inside of its rim."""
-    return RoundTray(image, circle, origin).painted()
-
-
-class RoundTray:
-    """A tray cut of a frame (`image`, whose top-left pixel is `origin` in the frame) with a round tray
-    `circle`: it is read with everything outside the circle painted the felt's median colour along the
-    inside of its rim (nothing lies beyond the wall). Painting the whole cut takes about half as long as
-    reading a die, so what is read of it is painted on its own: the whole (`painted`), a window of it
-    (`window`, the same pixels), the cut resized (`resized_painted`)."""
-
-    def __init__(self, image: Pixels, circle: tuple[float, float, float], origin: tuple[int, int]) -> None:
-        height, width = image.shape[:2]
-        self.image = image
-        self.circle = (circle[0] - origin[0], circle[1] - origin[1], circle[2])  # in the cut's pixels
-        self.masks = _circle_masks(height, width, *self.circle)
-        # no felt along the rim inside the cut (the circle lies beyond it): nothing is painted
-        rim_ys, rim_xs = self.masks.rim_ys, self.masks.rim_xs
-        self.felt = _median_uint8(image[rim_ys, rim_xs]) if len(rim_ys) else None
-
-    def painted(self) -> Pixels:
-        """A copy of the whole cut, painted."""
-        if self.felt is None:
-            return self.image.copy()
-        return _painted(self.image, self.masks.inside, self.felt)
-
-    def window(self, top: int, bottom: int, left: int, right: int) -> Pixels:
-        """The painted cut's rows `top:bottom` and columns `left:right` (not empty): a view of the cut when
-        they lie wholly inside the circle (its four corners do: a disc is convex), else a painted copy."""
-        part = self.image[top:bottom, left:right]
-        if self.felt is None:
-            return part
-        inside = self.masks.inside[top:bottom, left:right]
-        if inside[0, 0] and inside[0, -1] and inside[-1, 0] and inside[-1, -1]:
-            return part
-        return _painted(part, inside, self.felt)
-
-    def resized_painted(self, resized: Pixels) -> Pixels:
-        """`resized`, the cut resized bilinearly, painted: each pixel sampled from the cut's pixels inside the
-        circle as it is, every other one the felt (one sampled across the rim loses its part inside)."""
-        if self.felt is None:
-            return resized
-        height, width = self.image.shape[:2]
-        inside = _resized_inside(height, width, self.circle, (resized.shape[1], resized.shape[0]))
-        return _painted(resized, inside, self.felt)
-
-
-def _painted(image: Pixels, inside: Pixels, felt: Pixels) -> Pixels:
-    """A copy of `image` with the felt's colour where `inside` is 0: OpenCV's fill and masked copy take a
-    tenth of the time of numpy's assignment through a boolean mask (the same pixels)."""
     height, width = image.shape[:2]
+    inside, rim_ys, rim_xs = _circle_masks(
+        height, width, circle[0] - origin[0], circle[1] - origin[1], circle[2]
+    )
+    if not len(rim_ys):
+        return image.copy()
+    felt = _median_uint8(image[rim_ys, rim_xs])
+    # the felt's colour everywhere, then the image inside the circle over it: OpenCV's fill and masked copy
+    # take a tenth of the time of numpy's assignment through a boolean mask (the same pixels)
     painted = np.empty_like(image)
     if painted.ndim == 2:
         painted.fill(int(felt))
@@ -1939,18 +1891,12 @@ def _median_uint8(samples: Pixels) -> Pixels:
     return median
 
 
-@dataclass(frozen=True)
-class CircleMasks:
-    """Where a round tray's circle lies in an image of its size (`_circle_masks`)."""
-
-    inside: Pixels  # 1 for the pixels inside the circle
-    rim_ys: NDArray[np.intp]  # a sample of the pixels just inside its rim (the felt along the rim)
-    rim_xs: NDArray[np.intp]
-
-
 @functools.lru_cache(maxsize=8)
-def _circle_masks(height: int, width: int, centre_x: float, centre_y: float, radius: float) -> CircleMasks:
-    """The masks of a circle in an image of `height` x `width` (cached: one per calibration and size)."""
+def _circle_masks(
+    height: int, width: int, centre_x: float, centre_y: float, radius: float
+) -> tuple[Pixels, NDArray[np.intp], NDArray[np.intp]]:
+    """The pixels inside the circle (a mask), and a sample of those just inside its rim (the felt along the
+    rim; their rows and columns)."""
     ys, xs = np.ogrid[0:height, 0:width]
     distance2 = (xs - centre_x) ** 2 + (ys - centre_y) ** 2
     inside: Pixels = (distance2 <= radius * radius).astype(np.uint8)
@@ -1959,20 +1905,7 @@ def _circle_masks(height: int, width: int, centre_x: float, centre_y: float, rad
     rim_ys, rim_xs = np.nonzero(rim)
     for array in (inside, rim_ys, rim_xs):
         array.flags.writeable = False
-    return CircleMasks(inside, rim_ys, rim_xs)
-
-
-@functools.lru_cache(maxsize=8)
-def _resized_inside(
-    height: int, width: int, circle: tuple[float, float, float], size: tuple[int, int]
-) -> Pixels:
-    """1 for the pixels of an image of `height` x `width` resized bilinearly to `size` that are sampled only
-    from its pixels inside `circle` (cached: one per calibration and size)."""
-    inside = _circle_masks(height, width, *circle).inside
-    sampled = cv2.resize(inside * np.uint8(255), size, interpolation=cv2.INTER_LINEAR)
-    resized: Pixels = (sampled == 255).astype(np.uint8)
-    resized.flags.writeable = False
-    return resized
+    return inside, rim_ys, rim_xs
 
 
 def _pip_kernel(side: float) -> int:
