@@ -951,16 +951,25 @@ class DiceReader:
             if count <= 1:
                 continue
             areas = stats[:, cv2.CC_STAT_AREA].astype(np.float64)
+            centres = [(x + vx0, y + vy0) for x, y in centroids.tolist()]
+            sized = [
+                index
+                for index, area in enumerate(areas.tolist())
+                if index and 0.5 * low_area <= area <= high_area
+            ]
+            on_pips = {
+                index for index in sized if any(math.dist(centres[index], pip) <= reach for pip in pips)
+            }
+            if len(on_pips) == len(sized):
+                # every mark of a pip's size lies on a pip read, whatever its shape: none is unexplained (the
+                # shapes and colours, a pass over the blob's pixels, are worked out only when one may be)
+                continue
             roundness, _, colours = _blob_statistics(
                 labels, count, areas, response.astype(np.float32), lab[vy0:vy1, vx0:vx1]
             )
             least_round = NEAR_PIP_ROUNDNESS * cal.min_pip_roundness
-            marks = [
-                (index, (float(centroids[index][0]) + vx0, float(centroids[index][1]) + vy0))
-                for index in range(1, count)
-                if 0.5 * low_area <= areas[index] <= high_area and roundness[index] >= least_round
-            ]
-            pip_marks = [index for index, mark in marks if any(math.dist(mark, pip) <= reach for pip in pips)]
+            marks = [(index, centres[index]) for index in sized if roundness[index] >= least_round]
+            pip_marks = [index for index, _ in marks if index in on_pips]
             for index, mark in marks:
                 if index in pip_marks:
                     continue

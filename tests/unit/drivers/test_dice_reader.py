@@ -7,6 +7,7 @@ import itertools
 import math
 import os
 import re
+import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -201,6 +202,33 @@ def test_a_split_that_leaves_a_pip_unexplained_is_refused(reader: DiceReader) ->
     cv2.circle(image, (round(150 + SIDE / 2 + 0.5), 200), round(0.085 * SIDE), (30, 26, 24), -1, cv2.LINE_AA)
     result = reader.read(image)
     assert not result.readable and result.reason == "touching", result
+
+
+def test_the_pips_check_works_out_marks_shapes_only_when_one_lies_off_the_pips(reader: DiceReader) -> None:
+    """The check that every pip-like mark of a split blob is a pip of a die read passes over the marks' shapes
+    and colours (a pass over the blob's pixels) when every mark of a pip's size lies on a pip read; a mark
+    off them is still judged, and refuses the split."""
+    import drivers.dice.reader as reader_module
+
+    judged: list[str] = []
+    real_statistics = reader_module._blob_statistics
+
+    def recording(*args: Any) -> Any:
+        judged.append(sys._getframe(1).f_code.co_name)
+        return real_statistics(*args)
+
+    touching = [die((150, 200), 2), die((150 + SIDE + 1, 200), 4), die((450, 300), 6, 20)]
+    with patch.object(reader_module, "_blob_statistics", recording):
+        result = reader.read(scene(touching))
+        assert result.readable and sorted(result.values) == [2, 4, 6], result
+        assert "_unexplained_pips" not in judged and "_face_from_response" in judged
+        image = scene(touching)
+        cv2.circle(
+            image, (round(150 + SIDE / 2 + 0.5), 200), round(0.085 * SIDE), (30, 26, 24), -1, cv2.LINE_AA
+        )
+        result = reader.read(image)
+    assert not result.readable and result.reason == "touching", result
+    assert "_unexplained_pips" in judged
 
 
 def test_a_split_into_dice_of_the_wrong_size_is_refused(reader: DiceReader) -> None:
