@@ -208,17 +208,14 @@ def test_the_pips_check_works_out_marks_shapes_only_when_one_lies_off_the_pips(r
     """The check that every pip-like mark of a split blob is a pip of a die read passes over the marks' shapes
     and colours (a pass over the blob's pixels) when every mark of a pip's size lies on a pip read; a mark
     off them is still judged, and refuses the split."""
-    import drivers.dice.reader as reader_module
-
     judged: list[str] = []
-    real_statistics = reader_module._blob_statistics
 
     def recording(*args: Any) -> Any:
-        judged.append(sys._getframe(1).f_code.co_name)
-        return real_statistics(*args)
+        judged.append(sys._getframe(1).f_code.co_name)  # the function that asked
+        return _blob_statistics(*args)
 
     touching = [die((150, 200), 2), die((150 + SIDE + 1, 200), 4), die((450, 300), 6, 20)]
-    with patch.object(reader_module, "_blob_statistics", recording):
+    with patch("drivers.dice.reader._blob_statistics", recording):
         result = reader.read(scene(touching))
         assert result.readable and sorted(result.values) == [2, 4, 6], result
         assert "_unexplained_pips" not in judged and "_face_from_response" in judged
