@@ -557,15 +557,20 @@ class DiceReader:
         `find_dice` in a window of the tray at the calibrated scale, as the whole tray would be. A blob cut by
         a window's side (not the tray's) means the windows were too small for it: then the whole tray is
         segmented. `whole`: segment the whole tray at once (the reference the windows must agree with)."""
-        tray = self._tray(image, tray=True)
+        tray = self._tray_cut(image, tray=True)
         if isinstance(tray, str):
             return tray
-        pixels, origin = tray
+        pixels, origin, round_tray = tray
         cal = self.calibration
         frame_side = cal.die_side_median / cal.scale  # the usual die, in frame pixels
         if whole or frame_side < 2.0 * LOCATE_SIDE_PX or pixels.ndim not in (2, 3):
             return self._locate_whole(image)
-        coarse, coarse_scale = _shrink(pixels, frame_side / LOCATE_SIDE_PX)
+        factor = frame_side / LOCATE_SIDE_PX
+        coarse, coarse_scale = _shrink(pixels, factor)
+        if round_tray is not None:
+            # painted once shrunk, not before (painting the whole cut took as long as shrinking it): each
+            # pixel averaged wholly from inside the circle as it is, every other one the felt
+            coarse = round_tray.shrunk_painted(coarse, factor)
         coarse_lab = to_lab(coarse)
         if coarse_lab is None:
             return "not a colour or grey image"
@@ -591,7 +596,11 @@ class DiceReader:
         for window in windows:
             left, right, view_left, view_right = _on_view_grid(window[0], window[2], width, view_width)
             top, bottom, view_top, view_bottom = _on_view_grid(window[1], window[3], height, view_height)
-            part = pixels[top:bottom, left:right]
+            part = (
+                pixels[top:bottom, left:right]
+                if round_tray is None
+                else round_tray.window(top, bottom, left, right)
+            )
             size = (view_right - view_left, view_bottom - view_top)
             if size != (right - left, bottom - top):
                 part = cv2.resize(part, size, interpolation=cv2.INTER_AREA)
@@ -671,7 +680,18 @@ class DiceReader:
 
     def _tray(self, image: object, *, tray: bool) -> tuple[Pixels, tuple[int, int]] | str:
         """The tray region of `image` (all of it unless `tray`) at the frame's scale, with its top-left
-        corner in the frame; or why there is none."""
+        corner in the frame, a round tray's outside painted as felt (`RoundTray`); or why there is none."""
+        cut = self._tray_cut(image, tray=tray)
+        if isinstance(cut, str):
+            return cut
+        pixels, origin, round_tray = cut
+        return (pixels if round_tray is None else round_tray.painted()), origin
+
+    def _tray_cut(
+        self, image: object, *, tray: bool
+    ) -> tuple[Pixels, tuple[int, int], RoundTray | None] | str:
+        """`_tray`'s region as it is in `image` (a view of it, not painted), with the round tray to paint
+        what is read of it when the calibration has one; or why there is none."""
         if not isinstance(image, np.ndarray) or image.size == 0 or image.dtype != np.uint8:
             return "not a colour or grey image"
         origin = (0, 0)
@@ -696,8 +716,8 @@ class DiceReader:
             image = image[y : y + h, x : x + w]
             origin = (x, y)
         if circle is not None and image.ndim in (2, 3):
-            image = outside_as_felt(image, circle, origin)
-        return image, origin
+            return image, origin, RoundTray(image, circle, origin)
+        return image, origin, None
 
     def read_die_at(self, image: np.ndarray, point: tuple[float, float]) -> DieReading:
         """Read only the die under `point` (image coordinates), e.g. in a crop centred on one die.
@@ -1869,15 +1889,65 @@ _CORNER_ARCS.flags.writeable = False
 def outside_as_felt(image: Pixels, circle: tuple[float, float, float], origin: tuple[int, int]) -> Pixels:
     """A copy of `image` (whose top-left pixel is `origin` in the frame) with everything outside the round
     tray `circle` painted the median colour of the felt along the inside of its rim."""
+    return RoundTray(image, circle, origin).painted()
+
+
+class RoundTray:
+    """A tray cut of a frame (`image`, whose top-left pixel is `origin` in the frame) with a round tray
+    `circle`: it is read with everything outside the circle painted the felt's median colour along the
+    inside of its rim (nothing lies beyond the wall). Painting the whole cut takes as long as shrinking it
+    to find the dice, so only what is read of it is painted: the whole (`painted`), a window of it (`window`,
+    the same pixels), the cut shrunk (`shrunk_painted`)."""
+
+    def __init__(self, image: Pixels, circle: tuple[float, float, float], origin: tuple[int, int]) -> None:
+        height, width = image.shape[:2]
+        self.image = image
+        self.circle = (circle[0] - origin[0], circle[1] - origin[1], circle[2])  # in the cut's pixels
+        self.masks = _circle_masks(height, width, *self.circle)
+        # no felt along the rim inside the cut (the circle lies beyond it): nothing is painted
+        rim = self.masks.rim
+        if rim is None:
+            self.felt = None
+        else:
+            # the rim's pixels picked by OpenCV's nearest-pixel remap: the same pixels as numpy's indexing by
+            # their rows and columns, several times as fast
+            samples = cv2.remap(image, rim, None, cv2.INTER_NEAREST)
+            self.felt = _median_uint8(samples.reshape(len(rim), *image.shape[2:]))
+
+    def painted(self) -> Pixels:
+        """A copy of the whole cut, painted."""
+        if self.felt is None:
+            return self.image.copy()
+        return _painted(self.image, self.masks.inside, self.felt)
+
+    def window(self, top: int, bottom: int, left: int, right: int) -> Pixels:
+        """The painted cut's rows `top:bottom` and columns `left:right` (not empty): a view of the cut when
+        they lie wholly inside the circle (its four corners do: a disc is convex), else a painted copy."""
+        part = self.image[top:bottom, left:right]
+        if self.felt is None:
+            return part
+        inside = self.masks.inside[top:bottom, left:right]
+        if inside[0, 0] and inside[0, -1] and inside[-1, 0] and inside[-1, -1]:
+            return part
+        return _painted(part, inside, self.felt)
+
+    def shrunk_painted(self, shrunk: Pixels, factor: float) -> Pixels:
+        """`shrunk`, the cut shrunk by `factor` (`_shrink`), painted: each pixel averaged from the cut's
+        pixels inside the circle only as it is, every other one the felt (one averaged across the rim loses
+        its part inside, a sliver of the felt's edge to find dice in)."""
+        if self.felt is None:
+            return shrunk
+        height, width = self.image.shape[:2]
+        inside = _shrunk_inside(height, width, self.circle, factor)
+        if inside.shape != shrunk.shape[:2]:
+            raise ValueError(f"a shrunk tray of {shrunk.shape[:2]}, not {inside.shape} as its circle's mask")
+        return _painted(shrunk, inside, self.felt)
+
+
+def _painted(image: Pixels, inside: Pixels, felt: Pixels) -> Pixels:
+    """A copy of `image` with the felt's colour where `inside` is 0: OpenCV's fill and masked copy take a
+    tenth of the time of numpy's assignment through a boolean mask (the same pixels)."""
     height, width = image.shape[:2]
-    inside, rim_ys, rim_xs = _circle_masks(
-        height, width, circle[0] - origin[0], circle[1] - origin[1], circle[2]
-    )
-    if not len(rim_ys):
-        return image.copy()
-    felt = _median_uint8(image[rim_ys, rim_xs])
-    # the felt's colour everywhere, then the image inside the circle over it: OpenCV's fill and masked copy
-    # take a tenth of the time of numpy's assignment through a boolean mask (the same pixels)
     painted = np.empty_like(image)
     if painted.ndim == 2:
         painted.fill(int(felt))
@@ -1900,21 +1970,44 @@ def _median_uint8(samples: Pixels) -> Pixels:
     return median
 
 
+@dataclass(frozen=True)
+class CircleMasks:
+    """Where a round tray's circle lies in an image of its size (`_circle_masks`)."""
+
+    inside: Pixels  # 1 for the pixels inside the circle
+    # a sample of the pixels just inside its rim (the felt along the rim), as a map for `cv2.remap` (x, y
+    # of each, in a column); None when the image holds none
+    rim: Pixels | None
+
+
 @functools.lru_cache(maxsize=8)
-def _circle_masks(
-    height: int, width: int, centre_x: float, centre_y: float, radius: float
-) -> tuple[Pixels, NDArray[np.intp], NDArray[np.intp]]:
-    """The pixels inside the circle (a mask), and a sample of those just inside its rim (the felt along the
-    rim; their rows and columns)."""
+def _circle_masks(height: int, width: int, centre_x: float, centre_y: float, radius: float) -> CircleMasks:
+    """The masks of a circle in an image of `height` x `width` (cached: one per calibration and size)."""
     ys, xs = np.ogrid[0:height, 0:width]
     distance2 = (xs - centre_x) ** 2 + (ys - centre_y) ** 2
     inside: Pixels = (distance2 <= radius * radius).astype(np.uint8)
     rim = (distance2 <= radius * radius) & (distance2 > (0.96 * radius) ** 2)
     rim &= (xs + ys) % 7 == 0  # a sample is enough for a median
     rim_ys, rim_xs = np.nonzero(rim)
-    for array in (inside, rim_ys, rim_xs):
-        array.flags.writeable = False
-    return inside, rim_ys, rim_xs
+    inside.flags.writeable = False
+    if not len(rim_ys):
+        return CircleMasks(inside, None)
+    # whole pixels as 16-bit (OpenCV's fastest map), or as floats in an image too large for them
+    kind = np.int16 if max(height, width) <= np.iinfo(np.int16).max else np.float32
+    points = np.stack([rim_xs, rim_ys], axis=1).astype(kind).reshape(-1, 1, 2)
+    points.flags.writeable = False
+    return CircleMasks(inside, points)
+
+
+@functools.lru_cache(maxsize=8)
+def _shrunk_inside(height: int, width: int, circle: tuple[float, float, float], factor: float) -> Pixels:
+    """1 for the pixels of an image of `height` x `width` shrunk by `factor` (`_shrink`) that are averaged
+    from its pixels inside `circle` only (cached: one per calibration and size)."""
+    inside = _circle_masks(height, width, *circle).inside
+    shrunk, _ = _shrink(inside * np.uint8(255), factor)
+    mask: Pixels = (shrunk == 255).astype(np.uint8)
+    mask.flags.writeable = False
+    return mask
 
 
 def _pip_kernel(side: float) -> int:

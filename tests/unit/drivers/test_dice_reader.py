@@ -29,6 +29,7 @@ from drivers.dice.reader import (
     FaceMeasure,
     PipBlob,
     PipResponses,
+    RoundTray,
     _blob_statistics,
     _centred,
     _coarse_turns,
@@ -44,8 +45,10 @@ from drivers.dice.reader import (
     _morphed,
     _nonzero,
     _outline_angle,
+    _shrink,
     _singular_ratio,
     _split_sizes,
+    outside_as_felt,
     rounded_square,
 )
 from tests.helpers.dice_scenes import (
@@ -795,6 +798,65 @@ def test_felt_median_is_numpys(count: int, channels: tuple[int, ...], seed: int)
     expected = np.median(samples, axis=0).astype(np.uint8)
     got = _median_uint8(samples)
     assert got.dtype == np.uint8 and np.array_equal(got, expected)
+
+
+@given(st.sampled_from([(), (3,)]), st.integers(0, 2**32 - 1))
+def test_a_round_tray_s_windows_are_the_painted_tray_s(channels: tuple[int, ...], seed: int) -> None:
+    """A round tray painted: outside the circle the median of the felt along the inside of its rim (worked
+    out here with numpy), inside it the image; and a window painted on its own is that part of the whole
+    painted, to the pixel: windows inside the circle, across its rim and wholly outside it."""
+    rng = np.random.default_rng(seed)
+    height, width = (int(size) for size in rng.integers(8, 120, 2))
+    image = rng.integers(0, 256, (height, width, *channels), dtype=np.uint8)
+    origin = (int(rng.integers(0, 50)), int(rng.integers(0, 50)))
+    circle = (
+        origin[0] + float(rng.uniform(0, width)),
+        origin[1] + float(rng.uniform(0, height)),
+        float(rng.uniform(3, max(height, width))),
+    )
+    ys, xs = np.mgrid[0:height, 0:width]
+    distance2 = (xs + origin[0] - circle[0]) ** 2 + (ys + origin[1] - circle[1]) ** 2
+    inside = distance2 <= circle[2] ** 2
+    rim = inside & (distance2 > (0.96 * circle[2]) ** 2) & ((xs + ys) % 7 == 0)
+    expected = image.copy()
+    if rim.any():
+        expected[~inside] = np.median(image[rim], axis=0).astype(np.uint8)
+    tray = RoundTray(image, circle, origin)
+    whole = tray.painted()
+    assert np.array_equal(whole, expected)
+    assert np.array_equal(outside_as_felt(image, circle, origin), expected)
+    for _ in range(20):
+        top, bottom = sorted(int(value) for value in rng.choice(height + 1, 2, replace=False))
+        left, right = sorted(int(value) for value in rng.choice(width + 1, 2, replace=False))
+        assert np.array_equal(tray.window(top, bottom, left, right), whole[top:bottom, left:right])
+
+
+@pytest.mark.parametrize("factor", [2.0, 5.4, 7.9])
+def test_a_round_tray_shrunk_is_painted_where_it_averages_the_outside(factor: float) -> None:
+    """The tray shrunk to find dice (`_shrink`), then painted: a pixel keeps what it averaged only where every
+    pixel it averaged lies inside the circle; every other one is the felt, none a mix of the two."""
+    height, width = 300, 340
+    origin = (10, 20)
+    circle = (origin[0] + 170.3, origin[1] + 148.6, 131.0)
+    ys, xs = np.mgrid[0:height, 0:width]
+    outside = (xs + origin[0] - circle[0]) ** 2 + (ys + origin[1] - circle[1]) ** 2 > circle[2] ** 2
+    image = np.where(outside, 250, 0).astype(np.uint8)[:, :, None].repeat(3, axis=2)
+    image[:, :, 1] = 90  # a channel alike inside and outside, for the felt's colour
+    tray = RoundTray(image, circle, origin)
+    assert tray.felt is not None and tray.felt.tolist() == [0, 90, 0]  # the rim's inside
+    shrunk, _ = _shrink(image, factor)
+    painted = tray.shrunk_painted(shrunk, factor)
+    kept = np.all(painted == shrunk, axis=2)
+    # kept: nothing of the outside in it; painted: the felt; and most of the circle's inside is kept
+    assert np.all(painted[kept][:, 0] == 0)
+    assert np.all(painted[~kept] == tray.felt)
+    wholly_inside = shrunk[:, :, 0] == 0
+    assert np.count_nonzero(kept & wholly_inside) >= 0.9 * np.count_nonzero(wholly_inside) > 200 / factor
+    # a pixel averaged across the rim (neither all outside nor all inside) is painted, not a mix
+    across = (shrunk[:, :, 0] > 0) & (shrunk[:, :, 0] < 250)
+    assert np.any(across) and np.all(painted[across] == tray.felt)
+    with pytest.raises(ValueError, match="shrunk tray"):
+        tray.shrunk_painted(shrunk[1:], factor)
 
 
 @given(st.sampled_from([0.0, 1.0, 0.5]), st.integers(0, 2**32 - 1))
