@@ -566,11 +566,8 @@ class DiceReader:
         if whole or frame_side < 2.0 * LOCATE_SIDE_PX or pixels.ndim not in (2, 3):
             return self._locate_whole(image)
         factor = frame_side / LOCATE_SIDE_PX
-        coarse, coarse_scale = _shrink(pixels, factor)
-        if round_tray is not None:
-            # painted once shrunk, not before (painting the whole cut took as long as shrinking it): each
-            # pixel averaged wholly from inside the circle as it is, every other one the felt
-            coarse = round_tray.shrunk_painted(coarse, factor)
+        # a round tray is painted once shrunk, not before (painting the whole cut took as long as the shrink)
+        coarse, coarse_scale = _shrink(pixels, factor) if round_tray is None else round_tray.shrunk(factor)
         coarse_lab = to_lab(coarse)
         if coarse_lab is None:
             return "not a colour or grey image"
@@ -1897,7 +1894,7 @@ class RoundTray:
     `circle`: it is read with everything outside the circle painted the felt's median colour along the
     inside of its rim (nothing lies beyond the wall). Painting the whole cut takes as long as shrinking it
     to find the dice, so only what is read of it is painted: the whole (`painted`), a window of it (`window`,
-    the same pixels), the cut shrunk (`shrunk_painted`)."""
+    the same pixels), the cut shrunk (`shrunk`)."""
 
     def __init__(self, image: Pixels, circle: tuple[float, float, float], origin: tuple[int, int]) -> None:
         height, width = image.shape[:2]
@@ -1931,17 +1928,15 @@ class RoundTray:
             return part
         return _painted(part, inside, self.felt)
 
-    def shrunk_painted(self, shrunk: Pixels, factor: float) -> Pixels:
-        """`shrunk`, the cut shrunk by `factor` (`_shrink`), painted: each pixel averaged from the cut's
-        pixels inside the circle only as it is, every other one the felt (one averaged across the rim loses
-        its part inside, a sliver of the felt's edge to find dice in)."""
+    def shrunk(self, factor: float) -> tuple[Pixels, float]:
+        """The cut shrunk by `factor` as `_shrink` shrinks it (with the scale reached), then painted: each
+        pixel averaged from the cut's pixels inside the circle only as it is, every other one the felt (one
+        averaged across the rim loses its part inside, a sliver of the felt's edge to find dice in)."""
+        shrunk, scale = _shrink(self.image, factor)
         if self.felt is None:
-            return shrunk
+            return shrunk, scale
         height, width = self.image.shape[:2]
-        inside = _shrunk_inside(height, width, self.circle, factor)
-        if inside.shape != shrunk.shape[:2]:
-            raise ValueError(f"a shrunk tray of {shrunk.shape[:2]}, not {inside.shape} as its circle's mask")
-        return _painted(shrunk, inside, self.felt)
+        return _painted(shrunk, _shrunk_inside(height, width, self.circle, factor), self.felt), scale
 
 
 def _painted(image: Pixels, inside: Pixels, felt: Pixels) -> Pixels:
