@@ -1902,14 +1902,16 @@ class RoundTray:
         self.circle = (circle[0] - origin[0], circle[1] - origin[1], circle[2])  # in the cut's pixels
         self.masks = _circle_masks(height, width, *self.circle)
         # no felt along the rim inside the cut (the circle lies beyond it): nothing is painted
-        rim = self.masks.rim
-        if rim is None:
+        masks = self.masks
+        if not len(masks.rim_ys):
             self.felt = None
+            return
+        if masks.rim_map is None:
+            samples = image[masks.rim_ys, masks.rim_xs]
         else:
-            # the rim's pixels picked by OpenCV's nearest-pixel remap: the same pixels as numpy's indexing by
-            # their rows and columns, several times as fast
-            samples = cv2.remap(image, rim, None, cv2.INTER_NEAREST)
-            self.felt = _median_uint8(samples.reshape(len(rim), *image.shape[2:]))
+            # OpenCV's nearest-pixel remap: the same pixels as numpy's indexing, several times as fast
+            samples = cv2.remap(image, masks.rim_map, None, cv2.INTER_NEAREST)
+        self.felt = _median_uint8(samples.reshape(len(masks.rim_ys), *image.shape[2:]))
 
     def painted(self) -> Pixels:
         """A copy of the whole cut, painted."""
@@ -1970,9 +1972,11 @@ class CircleMasks:
     """Where a round tray's circle lies in an image of its size (`_circle_masks`)."""
 
     inside: Pixels  # 1 for the pixels inside the circle
-    # a sample of the pixels just inside its rim (the felt along the rim), as a map for `cv2.remap` (x, y
-    # of each, in a column); None when the image holds none
-    rim: Pixels | None
+    # a sample of the pixels just inside its rim (the felt along the rim): their rows and columns, and the
+    # same as a map for `cv2.remap` (x, y of each, in a column), None in an image too large for it
+    rim_ys: NDArray[np.intp]
+    rim_xs: NDArray[np.intp]
+    rim_map: Pixels | None
 
 
 @functools.lru_cache(maxsize=8)
@@ -1984,14 +1988,14 @@ def _circle_masks(height: int, width: int, centre_x: float, centre_y: float, rad
     rim = (distance2 <= radius * radius) & (distance2 > (0.96 * radius) ** 2)
     rim &= (xs + ys) % 7 == 0  # a sample is enough for a median
     rim_ys, rim_xs = np.nonzero(rim)
-    inside.flags.writeable = False
-    if not len(rim_ys):
-        return CircleMasks(inside, None)
-    # whole pixels as 16-bit (OpenCV's fastest map), or as floats in an image too large for them
-    kind = np.int16 if max(height, width) <= np.iinfo(np.int16).max else np.float32
-    points = np.stack([rim_xs, rim_ys], axis=1).astype(kind).reshape(-1, 1, 2)
-    points.flags.writeable = False
-    return CircleMasks(inside, points)
+    rim_map = None
+    # `cv2.remap` takes no image, nor map, with a side of 32767 pixels or more
+    if max(height, width, len(rim_ys)) < np.iinfo(np.int16).max:
+        rim_map = np.stack([rim_xs, rim_ys], axis=1).astype(np.int16).reshape(-1, 1, 2)
+    for array in (inside, rim_ys, rim_xs, rim_map):
+        if array is not None:
+            array.flags.writeable = False
+    return CircleMasks(inside, rim_ys, rim_xs, rim_map)
 
 
 @functools.lru_cache(maxsize=8)

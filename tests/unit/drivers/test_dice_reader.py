@@ -831,6 +831,30 @@ def test_a_round_tray_s_windows_are_the_painted_tray_s(channels: tuple[int, ...]
         assert np.array_equal(tray.window(top, bottom, left, right), whole[top:bottom, left:right])
 
 
+@pytest.mark.parametrize(
+    ("height", "width", "circle"),
+    [
+        (6, 33_000, (32_768.0, 2.5, 40.0)),  # an image too wide: its rim on both sides of column 32767
+        (2_200, 2_200, (1_100.0, 1_100.0, 1_050.0)),  # more rim samples than a map may have rows
+    ],
+)
+def test_a_round_tray_too_large_for_opencv_s_remap_finds_its_felt_the_same(
+    height: int, width: int, circle: tuple[float, float, float]
+) -> None:
+    """The rim's sample is picked by OpenCV's remap, which takes no image, nor map, with a side of 32767
+    pixels or more: there it is picked by numpy, and the felt is the median of the same pixels, with no
+    error."""
+    rng = np.random.default_rng(7)
+    image = rng.integers(0, 256, (height, width, 3), dtype=np.uint8)
+    ys, xs = np.ogrid[0:height, 0:width]
+    distance2 = (xs - circle[0]) ** 2 + (ys - circle[1]) ** 2
+    rim = (distance2 <= circle[2] ** 2) & (distance2 > (0.96 * circle[2]) ** 2) & ((xs + ys) % 7 == 0)
+    assert width > 32_767 or np.count_nonzero(rim) > 32_767
+    tray = RoundTray(image, circle, (0, 0))
+    assert tray.felt is not None
+    assert np.array_equal(tray.felt, np.median(image[rim], axis=0).astype(np.uint8))
+
+
 @pytest.mark.parametrize("factor", [2.0, 5.4, 7.9])
 def test_a_round_tray_shrunk_is_painted_where_it_averages_the_outside(factor: float) -> None:
     """The tray shrunk to find dice (`_shrink`), then painted: a pixel keeps what it averaged only where every
