@@ -30,12 +30,14 @@ from drivers.dice.reader import (
     PipBlob,
     PipResponses,
     RoundTray,
+    _area_resized,
     _blob_statistics,
     _centred,
     _coarse_turns,
     _components,
     _die_distance2,
     _disc,
+    _empty_level,
     _fit_face,
     _fit_square,
     _fit_squares,
@@ -782,6 +784,100 @@ def test_morphology_on_widened_rows_is_opencvs(operation: int) -> None:
         kernel = _disc(int(rng.integers(1, 26)))
         expected = cv2.morphologyEx(image, operation, kernel)
         assert np.array_equal(_morphed(image, operation, kernel), expected), (trial, height, width)
+
+
+@given(
+    st.integers(1, 300),
+    st.integers(1, 300),
+    st.floats(0.2, 1.6),
+    st.sampled_from([(), (3,), (4,)]),
+    st.booleans(),
+    st.integers(0, 2**32 - 1),
+)
+def test_area_resize_is_opencvs(
+    height: int, width: int, scale: float, channels: tuple[int, ...], view: bool, seed: int
+) -> None:
+    """A resize by area (`_area_resized`, in float32 where it shrinks by a ratio not whole on both axes):
+    OpenCV's 8-bit pixels, for every ratio, whole halvings and enlarging included, of images and of views
+    of a larger one."""
+    rng = np.random.default_rng(seed)
+    image = rng.integers(0, 256, (height, width + 5, *channels), dtype=np.uint8)
+    image = image[:, 2 : 2 + width] if view else np.ascontiguousarray(image[:, :width])
+    if rng.random() < 0.2:  # whole ratios: OpenCV's fast path for halvings and the like
+        whole = int(rng.integers(1, 5))
+        size = (max(1, width // whole), max(1, height // whole))
+    else:
+        size = (max(1, round(width * scale)), max(1, round(height * scale)))
+    expected = cv2.resize(image, size, interpolation=cv2.INTER_AREA)
+    got = _area_resized(image, size)
+    assert got.dtype == np.uint8 and np.array_equal(got, expected), (image.shape, size)
+
+
+def _plain_empty_level(
+    response: np.ndarray,
+    inner: np.ndarray,
+    origin: tuple[int, int],
+    matrix: np.ndarray,
+    translation: np.ndarray,
+    pips: np.ndarray,
+    face: tuple[tuple[int, int], ...],
+    pip_radius: float,
+    pip_level: float,
+) -> tuple[float, float, bool]:
+    """`_empty_level` written plainly: every pixel of the window, the grid by a matrix product."""
+    shift = translation - np.array(origin, np.float64)
+    places = np.rint(np.array(GRID_PLACES, np.float64) @ matrix.T + shift).astype(int)
+    height, width = inner.shape
+    for x, y in places:
+        if not (0 <= x < width and 0 <= y < height and inner[y, x]):
+            return math.inf, math.inf, True
+    if np.linalg.det(matrix) == 0.0:
+        return math.inf, math.inf, True
+    size = max(3, round(pip_radius)) | 1
+    smooth = cv2.blur(response, (size, size))
+    level = max(pip_level, 1e-6)
+    empty = [
+        smooth[max(0, y - 1) : y + 2, max(0, x - 1) : x + 2].max()
+        for (x, y), place in zip(places, GRID_PLACES, strict=True)
+        if place not in face
+    ]
+    empty_level = float(max(empty)) / level if empty else 0.0
+    ys, xs = np.mgrid[0:height, 0:width].astype(np.float64)
+    grid = np.linalg.inv(matrix) @ np.stack([xs.ravel() - shift[0], ys.ravel() - shift[1]])
+    on_face = (np.abs(grid) <= 1.35).all(axis=0).reshape(height, width) & (inner > 0)
+    for px, py in pips - np.array(origin, np.float64):
+        on_face &= (xs - px) ** 2 + (ys - py) ** 2 > (1.6 * pip_radius) ** 2
+    clutter = float(smooth[on_face].max()) / level if on_face.any() else 0.0
+    return empty_level, max(clutter, empty_level), False
+
+
+GRID_PLACES = [(x, y) for y in (-1, 0, 1) for x in (-1, 0, 1)]
+
+
+@given(st.sampled_from(range(1, 7)), st.integers(0, 2**32 - 1))
+def test_clean_face_check_is_the_plain_one(value: int, seed: int) -> None:
+    """The clean-face check (`_empty_level`: the strongest mark at an empty grid place, and anywhere on the
+    face off the pips), worked out on the face's box in Python floats: the plain computation's values, for
+    faces turned, slanted, off the window's edge and off the die."""
+    rng = np.random.default_rng(seed)
+    height, width = (int(side) for side in rng.integers(30, 80, 2))
+    response = rng.integers(0, 256, (height, width), dtype=np.uint8).astype(np.float32)
+    # the die: a disc about the window's centre (a grid place beyond it is off the die)
+    ys, xs = np.mgrid[0:height, 0:width]
+    reach = rng.uniform(0.4, 0.8) * min(height, width)
+    inner = ((xs - width / 2) ** 2 + (ys - height / 2) ** 2 <= reach**2).astype(np.uint8)
+    angle, unit = rng.uniform(0, math.tau), rng.uniform(0.08, 0.3) * min(height, width)
+    slant = rng.uniform(0.8, 1.0)
+    cos, sin = math.cos(angle), math.sin(angle)
+    matrix = unit * np.array([[cos, -sin * slant], [sin, cos]])
+    origin = (int(rng.integers(0, 50)), int(rng.integers(0, 50)))
+    centre = rng.normal((width / 2, height / 2), min(height, width) / 10)
+    translation = np.array(origin, np.float64) + centre
+    face = FACES[value]
+    pips = translation + np.array(face, np.float64) @ matrix.T + rng.normal(0, 0.5, (value, 2))
+    pip_radius, pip_level = rng.uniform(1.0, 5.0), rng.uniform(10.0, 200.0)
+    arguments = (response, inner, origin, matrix, translation, pips, face, pip_radius, pip_level)
+    assert _empty_level(*arguments) == _plain_empty_level(*arguments)
 
 
 @given(
