@@ -48,7 +48,8 @@ def die(
 
 def scene(dice: Sequence[dict[str, Any]], size: tuple[int, int] = (640, 480), seed: int = 0) -> np.ndarray:
     """Dice on green felt, slightly blurred, with sensor noise. A die's `pips` (grid positions) overrides its
-    value's pattern (to draw impossible faces)."""
+    value's pattern (to draw impossible faces); its `marks`, (x, y, share) each, add pip-coloured marks at
+    grid positions, of that share of a pip's area (smudges)."""
     width, height = size
     canvas = np.empty((height * SUPERSAMPLE, width * SUPERSAMPLE, 3), np.uint8)
     canvas[:] = FELT
@@ -60,6 +61,11 @@ def scene(dice: Sequence[dict[str, Any]], size: tuple[int, int] = (640, 480), se
             offset = rotation(spec["angle"]) @ (np.array([gx, gy], float) * PIP_SPACING * spec["side"])
             px, py = (offset + np.array(spec["centre"])) * SUPERSAMPLE
             radius = round(PIP_RADIUS * spec["side"] * SUPERSAMPLE)
+            cv2.circle(canvas, (round(px), round(py)), radius, INK, -1, lineType=cv2.LINE_AA)
+        for gx, gy, share in spec.get("marks", ()):
+            offset = rotation(spec["angle"]) @ (np.array([gx, gy], float) * PIP_SPACING * spec["side"])
+            px, py = (offset + np.array(spec["centre"])) * SUPERSAMPLE
+            radius = round(PIP_RADIUS * spec["side"] * SUPERSAMPLE * share**0.5)
             cv2.circle(canvas, (round(px), round(py)), radius, INK, -1, lineType=cv2.LINE_AA)
     image = cv2.resize(canvas, (width, height), interpolation=cv2.INTER_AREA)
     image = cv2.GaussianBlur(image, (0, 0), 0.6)
