@@ -628,6 +628,9 @@ def time_shaker(
         "ratio_to_reference_median": round(
             statistics.median(ours / ref for ours, ref in zip(ms, reference_ms, strict=True)), 3
         ),
+        # the reference as it ran in turn with these frames (the run's own, `reference_cpu_ms_median` of the
+        # speed part, is timed with the flat tray's frames, minutes before or after)
+        "reference_cpu_ms_median": round(statistics.median(reference_ms), 2),
     }
     if against:
         part["against_cpu_ms_median"] = round(statistics.median(other_ms), 2)
@@ -782,7 +785,8 @@ def markdown(report: dict[str, Any]) -> str:
                 f"die sides {sides} px, in turn (dice touching another per frame: "
                 f"{sh['dice_touching_another']}): "
                 f"CPU median {sh['cpu_ms_median']} ms, p95 {sh['cpu_ms_p95']} ms, "
-                f"{sh['ratio_to_reference_median']}x the reference (median over frames)"
+                f"{sh['ratio_to_reference_median']}x the reference (median over frames; the reference "
+                f"timed in turn with them: median {sh['reference_cpu_ms_median']} ms)"
                 + (
                     f"; the reader of {sp['against_commit']}: CPU median {sh['against_cpu_ms_median']}"
                     f" ms, per frame {sh['speedup_median_of_frames']}x as long (median)."
