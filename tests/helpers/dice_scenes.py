@@ -57,12 +57,8 @@ def scene(dice: Sequence[dict[str, Any]], size: tuple[int, int] = (640, 480), se
         outline = rounded_square(spec["centre"], spec["side"], spec["angle"]) * SUPERSAMPLE
         cv2.fillPoly(canvas, [np.round(outline).astype(np.int32)], IVORY, lineType=cv2.LINE_AA)
         pips: Pips = spec.get("pips") or FACES[spec["value"]]
-        for gx, gy in pips:
-            offset = rotation(spec["angle"]) @ (np.array([gx, gy], float) * PIP_SPACING * spec["side"])
-            px, py = (offset + np.array(spec["centre"])) * SUPERSAMPLE
-            radius = round(PIP_RADIUS * spec["side"] * SUPERSAMPLE)
-            cv2.circle(canvas, (round(px), round(py)), radius, INK, -1, lineType=cv2.LINE_AA)
-        for gx, gy, share in spec.get("marks", ()):
+        # each pip a whole pip's area, then the marks
+        for gx, gy, share in [(gx, gy, 1.0) for gx, gy in pips] + list(spec.get("marks", ())):
             offset = rotation(spec["angle"]) @ (np.array([gx, gy], float) * PIP_SPACING * spec["side"])
             px, py = (offset + np.array(spec["centre"])) * SUPERSAMPLE
             radius = round(PIP_RADIUS * spec["side"] * SUPERSAMPLE * share**0.5)
