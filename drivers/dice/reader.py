@@ -45,7 +45,9 @@ refusal's reason and count are the dice's: a cable's ragged outline does not mak
 Touching dice (`split_touching`): a blob refused in step 2 as touching (or, ragged or oblong, not read as
 one die) is tried as 2-7 dice of one size (the
 blob's area shared among them, or the calibrated die's side), each a square fitted to the blob
-(`_fit_squares`), each then read by steps 3-6 as a die alone in its square. The split is accepted only when it
+(`_fit_squares`), each then read by steps 3-6 as a die alone in its square (the squares as first placed;
+fitted again, each with all the others in place, only when those do not explain the blob). The split is
+accepted only when it
 explains every edge (each square on the blob, no die overlapping another, nothing of the blob left over but
 its soft outline) and every pip (every pip-like mark on the dice is a pip of a die read), and when no other
 number or size of dice explains the blob with other values; else the blob is refused as touching, with why.
@@ -160,7 +162,8 @@ SPLIT_OUTLINE = 0.15
 # the squares' turns and places are searched at this scale (0.5: 1.4x as fast, and fewer dice read)
 SPLIT_SEARCH_SCALE = 1.0
 # passes fitting each die's square again with the others in place (the first pass not the last die's, which
-# was placed with them all: refitting it too read no more, bench/DICE.md)
+# was placed with them all: refitting it too read no more, bench/DICE.md), made only when the squares as first
+# placed do not explain the blob and its dice (most splits need none)
 SPLIT_REFITS = 1
 # sides of dice in one frame differ by less than this share (one camera; a webcam at a slant sees nearer dice
 # larger: at 0.12 one matteop65 photo of touching dice was no longer read)
@@ -775,7 +778,8 @@ class DiceReader:
 
         For each number of dice n the blob's area allows (`_split_sizes`: a side sqrt(area / n), or the usual
         die's, within the calibrated sizes for splitting, `split_side_px`), n squares of that side are fitted
-        (`_fit_squares`). The split must explain every edge (each square on the blob, the squares apart,
+        (`_fit_squares`: as first placed, then, when those do not explain the blob, refitted). The split must
+        explain every edge (each square on the blob, the squares apart,
         nothing of the blob left over) and every pip (each die read by `read_region`, as a die alone, and
         every pip-like mark of the blob a pip of a die read). Two splits that both explain the blob and read
         differently: refused."""
@@ -802,23 +806,32 @@ class DiceReader:
         found: list[tuple[DieReading, ...]] = []
         why: list[str] = []
         fitted: FittedSquares = {}  # numbers of dice of one side fit their first squares alike
+        by_kernel: dict[int, PipResponses] = {}  # sides of one pip kernel have the same responses
         for count, side in _split_sizes(area, cal.die_side_median, (low, high)):
-            split = _fit_squares(blob, side, count, fitted)
-            if isinstance(split, str):
-                why.append(f"{count} dice of {side:.0f} px: {split}")
-                continue
-            responses = self._pip_responses(lab, origin, blob.shape, side)
-            dice = self._read_squares(lab, split.squares, side, hull, origin, region, view, responses)
-            if isinstance(dice, str):
-                why.append(f"{count} dice of {side:.0f} px: {dice}")
-                continue
-            unexplained = self._unexplained_pips(
-                lab, blob & split.on_squares, split.cores, origin, side, dice, view, responses
-            )
-            if unexplained:
-                why.append(f"{count} dice of {side:.0f} px: {unexplained}")
-                continue
-            found.append(dice)
+            failed = ""
+            # the squares as first placed, when they explain the blob and its dice; else refitted (each die
+            # again with all the others in place), which most splits do not need
+            for refits in dict.fromkeys((0, SPLIT_REFITS)):
+                split = _fit_squares(blob, side, count, fitted, refits)
+                if isinstance(split, str):
+                    failed = split
+                    continue
+                kernel = _pip_kernel(side)
+                if kernel not in by_kernel:
+                    by_kernel[kernel] = self._pip_responses(lab, origin, blob.shape, side)
+                responses = by_kernel[kernel]
+                dice = self._read_squares(lab, split.squares, side, hull, origin, region, view, responses)
+                if isinstance(dice, str):
+                    failed = dice
+                    continue
+                failed = self._unexplained_pips(
+                    lab, blob & split.on_squares, split.cores, origin, side, dice, view, responses
+                )
+                if not failed:
+                    found.append(dice)
+                    break
+            if failed:
+                why.append(f"{count} dice of {side:.0f} px: {failed}")
         readings = {(len(dice), tuple(sorted(die.value or 0 for die in dice))) for dice in found}
         if len(readings) == 1:  # one reading, whichever size of die found it
             return found[0]
@@ -1561,13 +1574,14 @@ def _split_sizes(area: float, usual: float, sides: tuple[float, float]) -> list[
 
 
 def _fit_squares(
-    blob: Pixels, side: float, count: int, fitted: FittedSquares | None = None
+    blob: Pixels, side: float, count: int, fitted: FittedSquares | None = None, refits: int = SPLIT_REFITS
 ) -> SplitSquares | str:
     """`count` squares of `side` (x, y of the centre, angle in degrees; in `blob`'s pixels) that together
     explain the blob, with the masks the check drew of them (`SplitSquares`), or why there are none. Each is
-    fitted by `_fit_square` to what the others leave of the blob: first one after the other, then each but
-    the last again with all the others in place (a die placed early, with little of the blob known to be its
-    neighbours', moves to where they leave room; the last was placed with them all). Explained: each square
+    fitted by `_fit_square` to what the others leave of the blob: first one after the other, then, in each of
+    `refits` passes, each but the last again with all the others in place (a die placed early, with little of
+    the blob known to be its neighbours', moves to where they leave room; the last was placed with them
+    all). Explained: each square
     lies on the blob, no die overlaps another, and nothing of the blob is left over but strips narrower than
     a sixth of a die (its soft outline, and gaps between dice closer than a pip, which segmentation fills).
     `fitted`: the squares fitted to this blob so far, by what they were fitted to (more dice of the same
@@ -1599,7 +1613,7 @@ def _fit_squares(
         if isinstance(square, str):
             return f"die {number}: {square}"
         found.append(square)
-    for refit in range(SPLIT_REFITS):
+    for refit in range(refits):
         # the last die was placed with every other die in place already: the first pass refits the others
         for index in range(count - 1 if refit == 0 else count):
             square = fit(found[:index] + found[index + 1 :], found[index][2])
@@ -1708,7 +1722,8 @@ def _fit_square(
     if len(xs) < 0.5 * side * side:
         return "nothing left for it"
     if not anchors:
-        anchors = [(float(xs.mean()), float(ys.mean()))]
+        # whole numbers, summed exactly: the same values as `mean`, without its cost
+        anchors = [(int(xs.sum()) / len(xs), int(ys.sum()) / len(ys))]
     # the squared distance to the nearest anchor (products, not powers: the same values, fewer passes)
     (ax, ay), *further = anchors
     dx, dy = xs - ax, ys - ay

@@ -156,6 +156,44 @@ def test_three_touching_dice_in_a_row_are_read(reader: DiceReader) -> None:
     assert result.readable and result.values == (5, 2, 6), result
 
 
+def test_a_split_is_refitted_only_when_its_squares_as_first_placed_do_not_explain_it(
+    reader: DiceReader,
+) -> None:
+    """Three dice in a row: the squares as first placed explain the blob and its dice, so no square is
+    fitted again. When they do not (here their dice are made unreadable once), the squares are fitted again,
+    each with all the others in place, and read."""
+    dice = [die((150 + i * (SIDE + 1), 220), value, 3) for i, value in enumerate((5, 2, 6))]
+    image = scene(dice)
+    refits: list[int] = []  # the refitting passes of each split fitted
+    real_fit, real_sizes, real_read = _fit_squares, _split_sizes, DiceReader._read_squares
+
+    def recording(blob: Any, side: float, count: int, *rest: Any) -> Any:
+        refits.append(rest[1] if len(rest) > 1 else 1)
+        return real_fit(blob, side, count, *rest)
+
+    def three_of_one_size(*args: Any) -> Any:  # one size of die only: each fitting is that split's
+        return [size for size in real_sizes(*args) if size[0] == 3][:1]
+
+    reads: list[int] = []
+
+    def unreadable_once(self: DiceReader, *args: Any) -> Any:
+        reads.append(len(args[1]))
+        return "die 1: made unreadable" if len(reads) == 1 else real_read(self, *args)
+
+    with (
+        patch("drivers.dice.reader._fit_squares", recording),
+        patch("drivers.dice.reader._split_sizes", three_of_one_size),
+    ):
+        result = reader.read(image)
+        assert result.readable and result.values == (5, 2, 6), result
+        assert refits == [0], refits
+        refits.clear()
+        with patch.object(DiceReader, "_read_squares", unreadable_once):
+            result = reader.read(image)
+    assert result.readable and result.values == (5, 2, 6), result
+    assert refits == [0, 1] and reads == [3, 3], (refits, reads)
+
+
 def test_a_blob_s_pip_responses_are_cut_for_each_die_only_where_they_hold_it() -> None:
     """The responses worked out for a blob are cut for a die (as a copy: the die's reading masks it) only
     where they hold the die's whole window and were worked out with the die's kernel."""
