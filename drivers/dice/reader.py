@@ -640,13 +640,16 @@ class DiceReader:
     def _die_places(self, lab: Pixels, background: Pixels, scale: float) -> list[Box]:
         """Boxes (in `lab`, the tray shrunk by `scale` from the frame) of everything that may be a die:
         further from the background than a fraction of the die contrast, and larger than a fraction of a
-        speck the reader drops."""
+        speck the reader drops. Opened by 3 px once closed: a die is about 12 px across there, and glints,
+        the felt's texture and noise that pass the lower contrast are specks and threads a pixel or two wide
+        (each would be a window to segment)."""
         cal = self.calibration
         height, width = lab.shape[:2]
         near = cv2.resize(background, (width, height), interpolation=cv2.INTER_LINEAR)
         least = LOCATE_CONTRAST_FRACTION * cal.die_contrast
         far = _die_distance2(lab, near, cal.shadow_weight) > least**2
         mask = cv2.morphologyEx(far.astype(np.uint8), cv2.MORPH_CLOSE, _disc(3))
+        mask = cv2.morphologyEx(mask, cv2.MORPH_OPEN, _disc(3))
         count, _, stats, _ = _components(mask)
         view_to_coarse = scale / cal.scale
         speck = (cal.die_side_px[0] * NOISE_SIDE_FRACTION * view_to_coarse) ** 2

@@ -194,6 +194,33 @@ def test_a_split_is_refitted_only_when_its_squares_as_first_placed_do_not_explai
     assert refits == [0, 1] and reads == [3, 3], (refits, reads)
 
 
+@pytest.mark.parametrize("glint", [3, 4, 6])
+def test_glints_open_no_window_to_look_for_dice_in(reader: DiceReader, glint: int) -> None:
+    """Where dice may be is found in the tray shrunk to a die of about 12 px: glints up to a tenth of a die
+    wide show there as specks a pixel or two wide, which are no place a die may be. Each die opens one
+    window, and 25 glints about them none."""
+    dice = [die((150, 200), 3), die((320, 260), 4, 20), die((500, 150), 6, 35)]
+    image = scene(dice)
+    rng = np.random.default_rng(glint)
+    glints = 0
+    while glints < 25:
+        x, y = int(rng.integers(10, 620)), int(rng.integers(10, 460))
+        if min(math.dist((x, y), spec["centre"]) for spec in dice) > SIDE + 10:
+            image[y : y + glint, x : x + glint] = 240
+            glints += 1
+    windows: list[tuple[int, ...]] = []
+    real_regions = DiceReader._regions
+
+    def recording(self: DiceReader, lab: Any, background: Any) -> Any:
+        windows.append(lab.shape)
+        return real_regions(self, lab, background)
+
+    with patch.object(DiceReader, "_regions", recording):
+        result = reader.read(image)
+    assert result.readable and result.values == (3, 4, 6), result
+    assert len(windows) == 3, windows
+
+
 def test_a_blob_s_pip_responses_are_cut_for_each_die_only_where_they_hold_it() -> None:
     """The responses worked out for a blob are cut for a die (as a copy: the die's reading masks it) only
     where they hold the die's whole window and were worked out with the die's kernel."""
