@@ -43,14 +43,13 @@ die's shape makes (`no_die_makes`: a speck, a sliver) inside the view is named i
 refusal's reason and count are the dice's: a cable's ragged outline does not make a frame "touching".
 
 Touching dice (`split_touching`): a blob refused in step 2 as touching (or, ragged or oblong, not read as
-one die) is tried as 2-7 dice of one size (the
-blob's area shared among them, or the calibrated die's side), each a square fitted to the blob
-(`_fit_squares`), each then read by steps 3-6 as a die alone in its square (the squares as first placed;
-fitted again, each with all the others in place, only when those do not explain the blob). The split is
-accepted only when it
-explains every edge (each square on the blob, no die overlapping another, nothing of the blob left over but
-its soft outline) and every pip (every pip-like mark on the dice is a pip of a die read), and when no other
-number or size of dice explains the blob with other values; else the blob is refused as touching, with why.
+one die) is tried as 2-7 dice of one size (the blob's area shared among them, or the calibrated die's side),
+each a square fitted to the blob (`_fit_squares`), each then read by steps 3-6 as a die alone in its square
+(the squares as first placed; fitted again, each with all the others in place, only when those do not
+explain the blob and its dice). The split is accepted only when it explains every edge (each square on the
+blob, no die overlapping another, nothing of the blob left over but its soft outline) and every pip (every
+pip-like mark on the dice is a pip of a die read), and when no other number or size of dice explains the
+blob with other values; else the blob is refused as touching, with why.
 Dice against the rim (`off_the_rim`): in a blob at the edge of the view, the parts left once everything
 narrower than half a die is taken away, wholly inside the view, are read the same way; only dice read count.
 A round tray (`tray_circle`, a shaker's dome) is read with everything outside its circle painted as the felt
@@ -781,11 +780,10 @@ class DiceReader:
 
         For each number of dice n the blob's area allows (`_split_sizes`: a side sqrt(area / n), or the usual
         die's, within the calibrated sizes for splitting, `split_side_px`), n squares of that side are fitted
-        (`_fit_squares`: as first placed, then, when those do not explain the blob, refitted). The split must
-        explain every edge (each square on the blob, the squares apart,
-        nothing of the blob left over) and every pip (each die read by `read_region`, as a die alone, and
-        every pip-like mark of the blob a pip of a die read). Two splits that both explain the blob and read
-        differently: refused."""
+        (`_fit_squares`: as first placed, then, when those do not explain the blob and its dice, refitted).
+        The split must explain every edge (each square on the blob, the squares apart, nothing of the blob
+        left over) and every pip (each die read by `read_region`, as a die alone, and every pip-like mark of
+        the blob a pip of a die read). Two splits that both explain the blob and read differently: refused."""
         cal = self.calibration
         low, high = cal.split_side_px or cal.die_side_px
         if alone:  # dice read alone in the same frame: these dice are their size (trying fewer sizes is safe)
@@ -813,7 +811,7 @@ class DiceReader:
         for count, side in _split_sizes(area, cal.die_side_median, (low, high)):
             failed = ""
             # the squares as first placed, when they explain the blob and its dice; else refitted (each die
-            # again with all the others in place), which most splits do not need
+            # again with all the others in place), which most splits do not need (tried once with no refits)
             for refits in dict.fromkeys((0, SPLIT_REFITS)):
                 split = _fit_squares(blob, side, count, fitted, refits)
                 if isinstance(split, str):
@@ -1584,9 +1582,9 @@ def _fit_squares(
     fitted by `_fit_square` to what the others leave of the blob: first one after the other, then, in each of
     `refits` passes, each but the last again with all the others in place (a die placed early, with little of
     the blob known to be its neighbours', moves to where they leave room; the last was placed with them
-    all). Explained: each square
-    lies on the blob, no die overlaps another, and nothing of the blob is left over but strips narrower than
-    a sixth of a die (its soft outline, and gaps between dice closer than a pip, which segmentation fills).
+    all). Explained: each square lies on the blob, no die overlaps another, and nothing of the blob is left
+    over but strips narrower than a sixth of a die (its soft outline, and gaps between dice closer than a
+    pip, which segmentation fills).
     `fitted`: the squares fitted to this blob so far, by what they were fitted to (more dice of the same
     side begin with the same squares), kept for the next call."""
     # the turns and places may be searched smaller (`SPLIT_SEARCH_SCALE`: at half size, a quarter of the
