@@ -66,6 +66,33 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+#: ports a broker tries at its first start before it gives up (see `MosquittoBroker.start`)
+PORT_ATTEMPTS = 5
+
+
+class PortTaken(RuntimeError):
+    """A broker's port was another process's when it started."""
+
+
+def listens_on(pid: int, port: int) -> bool | None:
+    """Whether process `pid` holds a socket listening on `HOST`:`port` (IPv4 TCP); None where /proc cannot
+    tell (not Linux, or the process's descriptors unreadable)."""
+    wanted = f"{socket.inet_aton(HOST)[::-1].hex().upper()}:{port:04X}"
+    descriptors = Path(f"/proc/{pid}/fd")
+    try:
+        rows = [line.split() for line in Path("/proc/net/tcp").read_text().splitlines()[1:]]
+        names = os.listdir(descriptors)
+    except OSError:
+        return None
+    listening = {f"socket:[{row[9]}]" for row in rows if row[1] == wanted and row[3] == "0A"}
+    for name in names:
+        # a descriptor may close while it is read (the listing's own, for this process)
+        with contextlib.suppress(OSError):
+            if os.readlink(descriptors / name) in listening:
+                return True
+    return False
+
+
 class MosquittoBroker:
     def __init__(
         self, binary: str, workdir: Path, *, extra_config: str = "", persistence: bool = True
@@ -78,6 +105,7 @@ class MosquittoBroker:
         self.config_path = workdir / "mosquitto.conf"
         self.log_path = workdir / "mosquitto.log"
         self._process: subprocess.Popen[bytes] | None = None
+        self._has_run = False
 
     @property
     def url(self) -> str:
@@ -98,22 +126,54 @@ class MosquittoBroker:
         self.config_path.write_text("\n".join(lines) + "\n")
 
     def start(self, timeout: float = 10.0) -> None:
+        """Start the broker and wait until it listens on its port.
+
+        `free_port` only finds a number free at that moment: another process (the other worker of a parallel
+        test run) may take it before mosquitto binds it. Before its first start a broker then moves to other
+        free ports (up to `PORT_ATTEMPTS` tries); once it has run, its port is what its clients know, and a
+        port taken meanwhile is an error."""
         assert not self.running, "broker already running"
         self.workdir.mkdir(parents=True, exist_ok=True)
+        for attempt in range(1, PORT_ATTEMPTS + 1):
+            try:
+                self._start_on_port(timeout)
+            except PortTaken:
+                if self._has_run or attempt == PORT_ATTEMPTS:
+                    raise
+                self._new_ports()
+            else:
+                self._has_run = True
+                return
+
+    def _new_ports(self) -> None:
+        self.port = free_port()
+
+    def _start_on_port(self, timeout: float) -> None:
         self._write_config()
+        logged = self.log_path.stat().st_size if self.log_path.exists() else 0
         with self.log_path.open("ab") as log:
             self._process = subprocess.Popen(
                 [self.binary, "-c", str(self.config_path)], stdout=log, stderr=subprocess.STDOUT
             )
+        process = self._process
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if self._process.poll() is not None:
-                raise RuntimeError(f"mosquitto exited with {self._process.returncode}:\n{self.log()}")
+            if process.poll() is not None:
+                self._process = None
+                if "Address already in use" in self.log()[logged:]:
+                    raise PortTaken(f"a port of this broker ({self.port}) was taken:\n{self.log()}")
+                raise RuntimeError(f"mosquitto exited with {process.returncode}:\n{self.log()}")
             try:
                 with socket.create_connection((HOST, self.port), timeout=0.2):
-                    return
+                    pass
             except OSError:
                 time.sleep(0.02)
+                continue
+            if listens_on(process.pid, self.port) is not False:
+                return
+            # what answered is another process's listener: this mosquitto cannot bind, and ends
+            self._end(signal.SIGKILL)
+            raise PortTaken(f"{HOST}:{self.port} is another process's listener")
         self.kill()
         raise RuntimeError(
             f"mosquitto did not listen on {HOST}:{self.port} within {timeout} s:\n{self.log()}"
@@ -217,6 +277,10 @@ class ExampleBroker(MosquittoBroker):
         self.passwords = write_password_file(workdir / "passwd", users)
         self.acl = acl or EXAMPLE_DIR / "acl"
         self.pki = make_test_pki(workdir / "pki")
+        self.tls_port = free_port()
+
+    def _new_ports(self) -> None:
+        super()._new_ports()
         self.tls_port = free_port()
 
     def _write_config(self) -> None:
