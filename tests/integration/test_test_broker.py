@@ -4,6 +4,7 @@ never onto that process's listener; once a broker has run, its port is kept or t
 
 from __future__ import annotations
 
+import os
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -65,8 +66,6 @@ def test_once_run_a_broker_keeps_its_port_or_fails_to_start(tmp_path: Path) -> N
 
 
 def test_listens_on_tells_the_listener_of_a_port(other_listener: socket.socket) -> None:
-    import os
-
     port = other_listener.getsockname()[1]
     assert listens_on(os.getpid(), port) is True
     assert listens_on(os.getpid(), port + 1 if port < 65535 else port - 1) is False
