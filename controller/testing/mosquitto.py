@@ -18,6 +18,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -77,7 +78,9 @@ class PortTaken(RuntimeError):
 def listens_on(pid: int, port: int) -> bool | None:
     """Whether process `pid` holds a socket listening on `HOST`:`port` (IPv4 TCP); None where /proc cannot
     tell (not Linux, or the process's descriptors unreadable)."""
-    wanted = f"{socket.inet_aton(HOST)[::-1].hex().upper()}:{port:04X}"
+    # /proc/net/tcp writes the address as the host's own 32-bit word (in hex), the port in network order
+    address = int.from_bytes(socket.inet_aton(HOST), "big").to_bytes(4, sys.byteorder).hex().upper()
+    wanted = f"{address}:{port:04X}"
     descriptors = Path(f"/proc/{pid}/fd")
     try:
         rows = [line.split() for line in Path("/proc/net/tcp").read_text().splitlines()[1:]]
