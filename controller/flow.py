@@ -275,6 +275,13 @@ class GameFlow(ABC):
         keeps a device in a state (the shoe's gate) asks for that state again. Default: nothing."""
         return FlowOutput()
 
+    def device_state(self, device: str, state: str, now: float) -> FlowOutput:
+        """`device` reported the state it is in (`DeviceStatus`: the shaker's `DOME_OPEN`, the shoe's
+        `LOCKED`), the table not paused. A state that breaks the procedure where the round stands (the dice
+        disturbed before they are read) asks for a pause. Default: nothing (the state is the device's health,
+        which the runtime keeps)."""
+        return FlowOutput()
+
     def settle_pause(self, now: float, by: str, decision: str) -> FlowOutput:
         """The supervisor `by` decided on a pause (`decision`: "resume" or "void"): whatever the flow held for
         that decision (a card out of procedure: `FlowOutput.hold_out_of_procedure`) is settled now. Called

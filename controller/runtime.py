@@ -523,6 +523,14 @@ class TableCore:
         if isinstance(reading, DeviceStatus):
             health.state = reading.state
             step.devices_changed.add(name)
+            if not self.paused:
+                # the game may have a rule for it (the dice disturbed before they are read); paused, the
+                # resume decides what comes next anyway
+                try:
+                    self._take(step, self.flow.device_state(name, reading.state, now), now)
+                except Exception:  # a bug must not stop the table silently nor crash it: pause and tell
+                    log.exception("game flow failed on %s's state %s", name, reading.state)
+                    self._pause_on_bug(step, now)
             return
         if isinstance(reading, DeviceOnline):
             # the device is asked again for the state the game keeps it in (the shoe's gate): what was asked

@@ -62,8 +62,10 @@ class CameraOptions(BaseModel):
     grab_timeout_s: float = Field(
         default=2.0, gt=0, description="grab() fails when no fresh frame comes in time"
     )
+    # one by default: the first frame delivered after a request may have been exposed before it (the dice
+    # not yet at rest when the shaker said so); letting it pass costs one frame's time
     grab_skip_frames: int = Field(
-        default=0, ge=0, description="frames to let pass after a grab() request before taking one"
+        default=1, ge=0, description="frames to let pass after a grab() request before taking one"
     )
     # -- what the camera reads -----------------------------------------------------------------------
     dice_calibration: str | None = Field(

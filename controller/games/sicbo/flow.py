@@ -317,6 +317,23 @@ class SicBoFlow(GameFlow):
             return
         self._finish(now, out, values, source="camera", entered_by=None)
 
+    def device_state(self, device: str, state: str, now: float) -> FlowOutput:
+        out = FlowOutput()
+        if device != self.settings.shaker_device or self.stage != Stage.READING or state == "AT_REST":
+            return out
+        # The dice came to rest and the camera is reading them: the shaker leaving AT_REST now (its dome
+        # lifted, its lever pushed) means they may have been moved, and the frame may not show the rest.
+        # Never read it: pause, and the resume shakes again (`on_resume`); the reading of this cycle, when it
+        # comes, is for a cycle no longer waited for.
+        self.prompt = "The dice were disturbed before they were read: call the supervisor"
+        out.request_pause(
+            f"the shaker reported {state} after the dice came to rest (cycle {self.cycle_id}) and before the "
+            "camera read them: they may have been moved; close the dome, then resume (the dice are shaken "
+            "again) or void the round",
+            device=device,
+        )
+        return out
+
     # -- inputs --------------------------------------------------------------------------------------------
 
     def handlers(self) -> dict[type[Command], Handler]:
@@ -387,7 +404,11 @@ class SicBoFlow(GameFlow):
         except Refused as exc:
             raise InputRejected(str(exc)) from None
         assert self.rounds.round_id is not None and self.cycle_id is not None
+        # the frame the result points at is this shake's only: a hand entry after a read that timed out has
+        # none (the last reading kept is an earlier shake's, or an earlier round's)
         read = self.last_read
+        if read is not None and read.cycle_id != self.cycle_id:
+            read = None
         facts = dice_facts(values)
         result = SicBoResult(
             round_id=self.rounds.round_id,

@@ -11,7 +11,7 @@ from controller.commands import CommandError, Resume, VoidRound, parse_command
 from controller.flow import DeviceRequest
 from controller.games.sicbo import ManualDice, dice_facts
 from controller.games.sicbo.game import describe_result
-from drivers.readings import DeviceFault, DeviceFaultCleared, DiceAtRest
+from drivers.readings import DeviceFault, DeviceFaultCleared, DeviceStatus, DiceAtRest
 from drivers.session import DeviceCommand
 from tests.helpers.sicbo_core import BET, FRAME, SHA, T0, Table
 
@@ -372,6 +372,69 @@ def test_a_silent_shaker_is_asked_again_then_the_round_pauses() -> None:
     table.at_rest()
     table.read((3, 3, 4))
     assert table.result()["reshakes"] == 2
+
+
+def test_dice_entered_by_hand_after_a_read_timed_out_point_at_no_earlier_frame() -> None:
+    """The camera gave no reading of the shake the supervisor decides on: the result names no frame, not the
+    frame of an earlier shake or an earlier round (`last_read` is kept for the panel between rounds)."""
+    table = Table(max_reshakes=1, read_timeout_seconds=5.0)
+    table.open_and_close()
+    table.at_rest()
+    table.read((1, 2, 3), frame="round-1.png")  # round 1's result, read from its frame
+    assert table.result()["frame"] == "round-1.png"
+    table.tick(table.now + 2.0)  # round 2 opens after the gap
+    table.tick(table.now + BET)
+    assert table.flow.cycle_id == "2.1"
+    table.at_rest()
+    table.read(None, reason="die 2: blurred", frame="round-2-shake-1.png")  # refused: shaken again
+    table.at_rest()
+    assert table.flow.cycle_id == "2.2"
+    step = table.tick(table.now + 5.0)  # the camera never reads shake 2.2
+    assert table.types(step) == ["round.paused"] and table.flow.stage == "supervisor"
+    manual = parse_command("commands", "manual_dice", {"dice": [6, 6, 6]}, by="supervisor:ana")
+    done = table.command(manual)
+    result = next(e.data for e in done.events if e.type == "round.result")
+    assert (result["source"], result["cycle_id"], result["dice"]) == ("manual", "2.2", [6, 6, 6])
+    assert result["frame"] == "" and result["frame_sha256"] == ""
+
+
+@pytest.mark.parametrize("state", ["DOME_OPEN", "IDLE", "SHAKING", "SETTLING"])
+def test_the_shaker_leaving_at_rest_before_the_read_pauses_and_that_shake_is_never_read(state: str) -> None:
+    """The dice came to rest and the camera is reading them when the shaker reports another state (its dome
+    lifted, its lever pushed): they may have been moved. The table pauses, the reading of that cycle is
+    never a result, and the resume shakes again."""
+    table = Table()
+    table.open_and_close()
+    table.at_rest()
+    assert table.flow.stage == "reading"
+    step = table.reading(DeviceStatus(device="shaker", time=table.now + 0.1, state=state))
+    assert table.types(step) == ["round.paused"]
+    assert step.events[0].data["reason"] == (
+        f"the shaker reported {state} after the dice came to rest (cycle 1.1) and before the camera read "
+        "them: they may have been moved; close the dome, then resume (the dice are shaken again) or void the "
+        "round"
+    )
+    assert step.events[0].data["device"] == "shaker" and table.core.paused
+    held = table.read((1, 1, 1))  # the frame may show dice a hand moved
+    assert table.types(held) == ["reading.held"]
+    step = table.command(Resume(by="sup"))
+    assert table.types(step) == ["round.resumed", "reading.rejected"]
+    assert step.requests == [shake("1.2")]
+    assert not any(e.type == "round.result" for e in table.events)
+
+
+def test_shaker_states_that_break_no_procedure_change_nothing() -> None:
+    """AT_REST while reading, and any state while shaking or between rounds, is the shaker's health only."""
+    table = Table()
+    table.reading(DeviceStatus(device="shaker", time=table.now, state="DOME_OPEN"))  # dice changed, no round
+    table.reading(DeviceStatus(device="shaker", time=table.now, state="IDLE"))
+    table.open_and_close()
+    for state in ("SHAKING", "SETTLING"):
+        assert table.types(table.reading(DeviceStatus(device="shaker", time=table.now, state=state))) == []
+    table.at_rest()
+    assert table.types(table.reading(DeviceStatus(device="shaker", time=table.now, state="AT_REST"))) == []
+    table.read((3, 4, 5))
+    assert table.result()["dice"] == [3, 4, 5] and not table.core.paused
 
 
 def test_a_camera_that_does_not_answer_counts_as_a_refused_reading() -> None:
