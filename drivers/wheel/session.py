@@ -578,7 +578,8 @@ class WheelSession(DeviceSession):
         out: list[Reading] = []
         self._status_count += 1
         if self._continuity_lost and self._played_unseen(status):
-            # Same state but another spin after a gap: the wheel played on while we could not see it.
+            # After a gap, another spin or a result we did not see: the wheel played on while we could not
+            # see it, and what it shows now is not the game we were following.
             out.extend(self._end_game_unseen(status, now, raw))
             previous = None
         self._continuity_lost = False
@@ -592,18 +593,27 @@ class WheelSession(DeviceSession):
         return out
 
     def _played_unseen(self, status: WheelStatus) -> bool:
+        """Whether the first status after a link gap shows a game other than the one we were following
+        (the transitions alone would take it for that game: 4 -> 3 reads as a re-spin, 4 -> 5 as its result).
+        Evidence: another spin number (it changes only with a new game; a stuck counter shows nothing, but
+        never a false change), or, outside state 5, another winning number (it changes with a result only).
+        A status that leaves the game (a next game, closed), or one after the game's own state 5, is judged
+        by `_transition` as without a gap (the result read, or missed)."""
         last = self.last_status
-        return (
-            last is not None
-            and status.state == self._state
-            and status.state in _GAME_STATES
-            and status.spin != last.spin
-        )
+        if last is None or self._state not in _GAME_STATES:
+            return False
+        left = status.state in (S.BEFORE_GAME, S.PLACE_BETS, S.CLOSED) or self._state is S.WINNING_NUMBER
+        if status.state != self._state and left:
+            return False
+        another_spin = status.spin != last.spin
+        result_unseen = status.state is not S.WINNING_NUMBER and status.winning != last.winning
+        return another_spin or result_unseen
 
     def _end_game_unseen(self, status: WheelStatus, now: float, raw: str) -> list[Reading]:
         game = self._game
         out: list[Reading] = []
-        if game.open and not game.voided and self._state in _BALL_OUT_STATES:
+        # a game still taking bets when we lost sight of it was played too: its result is as lost
+        if game.open and not game.voided and self._state in _BALL_OUT_STATES | {S.PLACE_BETS}:
             out.extend(
                 self._raise(
                     RESULT_MISSED,

@@ -308,6 +308,60 @@ def test_a_skipped_state_5_without_the_line_is_a_fault() -> None:
     assert summary(bench.line(4.0, "*X;2;012;25;0;160;1")) == [("cleared", "cleared: RESULT_MISSED")]
 
 
+def gap(bench: Bench, t: float) -> None:
+    """The link falls at T0 + t and comes back a minute later (the wheel plays on meanwhile)."""
+    bench.until(t)
+    bench.session.connection_lost(T0 + t, "port vanished")
+    bench.session.connection_made(T0 + t + 60.0)
+    bench.now = T0 + t + 60.0
+
+
+@pytest.mark.parametrize(
+    ("left_in", "after_gap"),
+    [
+        # the ball in the rim of spin 11; back at the ball of spin 12: not a re-spin of 11
+        ("*X;4;011;23;0;168;1", ["*X;3;012;25;0;170;1", "*X;4;012;25;0;168;1", "17", "*X;5;012;17;0;165;1"]),
+        # the same state and spin number (a stuck counter), but a result decided meanwhile (23 -> 25)
+        ("*X;4;011;23;0;168;1", ["*X;4;011;25;0;168;1", "17", "*X;5;011;17;0;165;1"]),
+        # a game still taking bets when the link fell was played too: spin 12's ball is not its ball
+        ("*X;2;011;23;0;154;0", ["*X;3;012;25;0;170;1", "*X;4;012;25;0;168;1", "17", "*X;5;012;17;0;165;1"]),
+    ],
+)
+def test_a_game_played_during_a_link_gap_is_a_missed_result_never_the_next_spins(
+    left_in: str, after_gap: list[str]
+) -> None:
+    """Across a gap the transitions alone would take another game for the one we followed (4 -> 3 reads as
+    a re-spin, 4 -> 5 as its result): another spin number, or a winning number that changed outside state
+    5, says the wheel played on. The game we followed has no result to publish: RESULT_MISSED, and what the
+    wheel shows next is not its result."""
+    bench = Bench()
+    play(bench, [(0.0, "*X;1;011;23;0;154;0"), (0.5, "*X;2;011;23;0;154;0")])
+    if not left_in.startswith("*X;2;"):
+        play(bench, [(1.0, "*X;3;011;23;0;170;1"), (1.5, left_in)])
+    gap(bench, 2.0)
+    readings: list[Reading] = []
+    for k, text in enumerate(after_gap):
+        readings += bench.line(62.5 + 0.5 * k, text)
+    assert brief(next(r for r in readings if isinstance(r, DeviceFault))) == ("fault", "RESULT_MISSED")
+    first_fault = next(i for i, r in enumerate(readings) if isinstance(r, DeviceFault))
+    assert not any(isinstance(r, WheelResult) for r in readings[:first_fault])
+    # the fault came with the first line after the gap, before anything of the other game
+    assert readings[first_fault].raw == after_gap[0]
+
+
+def test_after_a_link_gap_the_same_games_result_is_still_read() -> None:
+    """The gap fell while the ball was in the rim and the wheel is in state 5 of the same spin when it is
+    back: that is this game's result (the status and the bare line agree), as without a gap."""
+    bench = Bench()
+    play(bench, VENDOR_EXAMPLE[:5])
+    gap(bench, 2.2)
+    readings = bench.line(62.5, "*X;4;011;23;0;165;1") + bench.line(62.8, "25")
+    readings += bench.line(63.0, "*X;5;011;25;0;165;1")
+    assert [brief(r) for r in readings if isinstance(r, WheelResult | DeviceFault)] == [
+        ("result", "25", 11, 16.5, "anticlockwise")
+    ]
+
+
 def test_state_5_again_without_a_game_in_play_never_repeats_the_last_result() -> None:
     # Found by the line-order property below: after a result the wheel shows state 1, then (each line
     # confirmed by a second) state 5 again with the same number. No game was played since: the winning
