@@ -15,8 +15,9 @@ Fault policy (docs/decisions.md):
 Devices that have not yet come online since start-up do not pause anything: the table simply waits for them.
 
 While the table is paused, readings from healthy devices are held (and announced as `reading.held`), then
-applied in order on resume: what a device reports is what physically happened (a card re-scanned during the
-pause, a wheel that finished its spin), so dropping it would put the game out of step with the table.
+applied in order on resume, at the resume's time: what a device reports is what physically happened (a card
+re-scanned during the pause, a wheel that finished its spin), so dropping it would put the game out of step
+with the table.
 Readings from a device that is offline or in fault are rejected: its reader cannot be trusted then.
 After a crash, a round that was in progress is paused ("controller restarted") until a supervisor resumes it.
 A supervisor's void of a paused round also lifts the pause when every device is healthy (one action, not
@@ -512,11 +513,10 @@ class TableCore:
             if self.paused:  # a held reading may itself trip a pause (out of procedure): keep the rest held
                 self.held.append(reading)
                 continue
-            self._apply_reading(step, reading, reading.time)
-            if self.pause is not None and self.pause.since < now:
-                # it paused the table again now, not when the device reported it: the round's clock stood
-                # still until now already, and must not get that time back twice
-                self.pause.since = now
+            # taken now, when the table takes it, not when the device reported it: a window it opens (the
+            # players' decisions after the dealer's card, the camera's read after AT_REST) starts now, and a
+            # pause it trips stands from now (the round's clock stood still until now already)
+            self._apply_reading(step, reading, now)
 
     def _on_health(self, step: Step, health: DeviceHealth, reading: Reading, now: float) -> None:
         name = reading.device

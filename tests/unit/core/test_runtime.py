@@ -9,6 +9,7 @@ import json
 import pytest
 
 from controller.commands import CommandError, ManualCard, Pause, Resume, VoidRound, parse_command
+from controller.games import game_spec, make_flow
 from controller.runtime import MAX_HELD_READINGS, Step, TableCore
 from drivers.readings import (
     CardSeen,
@@ -16,6 +17,7 @@ from drivers.readings import (
     DeviceFault,
     DeviceFaultCleared,
     DeviceOffline,
+    DeviceOnline,
 )
 from tests.helpers.core_steps import card, make_core, online, open_and_close_betting, types
 
@@ -215,8 +217,39 @@ def test_readings_during_a_pause_are_held_and_applied_in_order_on_resume() -> No
     step, _ = core.on_command(Resume(), now + 3)
     assert types(step) == ["round.resumed", "card.dealt"]
     assert step.events[1].data["card"] == "9S" and step.events[1].data["rescan"] is True
-    assert step.events[1].time == now + 2  # the device's time, not the resume's
+    # taken when the table takes it, at the resume: a window it opens starts then (the reading keeps its own
+    # time, as journaled with the pause)
+    assert step.events[1].time == now + 3
     assert core.state()["held_readings"] == 0 and core.state()["held"] == []
+
+
+def test_a_window_a_held_reading_opens_starts_at_the_resume() -> None:
+    """Stud: the dealer's up card is re-scanned during a pause; the players' decision window it opens must
+    start when the table takes the card (the resume), not when the dealer scanned it, or it is over before
+    the players see the card."""
+    settings = {"betting_seconds": 5, "round_gap_seconds": 1, "hands": 1, "decision_seconds": 20}
+    flow = make_flow("stud", "t1", game_spec("stud").settings.model_validate(settings))
+    core = TableCore(table_id="t1", game="stud", flow=flow, devices=["shoe"])
+    core.on_reading(DeviceOnline(device="shoe", time=0.0), 0.0)
+    now = 0.0
+    for _ in range(2):  # the round opens, then betting closes
+        due = core.next_deadline()
+        assert due is not None
+        now = max(now, due)
+        core.on_tick(now)
+    for index, code in enumerate(["2C", "5D", "9H", "JS", "KD"], 1):  # the box's five cards
+        core.on_reading(CardSeen(device="shoe", time=now, code=code, ref=f"{index:04d}"), now)
+    core.on_reading(CardUnread(device="shoe", time=now, ref="0006", raw="NOREAD 0006"), now)  # the up card
+    core.on_command(Pause(reason="dealer called the supervisor"), now)
+    rescan = CardSeen(
+        device="shoe", time=now + 1, code="AS", ref="0006", rescan_of="0006", raw="RESCAN 0006 AS"
+    )
+    assert types(core.on_reading(rescan, now + 1)) == ["reading.held"]
+    resumed_at = now + 60.0
+    step, _ = core.on_command(Resume(), resumed_at)
+    assert "card.dealt" in types(step)
+    assert core.next_deadline() == resumed_at + 20.0  # the players' 20 s, from when they can see the card
+    assert types(core.on_tick(resumed_at)) == []  # nothing is over yet
 
 
 def test_a_pause_holds_a_bounded_number_of_readings() -> None:
