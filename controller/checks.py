@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 from controller.config import ConfigError, TableConfig, merged_config_file
 from controller.table_build import TABLE_CONFIGS
 from drivers.registry import is_camera, is_usb, session_class
+from drivers.url_redaction import redact_url
 
 #: pyserial URL schemes (`serial_for_url`); the network ones need `host:port`.
 _NETWORK_SCHEMES = frozenset({"socket", "rfc2217"})
@@ -29,19 +30,24 @@ def port_problem(port: str) -> str | None:
         if not os.path.exists(port):
             return f"serial port {port} not found (is the device plugged in? check `ls /dev/serial/by-id/`)"
         return None
-    parts = urlsplit(port)
+    # the URL is named redacted, never by urllib's own errors: it may hold a password
+    shown = redact_url(port)
+    try:
+        parts = urlsplit(port)
+    except ValueError:
+        return f"{shown} is not a valid URL"
     if parts.scheme in _OTHER_SCHEMES:
         return None
     if parts.scheme not in _NETWORK_SCHEMES:
         known = ", ".join(f"{scheme}://" for scheme in sorted(_NETWORK_SCHEMES | _OTHER_SCHEMES))
-        return f"{port!r}: unknown URL scheme {parts.scheme + '://'!r} (use a device path, or one of {known})"
+        return f"{shown}: unknown URL scheme {parts.scheme + '://'!r} (use a device path, or one of {known})"
     try:
         number = parts.port
     except ValueError:
         number = None
     if not parts.hostname or number is None or number == 0:
         return (
-            f"{port!r}: a {parts.scheme}:// URL needs a host and a port, e.g. {parts.scheme}://10.0.0.5:4001"
+            f"{shown}: a {parts.scheme}:// URL needs a host and a port, e.g. {parts.scheme}://10.0.0.5:4001"
         )
     return None
 

@@ -25,10 +25,13 @@ from typing import TYPE_CHECKING, Any
 from controller import __version__
 
 if TYPE_CHECKING:  # imported where they are used: `tablectl run` starts lean
+    from controller.config import TableConfig
     from controller.sd_notify import Notifier
     from controller.service import Part, TableService
 
 EXIT_USAGE = 2
+#: a secret as the config is shown: as pydantic shows the broker password (a SecretStr)
+SECRET_SHOWN = "**********"
 
 
 class OperatorError(Exception):
@@ -372,6 +375,19 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return 0
 
 
+def _shown_config(config: TableConfig) -> dict[str, Any]:
+    """The config as `check-config --show` prints it, no secret named: the broker password is hidden by its
+    type already; the dealers' PIN hashes are hidden the same way, and any password in a device's port URL
+    (a network camera's) is redacted."""
+    from drivers.url_redaction import redact_urls_in
+
+    shown = config.model_dump(mode="json")
+    shown["panel"]["dealers"] = dict.fromkeys(shown["panel"]["dealers"], SECRET_SHOWN)
+    for device in shown["devices"].values():
+        device["port"] = redact_urls_in(device["port"])
+    return shown
+
+
 def cmd_check_config(args: argparse.Namespace) -> int:
     from controller.checks import check_config
     from controller.table_build import TABLE_CONFIGS
@@ -385,7 +401,7 @@ def cmd_check_config(args: argparse.Namespace) -> int:
     if problems:
         return 1
     if args.show:
-        print(json.dumps(TABLE_CONFIGS.load(path).model_dump(mode="json"), indent=2, default=str))
+        print(json.dumps(_shown_config(TABLE_CONFIGS.load(path)), indent=2, default=str))
     else:
         print(f"{path}: OK")
     return 0

@@ -41,6 +41,7 @@ from pydantic_core import InitErrorDetails
 
 from controller.pins import DEALER_ID_PATTERN, PinHash
 from drivers.registry import PROTOCOLS, MissingExtra, options_model
+from drivers.url_redaction import redact_url, split_authority
 
 ENV_PREFIX = "TABLECTL__"
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
@@ -111,8 +112,10 @@ def _host_names(hosts: list[str]) -> list[str]:
     for host in hosts:
         name = host.strip().lower()
         if not re.fullmatch(r"[a-z0-9.-]+|\[[0-9a-f:.]+\]", name):
+            # an entry with user info (`user:secret@host`) is not repeated: it may hold a password
+            shown = "an entry with user info (user@host)" if "@" in host else repr(host)
             raise ValueError(
-                f"{host!r} is not a host name (no scheme, no port; an IPv6 address in brackets: [::1])"
+                f"{shown} is not a host name (no scheme, no port; an IPv6 address in brackets: [::1])"
             )
         names.append(name)
     return names
@@ -316,49 +319,15 @@ class MetricsSettings(Strict):
     )
 
 
-def _authority_and_rest(url: str) -> tuple[str, str, str]:
-    """(scheme, authority, everything after the authority), split as RFC 3986 does: the authority ends at
-    the first `/`, `?` or `#`. So `mqtt://u:1/pw@host` is host `u`, port 1 and the path `/pw@host`, which a
-    broker URL has no use for."""
-    scheme, sep, after = url.partition("://")
-    if not sep:
-        return "", "", url
-    cut = min((i for i in (after.find(c) for c in "/?#") if i >= 0), default=len(after))
-    return scheme, after[:cut], after[cut:]
-
-
 def url_has_credentials(url: str) -> bool:
     """Whether `url` holds user info (`user:secret@host`), or an `@` past its authority: a password holding
     `/`, `?` or `#` ends the authority early (`mqtt://u:1/pw@host`) and must be caught as well."""
-    _scheme, authority, rest = _authority_and_rest(url)
-    parts = urlsplit(url)
+    _scheme, authority, rest = split_authority(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "@" in authority or "@" in rest  # not a URL at all: the URL check says so, redacted
     return "@" in authority or "@" in rest or parts.username is not None or parts.password is not None
-
-
-def redact_url(url: str) -> str:
-    """`url` as it may be shown and logged: scheme, host and port only (`mqtt://user:secret@host` ->
-    `mqtt://***@host`). Anything after the authority is replaced by `/***` (a broker URL has none), and so is
-    a port that is not a number (`mqtt://user:secret` reads as host `user`, port `secret`)."""
-    scheme, authority, rest = _authority_and_rest(url)
-    if not scheme or "://" not in url:
-        return "***"
-    _userinfo, at, hostport = authority.rpartition("@")
-    if "@" in rest:
-        # user info spilled past the authority (a password holding `/`, `?` or `#`): the host the sender
-        # meant follows the last `@`
-        at = "@"
-        tail = url.rpartition("@")[2]
-        cut = min((i for i in (tail.find(c) for c in "/?#") if i >= 0), default=len(tail))
-        hostport, rest = tail[:cut], tail[cut:]
-    host, colon, port = ("", "", "") if hostport.endswith("]") else hostport.rpartition(":")
-    if not colon:
-        host, port = hostport, ""
-    shown = f"{scheme}://{'***@' if at else ''}{host}"
-    if colon:
-        shown += f":{port}" if port.isascii() and port.isdigit() else ":***"
-    if rest not in ("", "/"):
-        shown += "/***"
-    return shown
 
 
 def is_loopback(host: str) -> bool:
@@ -443,7 +412,11 @@ class BrokerSettings(pydantic.BaseModel):
     def _check_url(cls, url: str) -> str:
         # Every message names the URL redacted: it may hold a password (refused here, never echoed).
         shown = redact_url(url)
-        parts = urlsplit(url)
+        try:
+            parts = urlsplit(url)
+        except ValueError:
+            # never urllib's own text: it quotes the authority, password and all
+            raise ValueError(f"broker url {shown} is not a valid URL") from None
         if parts.scheme not in ("mqtt", "mqtts"):
             raise ValueError(f"broker url must start with mqtt:// or mqtts://, not {shown}")
         if not url.isprintable() or any(c.isspace() for c in url):
@@ -454,7 +427,7 @@ class BrokerSettings(pydantic.BaseModel):
                 f"broker url {shown}: credentials do not go in the URL; set username, and the password in "
                 "the environment"
             )
-        _scheme, _authority, rest = _authority_and_rest(url)
+        _scheme, _authority, rest = split_authority(url)
         if rest not in ("", "/"):
             raise ValueError(
                 f"broker url {shown}: a broker URL is mqtt[s]://host[:port], with nothing after it"

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from controller.config import redact_url
 from controller.demo import DemoTable, check_demo_extras, free_port, run_demo, start_embedded_broker
 from controller.games import GAMES, game_spec
 from drivers.simulate import actions, stdin_reader
@@ -239,7 +240,7 @@ async def run_studio(
     for n, (table_id, game) in enumerate(layout):
         studio.tables[table_id] = StudioTable(table_id, game, seed + n)
     print(
-        f"studio {studio_id} on {mqtt_url}: {count} table(s) "
+        f"studio {studio_id} on {redact_url(mqtt_url)}: {count} table(s) "
         f"({', '.join(f'{t} {g}' for t, g in layout)}); `help` on standard input",
         file=out,
         flush=True,

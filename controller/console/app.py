@@ -207,10 +207,12 @@ class Console:
                 # never asked of the broker: a table's or the rules engine's user is not a supervisor
                 self.client_limiter.failed(client)
                 REJECTIONS.count(
-                    "console", "sign_in_user_not_allowed", f"refused the sign-in of {user!r}: not allowed"
+                    "console",
+                    "sign_in_user_not_allowed",
+                    f"refused the sign-in of {self._shown_user(user)}: not allowed",
                 )
                 raise SignInError(
-                    403, f"user {user!r} may not sign in on this console (see [console] sign_in_users)"
+                    403, "this user may not sign in on this console (see [console] sign_in_users)"
                 )
             if len(self.sessions) >= self.settings.max_sessions:
                 self.sessions.end_expired()
@@ -223,13 +225,22 @@ class Console:
             try:
                 await session.link.start()
             except SignInRefused as exc:
-                if not exc.unreachable:
-                    self.limiter.failed(user)
-                    self.client_limiter.failed(client)
-                    REJECTIONS.count(
-                        "console", "sign_in_refused", f"the broker refused the sign-in of {user!r}"
-                    )
-                raise SignInError(503 if exc.unreachable else 401, str(exc)) from None
+                if exc.unreachable:
+                    raise SignInError(503, str(exc)) from None
+                self.limiter.failed(user)
+                self.client_limiter.failed(client)
+                REJECTIONS.count(
+                    "console",
+                    "sign_in_refused",
+                    f"the broker refused the sign-in of {self._shown_user(user)}",
+                )
+                # the broker's refusal repeats the user name: only one the allow-list names
+                refusal = (
+                    str(exc)
+                    if self.settings.names_user(user)
+                    else "the broker refused the user name or password"
+                )
+                raise SignInError(401, refusal) from None
             self.limiter.succeeded(user)
             # only now, once the password proved right: a wrong one must not end anyone's session
             self.sessions.end_oldest(
@@ -240,6 +251,13 @@ class Console:
             self.sessions[session.id] = session
             log.info("console: %s signed in", user)
             return session
+
+    def _shown_user(self, user: str) -> str:
+        """`user` as a refused sign-in logs it: a name the allow-list names, else only its length (a
+        password typed in the name field must not reach the log)."""
+        if self.settings.names_user(user):
+            return repr(user)
+        return f"an unknown user name ({len(user)} characters)"
 
     def sign_out(self, session_id: str | None) -> None:
         self.end_session(session_id or "", "signed out")

@@ -135,6 +135,13 @@ class ConsoleSettings(Strict):
     def may_sign_in(self, user: str) -> bool:
         return any(fnmatch.fnmatchcase(user, pattern) for pattern in self.sign_in_users)
 
+    def names_user(self, user: str) -> bool:
+        """Whether the allow-list names `user`: matched by an entry that is more than wildcards. Only such a
+        name is repeated when a sign-in is refused; any other may be a password typed in the name field."""
+        return any(
+            pattern.strip("*?") and fnmatch.fnmatchcase(user, pattern) for pattern in self.sign_in_users
+        )
+
 
 class ConsoleConfig(BrokerConfigFile):
     console: ConsoleSettings = ConsoleSettings()

@@ -264,8 +264,11 @@ async def _sign_in(request: Request, auth: PanelAuth, cookie: SessionCookie) -> 
             matched = await asyncio.to_thread(auth.check_pin, dealer, pin)
             session_id = auth.after_check(dealer, matched)
     except SignInError as exc:
-        if exc.status == 401:
-            log.warning("panel: wrong PIN or unknown dealer id %r", dealer)
+        if exc.status == 401 and dealer in auth.dealers:
+            log.warning("panel: wrong PIN for dealer %r", dealer)
+        elif exc.status == 401:
+            # not echoed: a dealer may have typed the PIN in the id field
+            log.warning("panel: an unknown dealer id (%d characters)", len(dealer))
         return sign_in_refusal(exc, _error)
     log.info("panel: dealer %s signed in", dealer)
     response = JSONResponse({"status": "ok", "dealer": dealer})

@@ -25,6 +25,7 @@ from numpy.typing import NDArray
 from drivers.camera.capture import CaptureSource
 from drivers.camera.frame import CameraError, FrameSource, SourceEnded
 from drivers.camera.options import CameraOptions
+from drivers.url_redaction import redact_urls_in
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff")
 #: frames per second of a synthetic or folder source made from the config, unless `fps` says otherwise
@@ -96,7 +97,9 @@ class VideoSource(FrameSource):
         self.source = source
         self.target, self.kind = _capture_target(source)
         self.live = self.kind != "file"
-        self.description = f"camera {source!r}"
+        # the description is logged and published (a device's status): a stream URL's password must not be
+        shown = redact_urls_in(source) if isinstance(source, str) else source
+        self.description = f"camera {shown!r}"
         self.open_timeout_s = open_timeout_s
         self.read_timeout_s = read_timeout_s
         self._pacer = _Pacer(fps if self.kind == "file" else None)  # a camera sets its own pace

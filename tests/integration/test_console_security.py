@@ -99,7 +99,7 @@ async def test_only_the_users_the_console_is_for_may_sign_in(
         refused = await sign_in(client, "rules-engine", PASSWORDS["rules-engine"])
         assert refused.status_code == 403, refused.text
         assert refused.json()["error"] == (
-            "user 'rules-engine' may not sign in on this console (see [console] sign_in_users)"
+            "this user may not sign in on this console (see [console] sign_in_users)"
         )
         assert REJECTIONS.counts[("console", "sign_in_user_not_allowed")] == before + 1
         assert console.console.sessions == {}
@@ -114,6 +114,32 @@ async def test_only_the_users_the_console_is_for_may_sign_in(
     ):
         assert (await sign_in(client, "rules-engine", PASSWORDS["rules-engine"])).status_code == 200
         assert (await sign_in(client, "supervisor-a", PASSWORDS["supervisor-a"])).status_code == 403
+
+
+async def test_a_password_typed_in_the_user_field_is_neither_logged_nor_answered(
+    broker: MosquittoBroker, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    typed = PASSWORDS["supervisor-a"] + "-Tr0ub4dor"
+    # each reason of refusal is logged at most once a minute: an earlier refusal must not hide the next
+    monkeypatch.setattr(REJECTIONS, "_logged", {})
+    with caplog.at_level(logging.WARNING, logger="controller.web.server"):
+        async with running_console(broker.url, STUDIO) as console, page_client(console.url) as client:
+            refused = await sign_in(client, typed, "supervisor-a")
+            assert refused.status_code == 403 and typed not in refused.text
+            # a name the allow-list names is still told, in the answer and in the log
+            wrong = await sign_in(client, "supervisor-b", "guess")
+            assert wrong.status_code == 401 and "'supervisor-b'" in wrong.text
+        assert "the broker refused the sign-in of 'supervisor-b'" in caplog.text
+        monkeypatch.setattr(REJECTIONS, "_logged", {})
+        # an allow-list of wildcards alone admits any name: the broker refuses it, and it is not repeated
+        async with (
+            running_console(broker.url, STUDIO, sign_in_users=["*"]) as console,
+            page_client(console.url) as client,
+        ):
+            refused = await sign_in(client, typed, "supervisor-a")
+            assert refused.status_code == 401 and typed not in refused.text
+    assert typed not in caplog.text
+    assert caplog.text.count("an unknown user name (14 characters)") == 2
 
 
 async def test_a_users_sessions_are_capped_and_a_new_one_ends_the_oldest_and_its_broker_connection(

@@ -77,6 +77,30 @@ def test_a_broker_url_is_scheme_host_and_port_only(url: str, problem: str) -> No
     assert problem in str(invalid.value) and SECRET not in str(invalid.value)
 
 
+@pytest.mark.parametrize(
+    ("url", "secret"),
+    [
+        # without an `@`, user:password:port reads as host `user:password` and a port
+        (f"mqtt://user:{SECRET}:1883", SECRET),
+        # an all-digit password reads as a port: one too large for a port is not shown
+        ("mqtt://user:98765432", "98765432"),
+        # urllib's own errors quote the netloc: a bracketed part of a password, a full-width `@`
+        (f"mqtt://u:x7[{SECRET}]Lk@broker:1883", SECRET),
+        (f"mqtt://[u:{SECRET}]", SECRET),
+        (f"mqtt://u:{SECRET}\uff20broker", SECRET),
+    ],
+)
+def test_no_broker_url_error_quotes_what_may_be_a_password(url: str, secret: str) -> None:
+    for raw, environ in (({**BASE, "broker": {"url": url}}, {}), (BASE, {"TABLECTL__BROKER__URL": url})):
+        with pytest.raises(ConfigError) as refused:
+            TABLE_CONFIGS.from_dict(raw, environ=environ)
+        assert "broker" in str(refused.value) and secret not in str(refused.value)
+    with pytest.raises(pydantic.ValidationError) as invalid:
+        BrokerSettings(url=url)
+    assert secret not in str(invalid.value)
+    assert secret not in redact_url(url)
+
+
 def test_redact_url_keeps_only_scheme_host_and_port() -> None:
     assert redact_url("mqtt://u:p@host:1883/path") == "mqtt://***@host:1883/***"
     assert redact_url("mqtt://host:1883") == "mqtt://host:1883"
@@ -87,6 +111,10 @@ def test_redact_url_keeps_only_scheme_host_and_port() -> None:
     assert redact_url("mqtt://[::1]") == "mqtt://[::1]"
     assert redact_url(f"mqtt://u:1/{SECRET}@broker:1883/x") == "mqtt://***@broker:1883/***"
     assert redact_url(f"mqtt://u:{SECRET}") == "mqtt://u:***"
+    assert redact_url("mqtt://broker:65535") == "mqtt://broker:65535"
+    assert redact_url("mqtt://[fe80::1%eth0]:1883") == "mqtt://[fe80::1%eth0]:1883"
+    assert redact_url(f"mqtt://u:{SECRET}:1883") == "mqtt://***"
+    assert redact_url(f"u:{SECRET}@broker://x") == "***"  # not a scheme
     assert BrokerSettings(url="mqtt://[::1]:1883").port == 1883
 
 

@@ -56,3 +56,34 @@ def test_a_simulated_studio_has_every_game_in_its_first_tables() -> None:
     assert len(set(SHORT.values())) == games  # two games' tables never share an id
     assert layout[0] == ("bac-01", "baccarat") and layout[games] == (f"bac-{games + 1:02d}", "baccarat")
     assert len({table for table, _ in layout}) == games + 2
+
+
+async def test_a_simulated_studio_names_its_broker_without_a_password() -> None:
+    import asyncio
+    import contextlib
+    import io
+    import time
+
+    from controller.studio_demo import run_studio
+
+    out = io.StringIO()
+    studio = asyncio.create_task(
+        run_studio(
+            1,
+            mqtt_url="mqtt://table:S3cr3tPW@127.0.0.1:9",
+            games=("baccarat",),
+            out=out,
+            commands=asyncio.StreamReader(),
+            signals=False,
+        )
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while "studio sim on" not in out.getvalue():
+            assert time.monotonic() < deadline and not studio.done(), out.getvalue()
+            await asyncio.sleep(0.01)
+    finally:
+        studio.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await studio
+    assert "studio sim on mqtt://***@127.0.0.1:9:" in out.getvalue() and "S3cr3tPW" not in out.getvalue()

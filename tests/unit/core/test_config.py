@@ -293,6 +293,39 @@ def test_port_problems(port: str, problem: str | None) -> None:
         assert found is not None and problem in found
 
 
+@pytest.mark.parametrize(
+    "port",
+    [
+        "socket://shoe:S3cr3tPW@shoe-server",
+        "tcp://shoe:S3cr3tPW@10.0.0.5:4001",
+        "socket://[shoe:S3cr3tPW]:4001",  # urllib's own error would quote the bracketed part
+    ],
+)
+def test_a_port_problem_never_quotes_a_password_in_the_url(port: str) -> None:
+    found = port_problem(port)
+    assert found is not None and "S3cr3tPW" not in found
+
+
+def test_check_config_show_names_no_pin_hash_nor_a_cameras_password(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from controller.cli import main
+    from controller.pins import hash_pin
+
+    pin_hash = hash_pin("246810", log2_n=10)
+    raw = roulette()
+    raw["table"]["data_dir"] = str(tmp_path / "data")
+    raw["devices"]["wheel"]["port"] = "/dev/null"
+    raw["devices"]["camera"] = {"protocol": "camera", "port": "rtsp://admin:CamPassw0rd@cam.lan/stream1"}
+    raw["panel"] = {"dealers": {"d104": pin_hash}}
+    path = tmp_path / "table.toml"
+    path.write_text(toml(raw))
+    assert main(["check-config", str(path), "--show"]) == 0
+    shown = capsys.readouterr().out
+    assert '"d104": "**********"' in shown and pin_hash.rpartition("$")[2] not in shown
+    assert '"port": "rtsp://***@cam.lan/***"' in shown and "CamPassw0rd" not in shown
+
+
 def toml(raw: dict) -> str:
     """Just enough TOML for these configs: tables of strings, numbers, booleans and inline tables."""
 

@@ -201,6 +201,19 @@ async def test_wrong_pins_are_rate_limited_per_dealer_and_in_all() -> None:
         assert (await sign_in(client, auth, "d2", PINS["d2"])).status_code == 200
 
 
+async def test_a_refused_sign_in_logs_a_known_dealer_id_but_never_an_unknown_one(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async with panel() as (client, _, auth, _):
+        with caplog.at_level("WARNING", logger="controller.panel.app"):
+            # the PIN typed in the dealer-id field: what was typed is not a dealer, and is not logged
+            assert (await sign_in(client, auth, PINS["d2"], PINS["d2"])).status_code == 401
+            assert (await sign_in(client, auth, "d1", "1111")).status_code == 401
+    assert PINS["d2"] not in caplog.text
+    assert "an unknown dealer id (5 characters)" in caplog.text
+    assert "wrong PIN for dealer 'd1'" in caplog.text
+
+
 async def test_with_no_dealers_configured_nobody_can_sign_in() -> None:
     async with panel(dealers={}) as (client, _, auth, _):
         assert (await client.get("/api/session")).json() == {"dealer": None, "dealers_configured": False}
@@ -234,6 +247,10 @@ def test_panel_settings_validate_dealers_and_host_names() -> None:
         TABLE_CONFIGS.from_dict(
             {**base, "panel": {"allowed_hosts": ["http://evil.example:8080"]}}, environ={}
         )
+    # an entry with user info is refused without repeating it: it may hold a password
+    with pytest.raises(ConfigError, match=r"an entry with user info .* is not a host name") as refused:
+        TABLE_CONFIGS.from_dict({**base, "panel": {"allowed_hosts": ["u:S3cr3tPW@h"]}}, environ={})
+    assert "S3cr3tPW" not in str(refused.value)
     # a PIN hash can come from the environment instead of the file
     from_env = TABLE_CONFIGS.from_dict(base, environ={"TABLECTL__PANEL__DEALERS__D9": HASHES["d1"]})
     assert from_env.panel.dealers == {"d9": HASHES["d1"]}

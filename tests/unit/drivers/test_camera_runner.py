@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import threading
 import time
 from collections.abc import AsyncIterator, Callable
@@ -27,6 +28,7 @@ from drivers.camera import (
     SyntheticSource,
     VideoSource,
     captured_frames,
+    make_source,
     read_camera_capture,
 )
 from drivers.readings import DeviceFault, DeviceFaultCleared, DeviceOffline, DeviceOnline, Reading
@@ -281,6 +283,28 @@ async def test_the_runner_survives_a_bad_factory_and_a_failing_consumer(
     assert isinstance(delivered[0], DeviceOffline)
     assert "camera source cannot be made: no such camera model" in delivered[0].reason
     assert "delivering 1 readings failed" in caplog.text
+
+
+async def test_a_stream_urls_password_reaches_no_reading_log_or_capture(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    secret = "CamPassw0rd"
+    url = f"rtsp://admin:{secret}@127.0.0.1:9/stream1"  # nothing listens on port 9
+    options = FAST.model_copy(update={"open_timeout_s": 1.0})
+    recorder = Recorder()
+    capture = CameraCaptureWriter(tmp_path / "camera.jsonl")
+    runner = CameraRunner(
+        "cam", lambda: make_source(url, options), options=options, on_readings=recorder, capture=capture
+    )
+    with caplog.at_level(logging.INFO, logger="drivers.camera.runner"):
+        async with running(runner):
+            await recorder.until(lambda k: k == ["Offline"])
+    capture.close()
+    offline = recorder.readings[0]
+    assert isinstance(offline, DeviceOffline) and "rtsp://***@127.0.0.1:9/***" in offline.reason
+    assert secret not in offline.reason
+    assert "rtsp://***@127.0.0.1:9/***" in caplog.text and secret not in caplog.text
+    assert secret not in (tmp_path / "camera.jsonl").read_text()
 
 
 def test_backoff_doubles_up_to_its_cap_and_resets() -> None:

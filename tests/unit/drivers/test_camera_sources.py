@@ -99,6 +99,19 @@ def test_video_source_errors_say_what_to_check(tmp_path: Path) -> None:
     assert time.monotonic() - start < 30
 
 
+@pytest.mark.parametrize(
+    "source",
+    [
+        "rtsp://admin:CamPassw0rd@cam.lan:554/stream1",
+        "rtspsrc location=rtsp://admin:CamPassw0rd@cam.lan/stream1 ! decodebin ! videoconvert ! appsink",
+    ],
+)
+def test_a_stream_sources_description_names_its_host_but_not_its_password(source: str) -> None:
+    # the description is what the runner logs and what a device's status says
+    description = VideoSource(source).description
+    assert "cam.lan" in description and "CamPassw0rd" not in description
+
+
 def test_a_video_file_can_be_replayed_at_camera_speed(tmp_path: Path) -> None:
     video = tmp_path / "tray.avi"
     write_video(video, levels(6))
