@@ -28,7 +28,12 @@ game follows the same procedure, and it lives here so that a game module holds o
   (`FlowOutput.hold_out_of_procedure`); the dealer is told to put it aside and call the supervisor. The
   supervisor's `resume` sets it aside (`card.set_aside`, by whom) and the round goes on as if it had never
   come out; a `void_round` sets it aside too and cancels the round. A repeat of a message already handled is
-  not a new card (the session drops it), and neither is a re-scan of a card already set aside (rejected).
+  not a new card (the session drops it). A re-scan of a card already set aside is held out of procedure
+  too: the dealer was told to put that card aside, and a reader that cannot tell a re-scan from a new card
+  (a barcode scanner) may be naming a card just dealt in procedure, so it is never only rejected.
+- An unread card is never forgotten: the procedure does not move past it (a burn's confirmation, a new
+  shoe, a hand-entered card that cannot be dealt now are refused), and should a round open while one still
+  waits, it is held out of procedure for the supervisor like any other card.
 - While the game holds a secret card (a face-down card, burned cards: `_holds_secret`), no card reading and
   no refusal of a hand-entered card names a card: any of them could be a copy of the secret one.
 - Every rejection is a `card.rejected` event; bad readings never raise.
@@ -424,12 +429,14 @@ class CardFlow(GameFlow):
 
     def _rescan_settled(self, reading: CardSeen | CardUnread, now: float, out: FlowOutput) -> bool:
         """A re-scan (read or misread) of a card whose reading the supervisor already set aside (the card
-        itself, or an earlier re-scan of it): the same physical card, accounted for. Only rejected."""
+        itself, or an earlier re-scan of it). Held out of procedure, never only rejected: the set-aside card
+        passed again is out of procedure, and a reader that guesses which card a re-scan belongs to (a
+        barcode scanner) may name a card just dealt in procedure, which would be missing from the result."""
         ref = reading.rescan_of
         if ref is None or ref not in self.set_aside_refs:
             return False
-        reason = f"another re-scan of card {ref}: a reading of it was set aside already"
-        self._reject(out, now, reading, reason)
+        why = f"a re-scan of card {ref}, which was set aside already"
+        self._hold_out_of_procedure(out, now, reading, why)
         return True
 
     def _hold_out_of_procedure(
@@ -476,6 +483,25 @@ class CardFlow(GameFlow):
         public_code = None if secret else code
         out.hold_out_of_procedure(reason, reading.device, public_code, "" if secret else reading.raw)
 
+    def _hold_unread_card(self, out: FlowOutput, now: float, why: str) -> None:
+        """The procedure is about to move past the unread card that waits for its re-scan: it is not
+        forgotten but held out of procedure, like any card that cannot be placed; the supervisor's decision
+        sets it aside (`card.set_aside`) and ends the wait."""
+        assert self.unread_ref is not None
+        secret = self._holds_secret()
+        self.out_of_procedure = OutOfProcedure(
+            code=None,
+            raw=self.unread_raw,
+            ref=self.unread_ref,
+            unread=True,
+            round_id=self.rounds.round_id,
+            reason=why,
+            secret=secret,
+        )
+        what = "A card" if secret else "An unread card"
+        reason = f"{what} came out of procedure ({why}): put it aside"
+        out.hold_out_of_procedure(reason, self.settings.shoe_device, None, "" if secret else self.unread_raw)
+
     def settle_pause(self, now: float, by: str, decision: str) -> FlowOutput:
         """The supervisor decided: the card held out of procedure is set aside (`card.set_aside`)."""
         out = FlowOutput()
@@ -487,7 +513,8 @@ class CardFlow(GameFlow):
             self._clear_unread()
             self.prompt = self._prompt_after_set_aside()
         if held.ref:
-            self.set_aside_refs = [*self.set_aside_refs, held.ref][-SET_ASIDE_REFS_KEPT:]
+            kept = [ref for ref in self.set_aside_refs if ref != held.ref]
+            self.set_aside_refs = [*kept, held.ref][-SET_ASIDE_REFS_KEPT:]
         aside = CardSetAside(
             round_id=held.round_id,
             card=None if held.secret else held.code,
@@ -539,6 +566,7 @@ class CardFlow(GameFlow):
         code = command.card
         if self.unread_ref is None:
             raise InputRejected(MANUAL_CARD_REFUSAL)
+        self._manual_card_dealable()
         checked = self._check_card(code)
         if isinstance(checked, str):
             # "KC already came out" would say where the face-down KC is: no reason then, whatever the card
@@ -565,6 +593,13 @@ class CardFlow(GameFlow):
         )
         out.emit("card.manual_pending", announced, now)
         return out
+
+    def _manual_card_dealable(self) -> None:
+        """Refuse a hand-entered card the procedure could not place now, before anything changes: it goes
+        where the unread card would have gone, and an unread card only waits while a card is expected."""
+        why = self._why_no_card_now()
+        if why is not None:
+            raise InputRejected(f"card {self.unread_ref} cannot be entered by hand now: {why}")
 
     @staticmethod
     def _confirmation_prompt(pending: PendingManualCard) -> str:
@@ -613,6 +648,7 @@ class CardFlow(GameFlow):
         """Command `confirm_manual_card`: deal the pending hand-entered card, if `card` names it."""
         by = command.by
         pending = self._pending_for_supervisor(by, "confirm")
+        self._manual_card_dealable()
         if by == pending.entered_by:
             raise InputRejected("the card must be confirmed by someone other than whoever entered it")
         if pending.wrong >= MAX_WRONG_CONFIRMATIONS:

@@ -5,9 +5,10 @@
   (`ready_for_round`, `cut_card`); the cut card making the round it comes out in (between rounds: the next
   one) the shoe's last; the cut-card round finishing the shoe and asking the shuffler for the next one
   (`round_finished`); the finished shoe that stops new rounds until the next shoe starts (by itself, with
-  `auto_new_shoe`, or by the input `new_shoe`: `handlers`, between rounds only, and not while the shuffler
-  is still shuffling the next one). A game dealt from it writes only what is its own: where the cards go,
-  and what a new shoe means to it besides (`CardFlow.shoe_started`).
+  `auto_new_shoe`, or by the input `new_shoe`: `handlers`, between rounds only, not while the shuffler
+  is still shuffling the next one, and not while a card of this shoe waits for its re-scan). A game dealt
+  from it writes only what is its own: where the cards go, and what a new shoe means to it besides
+  (`CardFlow.shoe_started`).
 - `DeckPerRound` (Single-deck Blackjack): a fresh deck for every round, announced as a shoe of its own
   (`shoe.started`), with no cut card: a cut card is refused, a deck is never "finished", and there is no
   `new_shoe`.
@@ -52,6 +53,8 @@ class ShoeHolder(Protocol):
     composition: ShoeComposition
     prompt: str
     idle_reason: str
+    #: the ref of the card that left the shoe unread and waits for its re-scan (`CardFlow`)
+    unread_ref: str | None
 
     @property
     def waiting_for_shuffle(self) -> bool: ...
@@ -157,6 +160,12 @@ class ShoeOfRounds(NumberedShoe):
             )
         if flow.waiting_for_shuffle:
             raise InputRejected("the shuffler has not finished the next shoe: wait for it")
+        if flow.unread_ref is not None:
+            # a card of this shoe is out and not accounted for yet: its re-scan must not count in the next
+            raise InputRejected(
+                f"card {flow.unread_ref} waits for its re-scan: re-scan it or enter it by hand (manual_card) "
+                "before a new shoe is loaded"
+            )
         out = FlowOutput()
         self.start(flow, now, out)
         self.loaded(flow, now)

@@ -9,13 +9,22 @@ looked up in the barcode -> card map of the options:
 - a card's barcode -> `CardSeen(code)`;
 - the cut card's barcode (option `cut_card`) -> `CutCardSeen`;
 - any other barcode is a misread -> `CardUnread(ref)`: the dealer scans the card again, and the next card
-  barcode is reported as that card's re-scan (`CardSeen(rescan_of=ref)`), as a shoe's NOREAD / RESCAN;
+  barcode is reported as that card's re-scan (`CardSeen(rescan_of=ref)`), as a shoe's NOREAD / RESCAN —
+  unless the table has set that card aside meanwhile (below);
 - the same barcode again within `same_code_guard` seconds is the scanner re-triggering on one card, not a
   second card: dropped and counted in `stats.duplicates`;
 - characters with no Enter for `barcode_timeout` seconds are an unfinished barcode: dropped and counted.
 
 Commands: a scanner has no gate and takes nothing from the host, so a card flow's `lock` / `unlock` (and
-`status`) change nothing and are accepted as such; any other command is refused.
+`status`) change nothing at the device and are accepted as such; any other command is refused. The session
+keeps the gate the table asked for, for one thing: a scanner has no sequence numbers, so whether a barcode
+is a re-scan or a new card is only the dealer's doing, and the table says which it waits for only through
+its gate. A misread while the gate is locked is a card the table cannot take now; when the table then asks
+for `lock` again, it paused to hold that card out of procedure, and the supervisor's decision (resume or
+void) sets it aside: the dealer was told to put it aside, so the next card barcode is a new card, not its
+re-scan. A misread while the gate is open is the card the table waits for, through any pause: the dealer
+re-scans it after the resume. (Should the guess still be wrong, the table pauses on it: a re-scan of a card
+it set aside, or one it does not wait for, is held out of procedure.)
 
 Health: a USB scanner says nothing unless it scans, so there is no heartbeat: online while the transport
 holds the device (`connection_made`), offline when it is unplugged (`connection_lost`).
@@ -111,6 +120,10 @@ class HidBarcodeSession(DeviceSession):
         self._scans = 0
         #: the ref of the misread card waiting for its re-scan
         self.unread_ref: str | None = None
+        #: the gate as the table last asked for it (`lock` / `unlock`); None until it asks
+        self.gate_open: bool | None = None
+        #: the waiting misread came while the gate was locked: the table could not take it then
+        self._unread_while_locked = False
         self._last: tuple[str, float] | None = None
         self._typing_since: float | None = None
 
@@ -157,6 +170,17 @@ class HidBarcodeSession(DeviceSession):
         return self._typing_since + self.barcode_timeout
 
     def command(self, command: DeviceCommand, now: float) -> list[Reading]:
+        if command.name == "lock":
+            if self._unread_while_locked:
+                # locked again after a misread it could not take: the table paused to hold it for the
+                # supervisor, who sets it aside; nobody re-scans it (module docstring)
+                self.unread_ref = None
+                self._unread_while_locked = False
+            self.gate_open = False
+        elif command.name == "unlock":
+            # the table takes cards now: a misread it held while paused may be the card it waits for
+            self.gate_open = True
+            self._unread_while_locked = False
         if command.name in _NOTHING_TO_DO:
             return []
         return super().command(command, now)
@@ -184,11 +208,14 @@ class HidBarcodeSession(DeviceSession):
             self.stats.reject("unknown barcode")
             # a misread while a card waits for its re-scan is that card's re-scan misreading again
             rescan_of = self.unread_ref
+            if rescan_of is None:
+                self._unread_while_locked = self.gate_open is False
             ref = self.unread_ref or self._next_ref()
             self.unread_ref = ref
             return [CardUnread(device=self.name, time=now, raw=raw, ref=ref, rescan_of=rescan_of)]
         if self.unread_ref is not None:
             ref, self.unread_ref = self.unread_ref, None
+            self._unread_while_locked = False
             return [CardSeen(device=self.name, time=now, raw=raw, code=code, ref=ref, rescan_of=ref)]
         return [CardSeen(device=self.name, time=now, raw=raw, code=code, ref=self._next_ref())]
 

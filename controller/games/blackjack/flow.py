@@ -431,7 +431,9 @@ class BlackjackTable(CardFlow):
         self.hole, self.hole_raw, self.hole_rescan = None, "", False
         self.initial_dealt, self.awaiting_card = 0, False
         self.last_decision = ""
-        self._clear_unread()
+        if self.unread_ref is not None:
+            # never dropped unseen: it is a card off the felt or in the dealer's hand
+            self._hold_unread_card(out, now, "a new round opened while it waited for its re-scan")
         self._open_betting(now, out)
 
     def betting_closed(self, now: float, out: FlowOutput, reason: str) -> None:

@@ -5,6 +5,8 @@
   and checks the count: a card beyond it, or the dealer's `burn_done` on a wrong count, is a fault in the
   procedure, and the flow asks the runtime to pause the table (`FlowOutput.request_pause`): a supervisor then
   resumes (the dealer burns the missing cards and confirms again) or has the decks reshuffled (`new_shoe`).
+  While a card of the burn waits for its re-scan, `burn_done` (and `new_shoe`) is refused: that card is
+  counted only once it is read or entered by hand, and is never forgotten.
   With `burn_confirmation` off (replay, demo) the burn ends with the last card the shown value asks for.
 - The cut card makes the round it comes out in (between rounds: the next one) the shoe's last; then the
   decks are reshuffled (`new_shoe`, or by itself with `auto_new_shoe`). `round_in_shoe` is in every
@@ -189,6 +191,12 @@ class InfiniteBlackjackFlow(BlackjackTable):
     def _burn_done(self, command: BurnDone, now: float) -> FlowOutput:
         if self.stage != Stage.BURN:
             raise InputRejected("no burn is in progress")
+        if self.unread_ref is not None:
+            # it left the shoe and is not counted yet: the count is only known once it is read
+            raise InputRejected(
+                f"card {self.unread_ref} could not be read: re-scan it or enter it by hand (manual_card), "
+                "then confirm the burn"
+            )
         if self.burn_shown is None:
             raise InputRejected("show the first card of the shoe first: its value says how many to burn")
         out = FlowOutput()

@@ -100,7 +100,7 @@ def test_a_card_during_play_that_cannot_be_taken_void_round() -> None:
     assert not core.paused
 
 
-def test_a_rescan_nobody_waits_for_is_held_and_its_repeat_after_set_aside_only_rejected() -> None:
+def test_a_rescan_nobody_waits_for_is_held_and_so_is_its_repeat_after_set_aside() -> None:
     core = make_core()
     now = open_and_close_betting(core)
     rescan = CardSeen(
@@ -114,11 +114,23 @@ def test_a_rescan_nobody_waits_for_is_held_and_its_repeat_after_set_aside_only_r
     again = CardSeen(
         device="shoe", time=now + 3, code="6H", ref="0007", rescan_of="0007", raw="RESCAN 0007 6H"
     )
-    assert types(core.on_reading(again, now + 3)) == ["card.rejected"]  # the same physical card: accounted
-    assert not core.paused
+    # never only rejected while play goes on: a reader that guesses re-scans (a barcode scanner) may be
+    # naming a card just dealt in procedure, which would then be missing from the result
+    step = core.on_reading(again, now + 3)
+    assert types(step) == ["round.paused"]
+    paused = paused_data(step)
+    assert paused["cause"] == "out_of_procedure" and paused["card"] == "6H"
+    assert paused["reason"] == (
+        "Card 6H (a re-scan) came out of procedure (a re-scan of card 0007, which was set aside already): "
+        "put it aside"
+    )
+    step, _ = core.on_command(Resume(by="sup"), now + 4)
+    (aside,) = [e.data for e in step.events if e.type == "card.set_aside"]
+    assert aside["rescan"] is True and aside["ref"] == "0007" and aside["card"] == "6H"
+    assert core.flow.set_aside_refs == ["0007"]  # kept once
 
 
-def test_a_misread_rescan_of_a_card_set_aside_is_only_rejected() -> None:
+def test_a_misread_rescan_of_a_card_set_aside_pauses_again() -> None:
     core = make_core()
     online(core)
     core.on_tick(0.0)
@@ -128,12 +140,17 @@ def test_a_misread_rescan_of_a_card_set_aside_is_only_rejected() -> None:
     step, _ = core.on_command(Resume(by="sup"), 2.0)
     (aside,) = [e.data for e in step.events if e.type == "card.set_aside"]
     assert aside["ref"] == "0003" and aside["rescan"] is False
-    # the dealer passes that card over the reader again, and the re-scan misreads: the same physical
-    # card, accounted for already; not a second card out of the shoe to pause for and set aside
+    # the dealer passes that card over the reader again, and the re-scan misreads: out of procedure (the
+    # card was to be put aside), held for the supervisor like the first reading, never only rejected
     misread = CardUnread(device="shoe", time=3.0, ref="0003", rescan_of="0003", raw="RESCAN 0003 0X")
     step = core.on_reading(misread, 3.0)
-    assert types(step) == ["card.rejected"] and not core.paused
-    assert "a reading of it was set aside already" in step.events[0].data["reason"]
+    assert types(step) == ["round.paused"]
+    paused = paused_data(step)
+    assert paused["cause"] == "out_of_procedure"
+    assert "(a re-scan of card 0003, which was set aside already)" in paused["reason"]
+    step, _ = core.on_command(Resume(by="sup"), 4.0)
+    (aside,) = [e.data for e in step.events if e.type == "card.set_aside"]
+    assert aside["ref"] == "0003" and aside["rescan"] is True
 
 
 def test_a_misread_rescan_held_over_a_void_is_set_aside_as_a_rescan() -> None:
@@ -228,11 +245,11 @@ def test_infinite_burned_cards_stay_unnamed_after_the_burn_and_a_restart() -> No
     step, _ = restored.on_command(Resume(by="sup"), 14.0)
     (aside,) = [e.data for e in step.events if e.type == "card.set_aside"]
     assert aside["card"] is None
-    # its next re-scan is only rejected (accounted for already), and the rejection names nothing either
+    # its next re-scan pauses again (out of procedure, never only rejected), and the pause names nothing
     step = restored.on_reading(again, 15.0)
-    (rejected,) = [e.data for e in step.events if e.type == "card.rejected"]
-    assert rejected["card"] is None and rejected["raw"] == ""
-    assert "KC" not in json.dumps(rejected) and "KC" not in json.dumps(restored.state())
+    paused = paused_data(step)
+    assert paused["cause"] == "out_of_procedure" and paused["card"] is None and paused["raw"] == ""
+    assert "KC" not in json.dumps([e.data for e in step.events]) and "KC" not in json.dumps(restored.state())
 
 
 # --- a table's own capture, with live settings -------------------------------------------------------------

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+from typing import Any
 
 import pytest
 import usb.core
@@ -18,8 +19,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from controller.checks import runtime_problems
+from controller.commands import parse_command
 from controller.config import ConfigError
-from controller.table_build import TABLE_CONFIGS, build_session
+from controller.machine import MachineStep, TableMachine
+from controller.table_build import TABLE_CONFIGS, build_core, build_session
 from drivers.hid.keyboard import BarcodeDecoder, key_report, type_barcode
 from drivers.hid.session import HidBarcodeSession, default_card_barcodes, frame
 from drivers.hid.simulator import SimulatedScanner
@@ -30,6 +33,8 @@ from drivers.session import DeviceCommand, UnknownDeviceCommand
 from drivers.transport import LinkError
 
 pytestmark = pytest.mark.unit
+
+T0 = 1_700_000_000.0
 
 # "SA" then Enter, as a scanner with key rollover sends it: shift+S; S still down as A goes down (shift
 # held); S up; A up; Enter; all up.
@@ -211,6 +216,93 @@ def test_a_card_flow_may_lock_and_unlock_a_scanner_which_has_no_gate() -> None:
     assert session.data_to_send() == b""
     with pytest.raises(UnknownDeviceCommand):
         session.command(DeviceCommand("shuffle"), 1.0)
+
+
+def test_a_misread_the_table_paused_for_is_not_waited_for_and_one_it_took_is_through_a_pause() -> None:
+    session = HidBarcodeSession("shoe")
+    # the gate locked (bets are taken): the table cannot take the misread card; it pauses to hold it (lock
+    # again), and the supervisor sets it aside: the next card barcode is a new card
+    session.command(DeviceCommand("lock"), 0.5)
+    assert [r.ref for r in scan(session, "XX1", 1.0)] == ["1"]
+    session.command(DeviceCommand("lock"), 1.0)
+    session.command(DeviceCommand("unlock"), 9.0)
+    assert cards_of(scan(session, "H9", 10.0)) == [("9H", "2", None)]
+    # the gate open: the table waits for the misread card's re-scan, across a pause and its resume
+    assert [r.ref for r in scan(session, "XX2", 11.0)] == ["3"]
+    session.command(DeviceCommand("lock"), 12.0)
+    session.command(DeviceCommand("unlock"), 13.0)
+    assert cards_of(scan(session, "SK", 14.0)) == [("KS", "3", "3")]
+    # a misread while paused that the table takes at the resume (the gate opens) is waited for too
+    session.command(DeviceCommand("lock"), 15.0)
+    scan(session, "XX3", 16.0)
+    session.command(DeviceCommand("unlock"), 17.0)
+    session.command(DeviceCommand("lock"), 18.0)
+    session.command(DeviceCommand("unlock"), 19.0)
+    assert cards_of(scan(session, "SQ", 20.0)) == [("QS", "4", "4")]
+
+
+class ScannerTable:
+    """A baccarat table reading its cards with a USB scanner, driven as the service drives it: bytes into
+    the session, the table core's requests back to it."""
+
+    def __init__(self) -> None:
+        table = {**scanner_table(), "game": {"betting_seconds": 5.0, "round_gap_seconds": 1.0}}
+        config = TABLE_CONFIGS.from_dict(table, environ={})
+        device = config.devices["shoe"]
+        self.session = build_session("shoe", device.protocol, device.options)
+        self.core = build_core(config)
+        self.machine = TableMachine(self.core, {"shoe": self.session}, now=T0)
+        self.now = T0
+        self.events: list[tuple[str, dict[str, Any]]] = []
+        self.take(self.machine.link_opened("shoe", self.now))
+
+    def take(self, step: MachineStep) -> MachineStep:
+        assert not step.refused
+        self.events += [(event.type, event.data) for event in step.events]
+        return step
+
+    def until(self, now: float) -> None:
+        self.now = now
+        while (step := self.machine.tick(now)) is not None:
+            self.take(step)
+
+    def scan(self, barcode: str) -> list[str]:
+        self.now += 1.0
+        data = b"".join(frame(report) for report in type_barcode(barcode))
+        return [event.type for event in self.take(self.machine.feed("shoe", data, self.now)).events]
+
+    def decide(self, name: str) -> None:
+        step, _ = self.machine.command(parse_command("commands", name, {}, by="supervisor"), self.now)
+        self.take(step)
+
+
+@pytest.mark.parametrize("decision", ["resume", "void_round"])
+def test_the_card_dealt_after_a_misread_was_set_aside_is_dealt_not_taken_for_its_rescan(
+    decision: str,
+) -> None:
+    table = ScannerTable()
+    table.until(T0)
+    flow = table.core.flow
+    assert flow.rounds.phase == "betting_open"
+    # a card scanned while bets are taken, and misread: out of procedure, held for the supervisor
+    assert table.scan("XX99") == ["round.paused"]
+    table.decide(decision)
+    assert [data["ref"] for kind, data in table.events if kind == "card.set_aside"] == ["1"]
+    table.until(table.now + 10.0)  # betting closes (after a void: the next round opens, then closes)
+    assert flow.rounds.phase == "betting_closed" and not table.core.paused
+    # the next cards are the round's, dealt where the dealer put them
+    assert table.scan("H9") == ["card.dealt"]
+    assert table.scan("SK") == ["card.dealt"]
+    assert [card.code for card in flow.player] == ["9H"] and [card.code for card in flow.banker] == ["KS"]
+    assert not [kind for kind, _ in table.events if kind == "card.rejected"]
+    assert [kind for kind, _ in table.events].count("round.paused") == 1
+    # a misread the table takes (a card is expected) is still re-scanned after a pause
+    assert table.scan("XX98") == ["card.unreadable"]
+    table.decide("pause")
+    table.decide("resume")
+    assert table.scan("D4") == ["card.dealt"]
+    dealt = [data for kind, data in table.events if kind == "card.dealt"][-1]
+    assert (dealt["card"], dealt["position"], dealt["rescan"]) == ("4D", "player", True)
 
 
 @pytest.mark.parametrize(

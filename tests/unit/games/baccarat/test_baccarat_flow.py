@@ -739,8 +739,9 @@ class ShoeRun:
                 stray = f"stray-{self.table.next_ref()}"  # a re-scan of no unread card
                 card_table.assert_held(self.table.card(self.rng.choice(ALL_CODES), rescan_of=stray))
                 self.supervisor_sets_it_aside()
-                # its repeat is the same physical card, already set aside: only rejected
-                card_table.assert_rejected(self.table.card(self.rng.choice(ALL_CODES), rescan_of=stray))
+                # its repeat is out of procedure too (held, never only rejected), and set aside again
+                card_table.assert_held(self.table.card(self.rng.choice(ALL_CODES), rescan_of=stray))
+                self.supervisor_sets_it_aside()
             else:
                 assert self.table.card(self.rng.choice(ALL_CODES), device="other-shoe").events == []
 

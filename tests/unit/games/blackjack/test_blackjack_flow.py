@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from typing import Any
 
 import pytest
@@ -18,9 +19,9 @@ from controller.games.blackjack_rules import Allowed, basic_strategy_h17, hand_t
 from controller.games.card_source import DeckPerRound
 from controller.games.infinite_blackjack import InfiniteBlackjackFlow
 from controller.games.single_deck_blackjack import SingleDeckBlackjackFlow
-from controller.runtime import TableCore
+from controller.runtime import Step, TableCore
 from controller.testing.blackjack_reference import names_card, strategy
-from drivers.readings import CardSeen, CutCardSeen, DeviceOnline
+from drivers.readings import CardSeen, CardUnread, CutCardSeen, DeviceOnline
 from drivers.shoe.simulator import shuffled_shoe
 from tests.helpers.blackjack_table import T0, Table, burn, infinite, live, of, ready_infinite, single, types
 
@@ -473,6 +474,110 @@ def test_infinite_wrong_burn_count_pauses_the_table() -> None:
         "burn count wrong: 2 card(s) burned, the shown AS asks for 1"
     ]
     assert "reshuffle" in over.flow.prompt
+
+
+def paused_reasons(step: Step) -> list[str]:
+    return [event.data["reason"] for event in step.events if event.type == "round.paused"]
+
+
+def burn_with_a_card_unread(shown: str, count: int) -> tuple[Table, TableCore]:
+    """An Infinite table in its first burn: `shown`, `count` cards burned, then one more card out unread
+    (ref "u1")."""
+    table = infinite()
+    table.tick_to_deadline()
+    core = core_for(table)
+    burn(table, shown, count)
+    step = core.on_reading(CardUnread(device="shoe", time=table.now, raw="NOREAD u1", ref="u1"), table.now)
+    assert [event.type for event in step.events] == ["card.unreadable"]
+    return table, core
+
+
+def refused_unchanged(table: Any, core: TableCore, command: Any, message: str) -> None:
+    """`command` is refused with exactly `message`, and the flow's state is as it was."""
+    before = table.flow.export_state()
+    with pytest.raises(CommandError, match=f"^{re.escape(message)}$"):
+        core.on_command(command, table.now)
+    assert table.flow.export_state() == before
+
+
+@pytest.mark.parametrize("settled_by", ["rescan", "manual_card"])
+def test_infinite_burn_done_waits_for_a_burned_card_that_could_not_be_read(settled_by: str) -> None:
+    table, core = burn_with_a_card_unread("2S", 2)  # the count is complete, and a card beyond it is unread
+    refused_unchanged(
+        table,
+        core,
+        parse_command("inputs", "burn_done", {}, by="dealer-x"),
+        "card u1 could not be read: re-scan it or enter it by hand (manual_card), then confirm the burn",
+    )
+    assert not core.paused
+    assert core.on_tick(table.now + 60).events == []  # no round opens over it
+    if settled_by == "rescan":
+        rescan = CardSeen(
+            device="shoe", time=table.now, raw="RESCAN u1 9H", code="9H", ref="u1", rescan_of="u1"
+        )
+        step = core.on_reading(rescan, table.now)
+    else:
+        step, _ = core.on_command(
+            parse_command("commands", "manual_card", {"card": "9H"}, by="dealer-x"), table.now
+        )
+    # counted as what it is, a card burned beyond the count: the table pauses for the supervisor
+    assert paused_reasons(step) == ["burn count wrong: 3 card(s) burned, the shown 2S asks for 2"]
+    assert table.flow.unread_ref is None and table.flow.composition.cards_dealt == 4
+
+
+def test_infinite_new_shoe_is_refused_while_a_card_of_the_burn_waits_for_its_rescan() -> None:
+    table, core = burn_with_a_card_unread("5S", 1)
+    refused_unchanged(
+        table,
+        core,
+        parse_command("commands", "new_shoe", {}, by="supervisor"),
+        "card u1 waits for its re-scan: re-scan it or enter it by hand (manual_card) before a new shoe is "
+        "loaded",
+    )
+    # its re-scan is a burned card of the shoe it left, never the next shoe's shown card
+    rescan = CardSeen(device="shoe", time=table.now, raw="RESCAN u1 KD", code="KD", ref="u1", rescan_of="u1")
+    step = core.on_reading(rescan, table.now)
+    burns = [event.data for event in step.events if event.type == "shoe.burn"]
+    assert burns == [{"shoe_id": "bj1-shoe0001", "shown": "5S", "to_burn": 5, "burned": 2, "done": False}]
+    step, _ = core.on_command(parse_command("commands", "new_shoe", {}, by="supervisor"), table.now)
+    assert [event.type for event in step.events] == ["shoe.started"]
+    assert table.flow.composition.cards_dealt == 0
+
+
+def test_an_unread_card_left_when_a_round_opens_is_held_for_the_supervisor_not_forgotten() -> None:
+    table = infinite()
+    table.tick_to_deadline()
+    core = core_for(table)
+    burn(table, "2S", 2)
+    table.send("burn_done")
+    # as a table journaled before burn_done waited for the unread card restarts: one waits after the burn
+    table.flow.unread_ref, table.flow.unread_raw = "u1", "NOREAD u1"
+    step = core.on_tick(table.flow.next_deadline())
+    assert "round.opened" in [event.type for event in step.events]
+    assert paused_reasons(step) == [
+        "An unread card came out of procedure (a new round opened while it waited for its re-scan): put it "
+        "aside"
+    ]
+    step, _ = core.on_command(parse_command("commands", "resume", {}, by="supervisor"), table.now)
+    (aside,) = [event.data for event in step.events if event.type == "card.set_aside"]
+    assert (aside["ref"], aside["by"], aside["card"]) == ("u1", "supervisor", None)
+    assert table.flow.unread_ref is None
+
+
+def test_a_hand_entered_card_the_procedure_cannot_place_is_refused_before_anything_changes() -> None:
+    table = ready_infinite()
+    core = core_for(table)
+    table.deal("5S", "TH", "4D", "7C")  # the players decide: no card is expected
+    # as a table journaled with an unread card the procedure moved past restarts
+    table.flow.unread_ref, table.flow.unread_raw = "u1", "NOREAD u1"
+    before = table.flow.export_state()
+    with pytest.raises(
+        CommandError,
+        match=r"^card u1 cannot be entered by hand now: the players are deciding: deal only when a card is "
+        r"asked for$",
+    ):
+        core.on_command(parse_command("commands", "manual_card", {"card": "9H"}, by="dealer-x"), table.now)
+    assert table.flow.export_state() == before and not core.paused
 
 
 def test_infinite_round_common_hand_peek_sequence_and_the_dealer_stands_on_soft_17() -> None:
