@@ -98,6 +98,12 @@ DEVICE_ACTIONS: dict[str, DeviceCommand] = {
 #: deadlines handled before one reading at most (each opens or closes something; a few are ever due at once)
 _MAX_CATCH_UP = 8
 
+#: why the table paused when the game flow failed (a bug), and what a command it failed on is answered
+INTERNAL_ERROR = "internal error in the game flow"
+#: the key of a command's reply that says the flow failed on it: the step (the pause) is still journaled,
+#: then the sender is answered with the error (`TableService.handle_command`)
+FLOW_ERROR = "flow_error"
+
 #: a pause holds at most this many readings (a wheel makes a few per minute; a shoe is locked while paused)
 MAX_HELD_READINGS = 500
 
@@ -402,7 +408,7 @@ class TableCore:
         except Exception:  # a bug must not stop the table silently nor crash it: pause and tell
             # the reading's type only: its content may be a secret (a face-down card)
             log.exception("game flow failed on a %s from %s", type(reading).__name__, reading.device)
-            self._reject(step, reading, "internal error in the game flow", now, "flow error")
+            self._reject(step, reading, INTERNAL_ERROR, now, "flow error")
             self._pause_on_bug(step, now)
 
     def on_tick(self, now: float) -> Step:
@@ -467,6 +473,14 @@ class TableCore:
                 self._take(step, self.flow.on_command(command, now), now)
             except InputRejected as exc:
                 raise CommandError(str(exc)) from None
+            except Exception:
+                # a bug may have changed the game halfway: the table must not play on as if nothing happened.
+                # Paused (as for a reading), and the command answered with the error once that is journaled
+                log.exception("game flow failed on the command %s", name)
+                if not self.paused:
+                    self._pause_on_bug(step, now)
+                self._settle_gate(step)
+                return step, {"state": self.state(), FLOW_ERROR: f"{INTERNAL_ERROR}: the table is paused"}
             if settles_pause and self.paused and not self._unhealthy_devices():
                 # the supervisor's decision ends the interruption, as a void does: one action, not two
                 self._lift_pause(step, now, by, round_id)
@@ -630,7 +644,7 @@ class TableCore:
         self._gate_asked = wanted
 
     def _pause_on_bug(self, step: Step, now: float) -> None:
-        reason = "internal error in the game flow"
+        reason = INTERNAL_ERROR
         self._pause(step, now, reason, by="system", device=None, cause="internal_error")
 
     def _hold(self, step: Step, reading: Reading, now: float) -> None:

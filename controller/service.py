@@ -41,7 +41,7 @@ from controller.games import game_spec
 from controller.journal import CommandReply, Journal
 from controller.machine import MachineStep, TableMachine
 from controller.retention import Housekeeping, evidence_since
-from controller.runtime import TableCore
+from controller.runtime import FLOW_ERROR, TableCore
 from controller.table_build import build_core, build_session
 from controller.table_state import decode_state
 from drivers.capture import CaptureWriter
@@ -319,14 +319,15 @@ class TableService:
                 raise CommandError(str(kept.reply.get("error", "refused")))
         now = self.clock()
         step, reply = self.machine.command(command, now)
+        flow_error: str | None = reply.pop(FLOW_ERROR, None)  # the pause it made is journaled all the same
         record = None
         if transaction is not None:
             record = CommandReply(command.by, transaction, name, {"status": "ok", "data": reply})
         committed = self.apply_step(step, reply=record, command=True)
         self._record_command(command, now)
         reply["state"] = self.public_state()
-        error: str | None = None
-        for _, exc in step.refused if committed else []:  # what the devices could not take
+        error: str | None = flow_error
+        for _, exc in step.refused if committed and error is None else []:  # what the devices could not take
             if not isinstance(exc, UnknownDeviceCommand):
                 raise exc
             error = str(exc)

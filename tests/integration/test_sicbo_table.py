@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from controller.commands import Resume
+from controller.commands import CommandError, Resume, parse_command
 from controller.config import ConfigError
 from controller.events import Envelope
 from controller.games.sicbo import ManualDice
@@ -226,6 +226,30 @@ async def test_a_covered_camera_pauses_the_table_and_unreadable_dice_wait_for_th
         )
         assert result["frame"] == read["frame"] and result["frame_sha256"] == read["frame_sha256"]
         assert not service.core.paused
+    finally:
+        await table.stop()
+
+
+async def test_a_command_the_game_fails_on_pauses_the_table_and_is_answered_with_the_error(
+    tmp_path: Path, mosquitto: MosquittoBroker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bug met by a command (here, any command the flow is handed) pauses the table, as one met by a
+    reading does; the pause is journaled and published, then the sender is answered with the error."""
+    table = SicBoTable(tmp_path, mosquitto)
+    service = await table.start()
+    try:
+        await wait_until(lambda: bool(table.of("round.opened")), "a round to open")
+
+        def broken(command: object, now: float) -> None:
+            raise KeyError("a bug")
+
+        monkeypatch.setattr(service.core.flow, "on_command", broken)
+        with pytest.raises(CommandError, match=r"^internal error in the game flow: the table is paused$"):
+            await service.handle_command(parse_command("inputs", "close_betting", {}, by="dealer"))
+        assert service.core.paused
+        assert service.public_state()["pause"]["reason"] == "internal error in the game flow"
+        await wait_until(lambda: bool(table.of("round.paused")), "the pause to be published")
+        assert table.of("round.paused")[-1].data["cause"] == "internal_error"
     finally:
         await table.stop()
 

@@ -10,7 +10,7 @@ import pytest
 
 from controller.commands import CommandError, ManualCard, Pause, Resume, VoidRound, parse_command
 from controller.games import game_spec, make_flow
-from controller.runtime import MAX_HELD_READINGS, Step, TableCore
+from controller.runtime import FLOW_ERROR, INTERNAL_ERROR, MAX_HELD_READINGS, Step, TableCore
 from drivers.readings import (
     CardSeen,
     CardUnread,
@@ -368,3 +368,26 @@ def test_a_resume_that_ends_the_round_with_a_held_card_never_opens_the_gate() ->
     step, _ = restarted.on_command(Resume(), now + 13)
     assert "round.result" in types(step)
     assert gate_requests(step) == ["lock"]
+
+
+def test_a_flow_that_fails_on_a_command_pauses_the_table_and_the_reply_says_so(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A bug met by a command may have changed the game halfway: the table pauses, as for a reading, and
+    the step is returned (to be journaled) with the error for the sender, never raised before it is kept."""
+    core = make_core()
+    now = open_and_close_betting(core)
+    core.on_reading(card("4C", now), now)  # the round has started: a pause keeps it
+
+    def broken(command: object, now: float) -> None:
+        raise KeyError("a bug")
+
+    monkeypatch.setattr(core.flow, "on_command", broken)
+    manual = parse_command("commands", "manual_card", {"card": "9S"}, by="supervisor:ana")
+    step, reply = core.on_command(manual, now + 1)
+    assert types(step) == ["round.paused"]
+    assert (
+        step.events[0].data["reason"] == INTERNAL_ERROR and step.events[0].data["cause"] == "internal_error"
+    )
+    assert reply[FLOW_ERROR] == "internal error in the game flow: the table is paused"
+    assert core.paused and "game flow failed on the command manual_card" in caplog.text
