@@ -267,6 +267,7 @@ class RouletteFlow(GameFlow):
         self._open_round(now, out)
 
     def _on_ball_launched(self, reading: WheelBallLaunched, now: float, out: FlowOutput) -> None:
+        self._another_game(reading.spin, now, out)
         self._heard(now, "busy", reading.spin)
         self.rotor_rpm = reading.rotor_rpm
         direction = normalise_direction(str(reading.direction))
@@ -280,6 +281,7 @@ class RouletteFlow(GameFlow):
         self._mark_started()
 
     def _on_no_more_bets(self, reading: WheelNoMoreBets, now: float, out: FlowOutput) -> None:
+        self._another_game(reading.spin, now, out)
         self._heard(now, "busy", reading.spin)
         if not self.rounds.in_round:
             return
@@ -289,6 +291,7 @@ class RouletteFlow(GameFlow):
         self._mark_started()
 
     def _on_result(self, reading: WheelResult, now: float, out: FlowOutput) -> None:
+        self._another_game(reading.spin, now, out)  # then rejected as a result with no open round
         self._heard(now, "busy", reading.spin)  # state 5: the wheel goes on to state 2 by itself
         round_id = self.rounds.round_id
         if round_id is None:
@@ -451,6 +454,23 @@ class RouletteFlow(GameFlow):
         if due is None or self.rounds.phase != Phase.BETTING_OPEN or self.rounds.started:
             return None
         return iso_ms(due)
+
+    def _another_game(self, spin: int, now: float, out: FlowOutput) -> None:
+        """Void the round in play when a reading of the ball is of another game than the one it follows (the
+        spin heard last, from its launch on): the controller restarted, or lost sight of the wheel, while
+        that game ended, so its result was not seen, and the other game's number must never become it. (A
+        spin counter that does not advance shows nothing here, and never a false change.)"""
+        followed = self.spin
+        if not (self.rounds.in_round and self.rounds.started) or followed is None or spin == followed:
+            return
+        self._void(
+            now,
+            out,
+            f"the wheel is in another game (spin {spin}) than the one this round followed (spin {followed}): "
+            "its result was not seen",
+            by="system",
+            prompt="Round voided: the wheel's game was not followed to its result",
+        )
 
     def _heard(self, now: float, report: WheelReport, spin: int | None = None) -> None:
         if spin is not None:

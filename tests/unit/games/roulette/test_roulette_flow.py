@@ -447,6 +447,39 @@ def test_game_started_while_a_round_is_open_voids_it_and_opens_the_new_one() -> 
     assert flow.rounds.phase == Phase.BETTING_OPEN and not flow.rounds.started
 
 
+@pytest.mark.parametrize("first_seen", ["launch", "no more bets", "result"])
+def test_a_round_in_play_is_voided_when_the_wheel_shows_another_games_ball_never_taking_its_number(
+    first_seen: str,
+) -> None:
+    """The round follows spin 57 from its launch; the controller restarts (or loses sight of the wheel) while
+    57 ends, and the first the wheel shows again is the ball of spin 58, in its rim, past no more bets, or at
+    rest. 57's result was not seen: the round is voided, and 58's number is never its result."""
+    flow = make_flow(user_start=False)
+    feed(flow, game_started(T0, spin=57), ball_launched(T0 + 10, spin=57))
+    other = {
+        "launch": ball_launched(T0 + 60, spin=58),
+        "no more bets": no_more_bets(T0 + 60, spin=58),
+        "result": wheel_result(T0 + 60, "17", spin=58),
+    }[first_seen]
+    out = feed(flow, other)
+    assert types(out)[0] == "round.voided"
+    assert out.events[0].data["reason"] == (
+        "the wheel is in another game (spin 58) than the one this round followed (spin 57): its result was "
+        "not seen"
+    )
+    out.extend(feed(flow, wheel_result(T0 + 70, "17", spin=58)))
+    assert "round.result" not in types(out)
+
+
+def test_a_spin_counter_that_does_not_advance_voids_nothing() -> None:
+    """The same number in every game (the counter is stuck): nothing tells the games apart, and a game
+    followed from its start to its result settles as ever."""
+    flow = make_flow(user_start=False)
+    play_full_game(flow, T0, "25", spin=11)
+    out = play_full_game(flow, T0 + 40, "9", spin=11)
+    assert only(out, "round.result")["number"] == 9 and "round.voided" not in types(out)
+
+
 def test_wheel_closing_during_a_game_voids_the_round_and_nothing_is_asked_of_a_closed_wheel() -> None:
     flow = make_flow()
     flow.on_tick(T0)
