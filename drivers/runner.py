@@ -32,7 +32,7 @@ from drivers.backoff import Backoff
 from drivers.capture import CaptureWriter
 from drivers.readings import Reading
 from drivers.session import DeviceCommand, DeviceSession
-from drivers.transport import LinkError, open_serial
+from drivers.transport import LinkError, open_serial, shown_url
 from drivers.waiting import wait_event
 
 log = logging.getLogger(__name__)
@@ -112,7 +112,12 @@ class Link:
             try:
                 reader, writer = await self.open_link(self.url, baudrate=self.baudrate)
             except Exception as exc:  # LinkError normally; anything else must not end the link either
-                reason = str(exc) if isinstance(exc, LinkError) else f"cannot open {self.url}: {exc!r}"
+                shown = shown_url(self.url)
+                reason = (
+                    str(exc)
+                    if isinstance(exc, LinkError)
+                    else f"cannot open {shown}: {repr(exc).replace(self.url, shown)}"
+                )
                 if not offline_reported:
                     log.warning("%s: %s; retrying", self.name, reason)
                     await self._lost(reason)
@@ -123,7 +128,7 @@ class Link:
                 await asyncio.sleep(backoff.next())
                 continue
 
-            log.info("%s: connected to %s", self.name, self.url)
+            log.info("%s: connected to %s", self.name, shown_url(self.url))
             backoff.reset()
             self.last_error = None
             self._writer = writer
@@ -176,9 +181,10 @@ class Link:
             try:
                 data = await reader.read(_READ_SIZE)
             except Exception as exc:  # SerialException, OSError: the port went away
-                return f"lost connection to {self.url}: {exc}"
+                shown = shown_url(self.url)
+                return f"lost connection to {shown}: {str(exc).replace(self.url, shown)}"
             if not data:
-                return f"connection to {self.url} closed"
+                return f"connection to {shown_url(self.url)} closed"
             now = self.clock()
             self._record("rx", data, now)
             await self._tell(self.user.data_received(data, now))

@@ -15,6 +15,8 @@ from typing import Any
 import serial
 import serial_asyncio_fast
 
+from drivers.url_redaction import redact_urls_in
+
 
 class LinkError(ConnectionError):
     """The device link could not be opened (or broke); the message says which port and why."""
@@ -46,22 +48,31 @@ def _describe_os_error(url: str, exc: OSError) -> str:
 async def open_serial(
     url: str, baudrate: int = 115200, **serial_kwargs: Any
 ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-    """Open `url` (device path, `socket://host:port`, `rfc2217://host:port`) and return (reader, writer)."""
+    """Open `url` (device path, `socket://host:port`, `rfc2217://host:port`) and return (reader, writer).
+    A LinkError names the URL as it may be shown (`shown_url`): a network URL's user info is never repeated,
+    nor pyserial's own text of it."""
+    shown = shown_url(url)
     try:
         return await serial_asyncio_fast.open_serial_connection(url=url, baudrate=baudrate, **serial_kwargs)
     except serial.SerialException as exc:
         # pyserial wraps the OS error: SerialException(errno, "could not open port ...: [Errno 2] ...")
         if isinstance(exc.errno, int):
-            raise LinkError(_describe_os_error(url, OSError(exc.errno, os.strerror(exc.errno)))) from exc
-        text = str(exc)
+            raise LinkError(_describe_os_error(shown, OSError(exc.errno, os.strerror(exc.errno)))) from exc
+        text = str(exc).replace(url, shown)
         if _is_network_url(url) and "refused" in text.lower():
             refused = OSError(errno.ECONNREFUSED, "connection refused")
-            raise LinkError(_describe_os_error(url, refused)) from exc
+            raise LinkError(_describe_os_error(shown, refused)) from exc
         if "could not configure port" in text.lower():
-            raise LinkError(f"{url} is not a serial port ({text})") from exc
-        raise LinkError(f"cannot open {url}: {text}") from exc
+            raise LinkError(f"{shown} is not a serial port ({text})") from exc
+        raise LinkError(f"cannot open {shown}: {text}") from exc
     except OSError as exc:
-        raise LinkError(_describe_os_error(url, exc)) from exc
+        raise LinkError(_describe_os_error(shown, exc)) from exc
     except ValueError as exc:
         # serial_for_url rejects unknown schemes and bad parameters with ValueError.
-        raise LinkError(f"invalid device address {url!r}: {exc}") from exc
+        raise LinkError(f"invalid device address {shown!r}: {str(exc).replace(url, shown)}") from exc
+
+
+def shown_url(url: str) -> str:
+    """A device's address as it may be logged and published: a network URL redacted (`redact_urls_in`), a
+    device path as it is."""
+    return redact_urls_in(url) if _is_network_url(url) else url

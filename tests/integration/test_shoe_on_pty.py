@@ -43,7 +43,7 @@ from drivers.session import DeviceCommand, UnknownDeviceCommand
 from drivers.shoe.session import ShoeSession
 from drivers.shoe.simulator import LineFaultInjector, LoggedLine, ShoeFaults, ShoeSimulator
 from drivers.sim_port import SimulatedPort
-from drivers.transport import open_serial
+from drivers.transport import LinkError, open_serial
 
 pytestmark = pytest.mark.integration
 
@@ -560,6 +560,41 @@ async def test_runner_reports_a_missing_port_once_and_connects_when_it_appears(t
         await host.wait_for_count(DeviceOnline, 1, timeout=3.0)
         assert host.runner.connected
         assert len(host.of(DeviceOffline)) == 1
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        # user info in a device server's URL: nobody listens on port 1, pyserial's own text quotes the URL
+        (
+            "socket://shoe:S3cr3tPW@127.0.0.1:1",
+            "cannot connect to socket://***@127.0.0.1:1: connection refused",
+        ),
+        ("socket://shoe:S3cr3tPW@", "invalid device address 'socket://***@': "),
+    ],
+)
+async def test_a_link_that_cannot_be_opened_never_names_a_password_in_its_url(url: str, shown: str) -> None:
+    with pytest.raises(LinkError) as failed:
+        await open_serial(url)
+    assert "S3cr3tPW" not in str(failed.value) and str(failed.value).startswith(shown)
+    readings: list[Reading] = []
+
+    async def keep(batch: list[Reading]) -> None:
+        readings.extend(batch)
+
+    runner = DeviceRunner(ShoeSession("shoe1"), url, on_readings=keep, reconnect_min=0.05)
+    task = asyncio.create_task(runner.run())
+    try:
+        for _ in range(200):
+            if readings:
+                break
+            await asyncio.sleep(0.01)
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    [offline] = [r for r in readings if isinstance(r, DeviceOffline)]
+    assert "S3cr3tPW" not in offline.reason and offline.reason.startswith(shown)
 
 
 async def test_runner_survives_a_failing_reading_consumer(tmp_path: Path) -> None:
