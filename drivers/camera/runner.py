@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import math
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -80,6 +81,8 @@ class CameraRunner:
         self.last_error: str | None = None
         self.connected = False
         self._lock = asyncio.Lock()  # one monitor step + its delivery at a time: readings stay in order
+        #: the time of the last monitor step: its readings' times never go back (see `_call`)
+        self._monitor_time = -math.inf
         self._frame_lock = threading.Lock()  # guards the latest frame, written by the worker
         self._latest: Frame | None = None
         self._seq = 0
@@ -244,8 +247,14 @@ class CameraRunner:
     async def _call(self, step: Callable[[float], list[Reading]], *, now: float | None = None) -> None:
         """Run one monitor step and deliver its readings; never let a bug stop the camera."""
         async with self._lock:
+            # A frame is stamped in the worker when it is read, and may reach the loop after a deadline that
+            # ran already (no frame within `frame_timeout_s`): taken then, it is stamped then. So the
+            # capture's times follow the order in which the table took the readings, and a replay (which
+            # orders them by time) takes them in the same order as the live table did.
+            at = max(self.clock() if now is None else now, self._monitor_time)
+            self._monitor_time = at
             try:
-                readings = step(self.clock() if now is None else now)
+                readings = step(at)
             except Exception:
                 log.exception("%s: camera monitor error (input dropped, the camera keeps running)", self.name)
                 return

@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from typing import Any
 
 import cv2
 import numpy as np
@@ -31,6 +32,7 @@ from drivers.camera import (
     make_source,
     read_camera_capture,
 )
+from drivers.camera.frame import measure
 from drivers.readings import DeviceFault, DeviceFaultCleared, DeviceOffline, DeviceOnline, Reading
 
 pytestmark = pytest.mark.unit
@@ -208,6 +210,35 @@ async def test_a_stalled_stream_is_offline_after_the_frame_timeout_and_online_wh
         await recorder.until(lambda k: k == ["Online", "Offline", "Online"])
         assert runner.next_deadline() is not None
     assert source.closed.wait(WAIT)  # cancelled: the worker closes its source after its last read
+
+
+async def test_a_first_frame_read_before_the_open_deadline_but_taken_after_it_keeps_time_in_order(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The first frame is read (and stamped) just before `frame_timeout_s` after the source opened, but its
+    measurement reaches the event loop after that deadline ran: offline, then online. The online is stamped
+    when it is taken, not before the offline: the capture's times keep the order the table took them in,
+    which is the order a replay takes them in (by time). Otherwise the replay would see the camera online,
+    then offline, and pause a table that never paused."""
+    source = HangingSource()
+    source.flowing.clear()
+    first_measure = threading.Event()
+
+    def slow_first_measure(image: Any, columns: int) -> Any:
+        if not first_measure.is_set():
+            first_measure.set()
+            time.sleep(0.35)  # the frame is stamped; the loop sees it only after the 0.5 s deadline
+        return measure(image, columns)
+
+    monkeypatch.setattr("drivers.camera.runner.measure", slow_first_measure)
+    recorder = Recorder()
+    runner = CameraRunner("cam", lambda: source, options=FAST, on_readings=recorder)
+    async with running(runner):
+        await asyncio.sleep(0.3)
+        source.flowing.set()  # read at about 0.32 s, stamped then, taken at about 0.67 s
+        await recorder.until(lambda k: k[:2] == ["Offline", "Online"])
+    times = [reading.time for reading in recorder.readings]
+    assert times == sorted(times), recorder.kinds()
 
 
 async def test_grab_gives_a_fresh_frame_and_keeps_it_in_the_capture(tmp_path: Path) -> None:
