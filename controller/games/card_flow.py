@@ -485,22 +485,13 @@ class CardFlow(GameFlow):
 
     def _hold_unread_card(self, out: FlowOutput, now: float, why: str) -> None:
         """The procedure is about to move past the unread card that waits for its re-scan: it is not
-        forgotten but held out of procedure, like any card that cannot be placed; the supervisor's decision
-        sets it aside (`card.set_aside`) and ends the wait."""
+        forgotten but held out of procedure, as that misread would be had it come out now; the supervisor's
+        decision sets it aside (`card.set_aside`) and ends the wait."""
         assert self.unread_ref is not None
-        secret = self._holds_secret()
-        self.out_of_procedure = OutOfProcedure(
-            code=None,
-            raw=self.unread_raw,
-            ref=self.unread_ref,
-            unread=True,
-            round_id=self.rounds.round_id,
-            reason=why,
-            secret=secret,
+        unread = CardUnread(
+            device=self.settings.shoe_device, time=now, raw=self.unread_raw, ref=self.unread_ref
         )
-        what = "A card" if secret else "An unread card"
-        reason = f"{what} came out of procedure ({why}): put it aside"
-        out.hold_out_of_procedure(reason, self.settings.shoe_device, None, "" if secret else self.unread_raw)
+        self._hold_out_of_procedure(out, now, unread, why, unread=True)
 
     def settle_pause(self, now: float, by: str, decision: str) -> FlowOutput:
         """The supervisor decided: the card held out of procedure is set aside (`card.set_aside`)."""
