@@ -32,7 +32,8 @@ from drivers.backoff import Backoff
 from drivers.capture import CaptureWriter
 from drivers.readings import Reading
 from drivers.session import DeviceCommand, DeviceSession
-from drivers.transport import LinkError, open_serial, shown_url
+from drivers.transport import LinkError, open_serial
+from drivers.url_redaction import redact_urls_in
 from drivers.waiting import wait_event
 
 log = logging.getLogger(__name__)
@@ -85,6 +86,8 @@ class Link:
     ) -> None:
         self.name = name
         self.url = url
+        #: the address as logged and published: a network URL's user info never is
+        self.shown_url = redact_urls_in(url)
         self.user = user
         self.baudrate = baudrate
         self.clock = clock
@@ -112,7 +115,7 @@ class Link:
             try:
                 reader, writer = await self.open_link(self.url, baudrate=self.baudrate)
             except Exception as exc:  # LinkError normally; anything else must not end the link either
-                shown = shown_url(self.url)
+                shown = self.shown_url
                 reason = (
                     str(exc)
                     if isinstance(exc, LinkError)
@@ -128,7 +131,7 @@ class Link:
                 await asyncio.sleep(backoff.next())
                 continue
 
-            log.info("%s: connected to %s", self.name, shown_url(self.url))
+            log.info("%s: connected to %s", self.name, self.shown_url)
             backoff.reset()
             self.last_error = None
             self._writer = writer
@@ -181,10 +184,9 @@ class Link:
             try:
                 data = await reader.read(_READ_SIZE)
             except Exception as exc:  # SerialException, OSError: the port went away
-                shown = shown_url(self.url)
-                return f"lost connection to {shown}: {str(exc).replace(self.url, shown)}"
+                return f"lost connection to {self.shown_url}: {str(exc).replace(self.url, self.shown_url)}"
             if not data:
-                return f"connection to {shown_url(self.url)} closed"
+                return f"connection to {self.shown_url} closed"
             now = self.clock()
             self._record("rx", data, now)
             await self._tell(self.user.data_received(data, now))

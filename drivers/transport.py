@@ -49,9 +49,9 @@ async def open_serial(
     url: str, baudrate: int = 115200, **serial_kwargs: Any
 ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     """Open `url` (device path, `socket://host:port`, `rfc2217://host:port`) and return (reader, writer).
-    A LinkError names the URL as it may be shown (`shown_url`): a network URL's user info is never repeated,
-    nor pyserial's own text of it."""
-    shown = shown_url(url)
+    A LinkError names the URL as it may be shown (`redact_urls_in`): a network URL's user info is never
+    repeated, nor pyserial's own text of it."""
+    shown = redact_urls_in(url)
     try:
         return await serial_asyncio_fast.open_serial_connection(url=url, baudrate=baudrate, **serial_kwargs)
     except serial.SerialException as exc:
@@ -70,9 +70,3 @@ async def open_serial(
     except ValueError as exc:
         # serial_for_url rejects unknown schemes and bad parameters with ValueError.
         raise LinkError(f"invalid device address {shown!r}: {str(exc).replace(url, shown)}") from exc
-
-
-def shown_url(url: str) -> str:
-    """A device's address as it may be logged and published: a network URL redacted (`redact_urls_in`), a
-    device path as it is."""
-    return redact_urls_in(url) if _is_network_url(url) else url
